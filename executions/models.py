@@ -1,0 +1,1 @@
+"""Execution records (see the governed-execution work)."""

@@ -1,0 +1,1 @@
+from registry.admin import audit, tools  # noqa: F401

@@ -1,0 +1,241 @@
+"""The tool catalog in the admin. Every save goes through the registry services (and so the audit log)."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.urls import reverse
+from django.utils.html import format_html
+
+from registry.admin.forms import ToolConfigForm, ToolParameterForm
+from registry.admin.mixins import report_service_error
+from registry.models import Tool, ToolConfig, ToolParameter
+from registry.services import tools as services
+from toolhub.exceptions import ToolHubError
+
+
+class ToolParameterInline(admin.TabularInline):
+    model = ToolParameter
+    form = ToolParameterForm
+    extra = 0
+    ordering = ["parameter_type", "position", "name"]
+
+
+class ToolConfigInline(admin.TabularInline):
+    model = ToolConfig
+    form = ToolConfigForm
+    extra = 0
+    fields = ["config_key", "value", "is_secret", "shown_value"]
+    readonly_fields = ["shown_value"]
+
+    @admin.display(description="Current value")
+    def shown_value(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        value = obj.display_value
+        return value if isinstance(value, str) else json.dumps(value)
+
+
+class CategoryFilter(admin.SimpleListFilter):
+    title = "category"
+    parameter_name = "category"
+
+    def lookups(self, request, model_admin):
+        categories = set()
+        for metadata in Tool.objects.values_list("tool_metadata", flat=True).distinct()[:500]:
+            if isinstance(metadata, dict) and metadata.get("category"):
+                categories.add(str(metadata["category"]))
+        return [(c, c) for c in sorted(categories)]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(tool_metadata__category=self.value())
+        return queryset
+
+
+@admin.register(Tool)
+class ToolAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "type",
+        "version",
+        "category_display",
+        "is_active",
+        "requires_approval",
+        "updated_at",
+    ]
+    list_filter = ["type", "is_active", "requires_approval", CategoryFilter]
+    search_fields = ["name", "description"]
+    ordering = ["name"]
+    inlines = [ToolParameterInline, ToolConfigInline]
+    actions = ["activate_tools", "deactivate_tools"]
+    readonly_fields = [
+        "id",
+        "created_by",
+        "created_at",
+        "updated_at",
+        "audit_trail",
+        "input_schema_display",
+    ]
+    fieldsets = [
+        (
+            None,
+            {"fields": ["name", "description", "type", "version", "is_active", "tool_metadata"]},
+        ),
+        (
+            "Execution controls",
+            {
+                "fields": [
+                    "timeout_seconds",
+                    "max_retries",
+                    "cache_ttl_seconds",
+                    "max_concurrency",
+                    "max_response_bytes",
+                    "requires_approval",
+                ]
+            },
+        ),
+        (
+            "Record",
+            {
+                "fields": [
+                    "id",
+                    "created_by",
+                    "created_at",
+                    "updated_at",
+                    "audit_trail",
+                    "input_schema_display",
+                ]
+            },
+        ),
+    ]
+
+    @admin.display(description="Category")
+    def category_display(self, obj):
+        return obj.category or "—"
+
+    @admin.display(description="Audit trail")
+    def audit_trail(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        url = reverse("admin:registry_auditevent_changelist")
+        return format_html('<a href="{}?q={}">Audit events of this tool</a>', url, obj.pk)
+
+    @admin.display(description="Input JSON Schema (derived from the input parameters)")
+    def input_schema_display(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        return format_html("<pre>{}</pre>", json.dumps(obj.input_schema(), indent=2))
+
+    # Writes go through the services so every change is audited.
+
+    _TOOL_FIELDS = services.TOOL_FIELDS
+
+    def save_model(self, request, obj, form, change):
+        data = {f: form.cleaned_data[f] for f in self._TOOL_FIELDS if f in form.cleaned_data}
+        if change:
+            changed = {f: data[f] for f in form.changed_data if f in data}
+            if changed:
+                services.tool_update(actor=request.user, tool=obj, data=changed)
+        else:
+            name, type_ = data.pop("name"), data.pop("type")
+            created = services.tool_create(actor=request.user, name=name, type=type_, **data)
+            obj.pk = created.pk
+            obj._state.adding = False
+        obj.refresh_from_db()
+
+    def save_formset(self, request, form, formset, change):
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+        tool = form.instance
+        for inline_form in formset.forms:
+            if not hasattr(inline_form, "cleaned_data") or not inline_form.cleaned_data:
+                continue
+            instance = inline_form.instance
+            if inline_form in formset.deleted_forms:
+                if instance.pk:
+                    self._delete_inline(request, instance)
+                    formset.deleted_objects.append(instance)
+                continue
+            if not inline_form.has_changed():
+                continue
+            saved = self._save_inline(request, tool, inline_form)
+            if instance.pk and not instance._state.adding:
+                formset.changed_objects.append((saved, inline_form.changed_data))
+            else:
+                formset.new_objects.append(saved)
+
+    def _save_inline(self, request, tool, inline_form):
+        instance = inline_form.instance
+        if isinstance(inline_form, ToolParameterForm):
+            data = inline_form.service_data()
+            if instance.pk and not instance._state.adding:
+                return services.parameter_update(actor=request.user, parameter=instance, data=data)
+            data.pop("has_default")
+            if not inline_form.cleaned_data["has_default"]:
+                data.pop("default")
+            return services.parameter_create(actor=request.user, tool=tool, **data)
+        cleaned = inline_form.cleaned_data
+        if cleaned.get("keep_value"):
+            # Only the key or the secret flag changed: keep the stored value.
+            value = instance.__class__.objects.get(pk=instance.pk).value
+        else:
+            value = cleaned.get("parsed_value")
+        original_key = inline_form.initial.get("config_key")
+        if original_key and original_key != cleaned["config_key"]:
+            old = ToolConfig.objects.get(pk=instance.pk)
+            services.config_delete(actor=request.user, config=old)
+        config, _ = services.config_set(
+            actor=request.user,
+            tool=tool,
+            config_key=cleaned["config_key"],
+            config_value=value,
+            is_secret=cleaned.get("is_secret", False),
+        )
+        return config
+
+    def _delete_inline(self, request, instance):
+        if isinstance(instance, ToolParameter):
+            services.parameter_delete(actor=request.user, parameter=instance)
+        else:
+            services.config_delete(actor=request.user, config=instance)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            with transaction.atomic():
+                return super().changeform_view(request, object_id, form_url, extra_context)
+        except ToolHubError as exc:
+            report_service_error(self, request, exc)
+            from django.http import HttpResponseRedirect
+
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_model(self, request, obj):
+        services.tool_delete(actor=request.user, tool=obj)
+
+    def delete_queryset(self, request, queryset):
+        for tool in queryset:
+            services.tool_delete(actor=request.user, tool=tool)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            with transaction.atomic():
+                return super().delete_view(request, object_id, extra_context)
+        except ToolHubError as exc:
+            report_service_error(self, request, exc)
+            from django.http import HttpResponseRedirect
+
+            return HttpResponseRedirect(reverse("admin:registry_tool_change", args=[object_id]))
+
+    @admin.action(description="Activate selected tools")
+    def activate_tools(self, request, queryset):
+        for tool in queryset:
+            services.tool_activate(actor=request.user, tool=tool)
+        self.message_user(request, f"Activated {queryset.count()} tool(s).", messages.SUCCESS)
+
+    @admin.action(description="Deactivate selected tools")
+    def deactivate_tools(self, request, queryset):
+        for tool in queryset:
+            services.tool_deactivate(actor=request.user, tool=tool)
+        self.message_user(request, f"Deactivated {queryset.count()} tool(s).", messages.SUCCESS)

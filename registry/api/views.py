@@ -1,0 +1,224 @@
+"""The registry API: tools, their parameters, configs and derived schema."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry import selectors
+from registry.api import serializers as s
+from registry.models import Tool, ToolConfig, ToolParameter
+from registry.models.tools import ParameterKind, ToolType
+from registry.services import tools as services
+from toolhub.api.params import query_bool, query_choice
+from toolhub.api.permissions import StaffWritesOnly
+from toolhub.exceptions import NotFound
+
+
+class RegistryAPIView(APIView):
+    permission_classes = [StaffWritesOnly]
+
+    def tool_queryset(self):
+        return Tool.objects.all()
+
+    def get_tool(self, tool_id) -> Tool:
+        tool = self.tool_queryset().filter(pk=tool_id).first()
+        if tool is None:
+            raise NotFound("Tool not found.", code="tool_not_found")
+        return tool
+
+    def paginate(self, queryset, serializer_class):
+        from toolhub.api.pagination import PageNumberPagination
+
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(queryset, self.request, view=self)
+        return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+class ToolListView(RegistryAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("search", str, description="Substring of name or description"),
+            OpenApiParameter("tool_type", str, enum=ToolType.values),
+            OpenApiParameter("is_active", bool),
+            OpenApiParameter("category", str, description="tool_metadata.category"),
+            OpenApiParameter("page", int),
+            OpenApiParameter("page_size", int, description="1 to 200"),
+        ],
+        responses=s.ToolOutputSerializer(many=True),
+    )
+    def get(self, request):
+        params = request.query_params
+        filters = {
+            "search": params.get("search"),
+            "tool_type": query_choice(params, "tool_type", ToolType.values),
+            "is_active": query_bool(params, "is_active"),
+            "category": params.get("category"),
+        }
+        qs = selectors.tool_list(queryset=self.tool_queryset(), filters=filters)
+        return self.paginate(qs, s.ToolOutputSerializer)
+
+    @extend_schema(request=s.ToolInputSerializer, responses={201: s.ToolDetailOutputSerializer})
+    def post(self, request):
+        data = s.ToolInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        tool = services.tool_create(actor=request.user, **data.validated_data)
+        tool = selectors.tool_with_details(Tool.objects.filter(pk=tool.pk)).get()
+        return Response(s.ToolDetailOutputSerializer(tool).data, status=status.HTTP_201_CREATED)
+
+
+class ToolDetailView(RegistryAPIView):
+    def _detail(self, tool_id):
+        tool = selectors.tool_with_details(self.tool_queryset().filter(pk=tool_id)).first()
+        if tool is None:
+            raise NotFound("Tool not found.", code="tool_not_found")
+        return Response(s.ToolDetailOutputSerializer(tool).data)
+
+    @extend_schema(responses=s.ToolDetailOutputSerializer)
+    def get(self, request, tool_id):
+        return self._detail(tool_id)
+
+    @extend_schema(request=s.ToolUpdateSerializer, responses=s.ToolDetailOutputSerializer)
+    def put(self, request, tool_id):
+        return self._update(request, tool_id, partial=False)
+
+    @extend_schema(request=s.ToolUpdateSerializer, responses=s.ToolDetailOutputSerializer)
+    def patch(self, request, tool_id):
+        return self._update(request, tool_id, partial=True)
+
+    def _update(self, request, tool_id, *, partial: bool):
+        tool = self.get_tool(tool_id)
+        data = s.ToolUpdateSerializer(data=request.data, partial=partial)
+        data.is_valid(raise_exception=True)
+        services.tool_update(actor=request.user, tool=tool, data=dict(data.validated_data))
+        return self._detail(tool_id)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "hard_delete", bool, description="Remove the row (only if nothing references it)"
+            )
+        ],
+        responses={204: None},
+    )
+    def delete(self, request, tool_id):
+        tool = self.get_tool(tool_id)
+        if query_bool(request.query_params, "hard_delete"):
+            services.tool_delete(actor=request.user, tool=tool)
+        else:
+            services.tool_deactivate(actor=request.user, tool=tool)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ToolSchemaView(RegistryAPIView):
+    @extend_schema(responses={200: dict})
+    def get(self, request, tool_id):
+        tool = self.get_tool(tool_id)
+        return Response(tool.input_schema())
+
+
+class ToolParameterListView(RegistryAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("parameter_type", str, enum=ParameterKind.values)],
+        responses=s.ToolParameterOutputSerializer(many=True),
+    )
+    def get(self, request, tool_id):
+        tool = self.get_tool(tool_id)
+        kind = query_choice(request.query_params, "parameter_type", ParameterKind.values)
+        qs = selectors.parameter_list(tool=tool, parameter_type=kind)
+        return Response(s.ToolParameterOutputSerializer(qs, many=True).data)
+
+    @extend_schema(
+        request=s.ParameterInputSerializer, responses={201: s.ToolParameterOutputSerializer}
+    )
+    def post(self, request, tool_id):
+        tool = self.get_tool(tool_id)
+        data = s.ParameterInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        param = services.parameter_create(actor=request.user, tool=tool, **data.validated_data)
+        return Response(s.ToolParameterOutputSerializer(param).data, status=status.HTTP_201_CREATED)
+
+
+class ToolParameterDetailView(RegistryAPIView):
+    def get_parameter(self, parameter_id) -> ToolParameter:
+        param = (
+            ToolParameter.objects.select_related("tool")
+            .filter(pk=parameter_id, tool__in=self.tool_queryset())
+            .first()
+        )
+        if param is None:
+            raise NotFound("Parameter not found.", code="parameter_not_found")
+        return param
+
+    @extend_schema(responses=s.ToolParameterOutputSerializer)
+    def get(self, request, parameter_id):
+        return Response(s.ToolParameterOutputSerializer(self.get_parameter(parameter_id)).data)
+
+    @extend_schema(request=s.ParameterUpdateSerializer, responses=s.ToolParameterOutputSerializer)
+    def put(self, request, parameter_id):
+        return self._update(request, parameter_id, partial=False)
+
+    @extend_schema(request=s.ParameterUpdateSerializer, responses=s.ToolParameterOutputSerializer)
+    def patch(self, request, parameter_id):
+        return self._update(request, parameter_id, partial=True)
+
+    def _update(self, request, parameter_id, *, partial):
+        param = self.get_parameter(parameter_id)
+        data = s.ParameterUpdateSerializer(data=request.data, partial=partial)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        if not partial and "default" not in request.data:
+            values.setdefault("has_default", False)
+        param = services.parameter_update(actor=request.user, parameter=param, data=values)
+        return Response(s.ToolParameterOutputSerializer(param).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, parameter_id):
+        services.parameter_delete(actor=request.user, parameter=self.get_parameter(parameter_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ToolConfigListView(RegistryAPIView):
+    @extend_schema(responses=s.ToolConfigOutputSerializer(many=True))
+    def get(self, request, tool_id):
+        tool = self.get_tool(tool_id)
+        return Response(
+            s.ToolConfigOutputSerializer(selectors.config_list(tool=tool), many=True).data
+        )
+
+    @extend_schema(
+        request=s.ConfigInputSerializer,
+        responses={201: s.ToolConfigOutputSerializer, 200: s.ToolConfigOutputSerializer},
+        description="Creates the key, or replaces its value when it exists.",
+    )
+    def post(self, request, tool_id):
+        tool = self.get_tool(tool_id)
+        data = s.ConfigInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        config, created = services.config_set(actor=request.user, tool=tool, **data.validated_data)
+        return Response(
+            s.ToolConfigOutputSerializer(config).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class ToolConfigDetailView(RegistryAPIView):
+    def get_config(self, tool_id, config_key) -> ToolConfig:
+        tool = self.get_tool(tool_id)
+        config = tool.configs.filter(config_key=config_key).first()
+        if config is None:
+            raise NotFound(
+                f"Config '{config_key}' not found on this tool.", code="config_not_found"
+            )
+        return config
+
+    @extend_schema(responses=s.ToolConfigOutputSerializer)
+    def get(self, request, tool_id, config_key):
+        return Response(s.ToolConfigOutputSerializer(self.get_config(tool_id, config_key)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, tool_id, config_key):
+        services.config_delete(actor=request.user, config=self.get_config(tool_id, config_key))
+        return Response(status=status.HTTP_204_NO_CONTENT)

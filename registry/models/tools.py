@@ -1,0 +1,199 @@
+"""The tool catalog: tools, their parameters and their configuration."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from registry import crypto
+
+TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+tool_name_validator = RegexValidator(
+    TOOL_NAME_PATTERN,
+    "Use 1 to 64 characters: letters, digits, '_' or '-'.",
+    code="invalid_name",
+)
+config_key_validator = RegexValidator(
+    r"^[A-Za-z0-9_.-]{1,100}$",
+    "Use 1 to 100 characters: letters, digits, '_', '.' or '-'.",
+    code="invalid_key",
+)
+
+
+class ToolType(models.TextChoices):
+    HTTP = "http", "HTTP API"
+    DATABASE = "database", "Database query"
+    MCP = "mcp", "MCP server tool"
+    PYTHON = "python", "Python function"
+
+
+class Tool(models.Model):
+    """A callable capability registered for agents: an HTTP API, a query, an MCP tool or a function.
+
+    Soft delete is deactivation (``is_active=False``); a tool that anything
+    references (executions, grants) cannot be hard-deleted.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=64, unique=True, validators=[tool_name_validator])
+    description = models.TextField(blank=True)
+    type = models.CharField(max_length=16, choices=ToolType.choices)
+    version = models.CharField(max_length=32, default="1.0.0")
+    tool_metadata = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Free JSON; known keys: category, speed, safety, risk, cost_per_call.",
+    )
+    is_active = models.BooleanField(default=True, db_index=True)
+    timeout_seconds = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(3600)]
+    )
+    max_retries = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(10)])
+    cache_ttl_seconds = models.PositiveIntegerField(
+        default=0, help_text="0 disables result caching."
+    )
+    max_concurrency = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Most runs at once across all workers; empty means no limit, 1 means never in parallel.",
+    )
+    max_response_bytes = models.PositiveIntegerField(
+        default=1024 * 1024, validators=[MinValueValidator(1024)]
+    )
+    requires_approval = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [
+            ("execute_tool", "Can execute tool"),
+            ("manage_tool", "Can manage tool"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def category(self) -> str | None:
+        return (self.tool_metadata or {}).get("category")
+
+    def input_schema(self) -> dict:
+        from registry.schema import tool_input_schema
+
+        return tool_input_schema(self)
+
+
+class ParameterKind(models.TextChoices):
+    INPUT = "input", "Input"
+    OUTPUT = "output", "Output"
+
+
+class JSONType(models.TextChoices):
+    STRING = "string"
+    INTEGER = "integer"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    ARRAY = "array"
+    OBJECT = "object"
+    NULL = "null"
+
+
+class ToolParameter(models.Model):
+    """One input or output of a tool. Input parameters are the source of the tool's JSON Schema.
+
+    ``json_schema`` is an optional JSON-Schema fragment merged into the
+    parameter's schema for nested shapes (``items``, ``properties``, ``enum``,
+    bounds); ``default`` applies when ``has_default`` is set, so ``null`` can
+    itself be a default.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="parameters")
+    name = models.CharField(
+        max_length=64,
+        validators=[
+            RegexValidator(
+                r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$",
+                "Start with a letter or '_'; then letters, digits, '_', '.' or '-'.",
+            )
+        ],
+    )
+    parameter_type = models.CharField(
+        max_length=8, choices=ParameterKind.choices, default=ParameterKind.INPUT
+    )
+    type = models.CharField(max_length=8, choices=JSONType.choices, default=JSONType.STRING)
+    required = models.BooleanField(default=False)
+    description = models.TextField(blank=True)
+    has_default = models.BooleanField(default=False)
+    default = models.JSONField(null=True, blank=True)
+    json_schema = models.JSONField(default=dict, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tool", "parameter_type", "position", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tool", "parameter_type", "name"], name="unique_parameter_name_per_tool"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool.name}.{self.name} ({self.parameter_type})"
+
+
+class ToolConfig(models.Model):
+    """A key/value setting of one tool (base URL, headers, query, credentials).
+
+    Secret values are stored only encrypted (``encrypted_value``); they are
+    write-only through the API and admin and masked wherever they are shown.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="configs")
+    config_key = models.CharField(max_length=100, validators=[config_key_validator])
+    is_secret = models.BooleanField(default=False)
+    plain_value = models.JSONField(null=True, blank=True)
+    encrypted_value = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tool", "config_key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tool", "config_key"], name="unique_config_key_per_tool"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool.name}:{self.config_key}"
+
+    @property
+    def value(self):
+        """The real value; for secrets, decrypted. Only executors should read this."""
+        if self.is_secret:
+            return crypto.decrypt_json(self.encrypted_value) if self.encrypted_value else None
+        return self.plain_value
+
+    def set_value(self, value) -> None:
+        if self.is_secret:
+            self.encrypted_value = crypto.encrypt_json(value)
+            self.plain_value = None
+        else:
+            self.plain_value = value
+            self.encrypted_value = ""
+
+    @property
+    def display_value(self):
+        """What a person may see: the value, or a mask for secrets."""
+        return crypto.MASK if self.is_secret else self.plain_value

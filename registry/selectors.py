@@ -1,0 +1,43 @@
+"""Reads of the tool catalog."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from registry.models import AuditEvent, Tool, ToolConfig, ToolParameter
+
+
+def tool_list(
+    *, queryset: QuerySet[Tool] | None = None, filters: dict | None = None
+) -> QuerySet[Tool]:
+    qs = queryset if queryset is not None else Tool.objects.all()
+    filters = filters or {}
+    if filters.get("search"):
+        term = filters["search"]
+        qs = qs.filter(Q(name__icontains=term) | Q(description__icontains=term))
+    if filters.get("tool_type"):
+        qs = qs.filter(type=filters["tool_type"])
+    if filters.get("is_active") is not None:
+        qs = qs.filter(is_active=filters["is_active"])
+    if filters.get("category"):
+        qs = qs.filter(tool_metadata__category=filters["category"])
+    return qs.order_by("name")
+
+
+def tool_with_details(queryset: QuerySet[Tool]) -> QuerySet[Tool]:
+    return queryset.prefetch_related("parameters", "configs")
+
+
+def parameter_list(*, tool: Tool, parameter_type: str | None = None) -> QuerySet[ToolParameter]:
+    qs = tool.parameters.all()
+    if parameter_type:
+        qs = qs.filter(parameter_type=parameter_type)
+    return qs.order_by("parameter_type", "position", "name")
+
+
+def config_list(*, tool: Tool) -> QuerySet[ToolConfig]:
+    return tool.configs.all().order_by("config_key")
+
+
+def audit_events_for(obj) -> QuerySet[AuditEvent]:
+    return AuditEvent.objects.filter(target_type=obj._meta.label_lower, target_id=str(obj.pk))

@@ -1,0 +1,64 @@
+"""Writing audit events. Services call ``audit_record`` inside their own transaction."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import uuid
+from typing import Any
+
+from registry.models import AuditEvent
+from toolhub import context
+
+
+def json_safe(value: Any) -> Any:
+    """Make a snapshot value storable in a JSON column."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [json_safe(v) for v in value]
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime.datetime | datetime.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return value
+
+
+def actor_label(actor) -> str:
+    if actor is None:
+        return "system"
+    return getattr(actor, "get_username", lambda: str(actor))() or str(actor)
+
+
+def audit_record(
+    *,
+    actor,
+    action: str,
+    target=None,
+    target_type: str | None = None,
+    target_id: str | None = None,
+    target_repr: str | None = None,
+    before: dict | None = None,
+    after: dict | None = None,
+) -> AuditEvent:
+    """Append one audit event carrying the current request id and client address."""
+    ctx = context.current()
+    if target is not None:
+        target_type = target_type or target._meta.label_lower
+        target_id = target_id or str(target.pk)
+        target_repr = target_repr or str(target)
+    real_actor = actor if getattr(actor, "is_authenticated", False) and actor.pk else None
+    return AuditEvent.objects.create(
+        actor=real_actor,
+        actor_name=actor_label(real_actor),
+        action=action,
+        target_type=target_type or "",
+        target_id=target_id or "",
+        target_repr=(target_repr or "")[:200],
+        before=json_safe(before) if before is not None else None,
+        after=json_safe(after) if after is not None else None,
+        request_id=ctx.request_id,
+        client_address=ctx.client_address,
+    )

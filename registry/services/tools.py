@@ -1,0 +1,377 @@
+"""Writes to the tool catalog. Each write appends its audit event in the same transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError, RestrictedError
+
+from registry import schema as schema_mod
+from registry.models import Tool, ToolConfig, ToolParameter
+from registry.services.audit import audit_record
+from registry.services.validation import full_clean, raise_invalid
+from toolhub.exceptions import Conflict
+
+TOOL_FIELDS = (
+    "name",
+    "description",
+    "type",
+    "version",
+    "tool_metadata",
+    "is_active",
+    "timeout_seconds",
+    "max_retries",
+    "cache_ttl_seconds",
+    "max_concurrency",
+    "max_response_bytes",
+    "requires_approval",
+)
+PARAMETER_FIELDS = (
+    "name",
+    "parameter_type",
+    "type",
+    "required",
+    "description",
+    "default",
+    "json_schema",
+    "position",
+)
+
+
+# Snapshots: what the audit log keeps of an object (secrets masked).
+
+
+def tool_snapshot(tool: Tool) -> dict[str, Any]:
+    data = {field: getattr(tool, field) for field in TOOL_FIELDS}
+    data["id"] = str(tool.pk)
+    return data
+
+
+def parameter_snapshot(param: ToolParameter) -> dict[str, Any]:
+    data = {field: getattr(param, field) for field in PARAMETER_FIELDS}
+    data.update(id=str(param.pk), tool_id=str(param.tool_id), has_default=param.has_default)
+    return data
+
+
+def config_snapshot(config: ToolConfig) -> dict[str, Any]:
+    return {
+        "id": str(config.pk),
+        "tool_id": str(config.tool_id),
+        "config_key": config.config_key,
+        "is_secret": config.is_secret,
+        "config_value": config.display_value,
+    }
+
+
+def _check_metadata(metadata: Any) -> None:
+    if not isinstance(metadata, dict):
+        raise_invalid(
+            [{"field": "tool_metadata", "message": "Must be a JSON object.", "code": "invalid"}]
+        )
+
+
+def _unique_name_or_conflict(name: str, exclude_pk=None) -> None:
+    qs = Tool.objects.filter(name=name)
+    if exclude_pk is not None:
+        qs = qs.exclude(pk=exclude_pk)
+    if qs.exists():
+        raise Conflict(
+            f"A tool named '{name}' already exists.",
+            code="duplicate_name",
+            details=[{"field": "name", "message": "Already in use.", "code": "unique"}],
+        )
+
+
+def _save(instance, conflict_message: str, field: str) -> None:
+    try:
+        with transaction.atomic():
+            instance.save()
+    except IntegrityError as exc:
+        raise Conflict(
+            conflict_message,
+            code="duplicate",
+            details=[{"field": field, "message": "Already in use.", "code": "unique"}],
+        ) from exc
+
+
+# Tools
+
+
+@transaction.atomic
+def tool_create(
+    *,
+    actor,
+    name: str,
+    type: str,
+    description: str = "",
+    parameters: list[dict] | None = None,
+    configs: list[dict] | None = None,
+    **fields: Any,
+) -> Tool:
+    unknown = set(fields) - set(TOOL_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown tool fields: {sorted(unknown)}")
+    tool = Tool(name=name, type=type, description=description, **fields)
+    if getattr(actor, "pk", None):
+        tool.created_by = actor
+    _check_metadata(tool.tool_metadata)
+    full_clean(tool, exclude=["created_by"])
+    _unique_name_or_conflict(name)
+    _save(tool, f"A tool named '{name}' already exists.", "name")
+    audit_record(actor=actor, action="tool.created", target=tool, after=tool_snapshot(tool))
+    for index, spec in enumerate(parameters or []):
+        parameter_create(actor=actor, tool=tool, _prefix=f"parameters[{index}]", **spec)
+    for index, spec in enumerate(configs or []):
+        config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", **spec)
+    return tool
+
+
+@transaction.atomic
+def tool_update(*, actor, tool: Tool, data: dict[str, Any]) -> Tool:
+    unknown = set(data) - set(TOOL_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown tool fields: {sorted(unknown)}")
+    tool = Tool.objects.select_for_update().get(pk=tool.pk)
+    before = tool_snapshot(tool)
+    for field, value in data.items():
+        setattr(tool, field, value)
+    _check_metadata(tool.tool_metadata)
+    full_clean(tool, exclude=["created_by"])
+    if "name" in data and data["name"] != before["name"]:
+        _unique_name_or_conflict(tool.name, exclude_pk=tool.pk)
+    after = tool_snapshot(tool)
+    if after == before:
+        return tool
+    _save(tool, f"A tool named '{tool.name}' already exists.", "name")
+    action = "tool.updated"
+    if set(data) == {"is_active"}:
+        action = "tool.activated" if tool.is_active else "tool.deactivated"
+    audit_record(actor=actor, action=action, target=tool, before=before, after=after)
+    return tool
+
+
+def tool_deactivate(*, actor, tool: Tool) -> Tool:
+    return tool_update(actor=actor, tool=tool, data={"is_active": False})
+
+
+def tool_activate(*, actor, tool: Tool) -> Tool:
+    return tool_update(actor=actor, tool=tool, data={"is_active": True})
+
+
+@transaction.atomic
+def tool_delete(*, actor, tool: Tool) -> None:
+    """Hard-delete a tool that nothing references; otherwise 409 (deactivate it instead)."""
+    tool = Tool.objects.select_for_update().get(pk=tool.pk)
+    snapshot = tool_snapshot(tool)
+    snapshot["parameters"] = [parameter_snapshot(p) for p in tool.parameters.all()]
+    snapshot["configs"] = [config_snapshot(c) for c in tool.configs.all()]
+    blockers = tool_references(tool)
+    if blockers:
+        raise Conflict(
+            f"Tool '{tool.name}' is referenced by {', '.join(blockers)} and cannot be deleted; "
+            "deactivate it instead.",
+            code="tool_in_use",
+            details={"referenced_by": blockers},
+        )
+    tool_repr, tool_pk = str(tool), str(tool.pk)
+    try:
+        with transaction.atomic():
+            tool.delete()
+    except (ProtectedError, RestrictedError) as exc:
+        raise Conflict(
+            f"Tool '{tool_repr}' is still referenced and cannot be deleted; deactivate it instead.",
+            code="tool_in_use",
+        ) from exc
+    audit_record(
+        actor=actor,
+        action="tool.deleted",
+        target_type=Tool._meta.label_lower,
+        target_id=tool_pk,
+        target_repr=tool_repr,
+        before=snapshot,
+    )
+
+
+def tool_references(tool: Tool) -> list[str]:
+    """Names of the records that keep this tool from being hard-deleted.
+
+    Parameters and configs belong to the tool and go with it; anything else
+    pointing at it (executions, grants, rate limits) is history or policy and
+    blocks deletion.
+    """
+    owned = {ToolParameter, ToolConfig}
+    found = []
+    for rel in Tool._meta.related_objects:
+        if rel.related_model in owned or not (rel.one_to_many or rel.one_to_one):
+            continue
+        if rel.related_model.objects.filter(**{rel.field.name: tool}).exists():
+            found.append(rel.related_model._meta.verbose_name_plural.__str__())
+    return found
+
+
+# Parameters
+
+
+def _validate_parameter(param: ToolParameter, prefix: str) -> None:
+    def field(name):
+        return f"{prefix}.{name}" if prefix else name
+
+    full_clean(param, exclude=["tool"], prefix=prefix)
+    problems = [
+        {"field": field("json_schema"), "message": m, "code": "invalid_schema"}
+        for m in schema_mod.fragment_errors(param.json_schema)
+    ]
+    if not problems and param.has_default:
+        problems = [
+            {"field": field("default"), "message": m, "code": "invalid_default"}
+            for m in schema_mod.default_errors(param.type, param.json_schema, param.default)
+        ]
+    if problems:
+        raise_invalid(problems)
+
+
+def _unique_parameter(param: ToolParameter, prefix: str) -> None:
+    clash = ToolParameter.objects.filter(
+        tool_id=param.tool_id, parameter_type=param.parameter_type, name=param.name
+    ).exclude(pk=param.pk)
+    if clash.exists():
+        field = f"{prefix}.name" if prefix else "name"
+        raise Conflict(
+            f"Tool already has an {param.parameter_type} parameter named '{param.name}'.",
+            code="duplicate_parameter",
+            details=[{"field": field, "message": "Already in use.", "code": "unique"}],
+        )
+
+
+@transaction.atomic
+def parameter_create(*, actor, tool: Tool, _prefix: str = "", **data: Any) -> ToolParameter:
+    unknown = set(data) - set(PARAMETER_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
+    has_default = "default" in data
+    param = ToolParameter(tool=tool, has_default=has_default, **data)
+    if param.json_schema is None:
+        param.json_schema = {}
+    _validate_parameter(param, _prefix)
+    _unique_parameter(param, _prefix)
+    _save(param, f"Duplicate parameter '{param.name}'.", "name")
+    audit_record(
+        actor=actor, action="tool_parameter.created", target=param, after=parameter_snapshot(param)
+    )
+    return param
+
+
+@transaction.atomic
+def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -> ToolParameter:
+    unknown = set(data) - set(PARAMETER_FIELDS) - {"has_default"}
+    if unknown:
+        raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
+    param = ToolParameter.objects.select_for_update().select_related("tool").get(pk=parameter.pk)
+    before = parameter_snapshot(param)
+    for field, value in data.items():
+        setattr(param, field, value)
+    if "default" in data and "has_default" not in data:
+        param.has_default = True
+    if not param.has_default:
+        param.default = None
+    if param.json_schema is None:
+        param.json_schema = {}
+    _validate_parameter(param, "")
+    _unique_parameter(param, "")
+    after = parameter_snapshot(param)
+    if after == before:
+        return param
+    _save(param, f"Duplicate parameter '{param.name}'.", "name")
+    audit_record(
+        actor=actor, action="tool_parameter.updated", target=param, before=before, after=after
+    )
+    return param
+
+
+@transaction.atomic
+def parameter_delete(*, actor, parameter: ToolParameter) -> None:
+    snapshot = parameter_snapshot(parameter)
+    target_repr, target_id = str(parameter), str(parameter.pk)
+    parameter.delete()
+    audit_record(
+        actor=actor,
+        action="tool_parameter.deleted",
+        target_type=ToolParameter._meta.label_lower,
+        target_id=target_id,
+        target_repr=target_repr,
+        before=snapshot,
+    )
+
+
+# Configs
+
+
+@transaction.atomic
+def config_set(
+    *,
+    actor,
+    tool: Tool,
+    config_key: str,
+    config_value: Any,
+    is_secret: bool | None = None,
+    _prefix: str = "",
+) -> tuple[ToolConfig, bool]:
+    """Create or replace the config ``config_key`` of ``tool``. Returns ``(config, created)``.
+
+    When an existing key is updated without ``is_secret``, it keeps its
+    secrecy: a secret is never turned into a plain value by accident.
+    """
+    config = ToolConfig.objects.select_for_update().filter(tool=tool, config_key=config_key).first()
+    created = config is None
+    if created:
+        config = ToolConfig(tool=tool, config_key=config_key, is_secret=bool(is_secret))
+        before = None
+    else:
+        before = config_snapshot(config)
+        if is_secret is not None:
+            config.is_secret = bool(is_secret)
+    config.set_value(config_value)
+    full_clean(config, exclude=["tool"], prefix=_prefix)
+    _save(config, f"Duplicate config key '{config_key}'.", "config_key")
+    after = config_snapshot(config)
+    action = "tool_config.created" if created else "tool_config.updated"
+    audit_record(actor=actor, action=action, target=config, before=before, after=after)
+    return config, created
+
+
+@transaction.atomic
+def config_delete(*, actor, config: ToolConfig) -> None:
+    snapshot = config_snapshot(config)
+    target_repr, target_id = str(config), str(config.pk)
+    config.delete()
+    audit_record(
+        actor=actor,
+        action="tool_config.deleted",
+        target_type=ToolConfig._meta.label_lower,
+        target_id=target_id,
+        target_repr=target_repr,
+        before=snapshot,
+    )
+
+
+@transaction.atomic
+def configs_reencrypt() -> int:
+    """Re-encrypt every secret config under the primary key (after a key rotation)."""
+    from registry import crypto
+
+    count = 0
+    for config in ToolConfig.objects.select_for_update().filter(is_secret=True):
+        if not config.encrypted_value:
+            continue
+        rotated = crypto.rotate(config.encrypted_value)
+        ToolConfig.objects.filter(pk=config.pk).update(encrypted_value=rotated)
+        count += 1
+    audit_record(
+        actor=None,
+        action="secrets.reencrypted",
+        target_type="registry.toolconfig",
+        target_repr=f"{count} secret configs",
+        after={"count": count},
+    )
+    return count

@@ -1,0 +1,86 @@
+"""Every API error has one shape: ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from toolhub.exceptions import ToolHubError
+
+logger = logging.getLogger(__name__)
+
+
+class PayloadTooLarge(drf.APIException):
+    status_code = 413
+    default_detail = "Request body is too large."
+    default_code = "payload_too_large"
+
+
+def _flatten(detail, prefix: str = "") -> list[dict]:
+    """Turn DRF's nested error detail into a list of ``{field, message, code}``."""
+    items: list[dict] = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if key == "non_field_errors":
+                field = prefix
+            else:
+                field = f"{prefix}.{key}" if prefix else str(key)
+            items.extend(_flatten(value, field))
+    elif isinstance(detail, list):
+        if all(isinstance(item, str) for item in detail):
+            for item in detail:
+                items.append(
+                    {
+                        "field": prefix or None,
+                        "message": str(item),
+                        "code": getattr(item, "code", None),
+                    }
+                )
+        else:
+            for index, item in enumerate(detail):
+                items.extend(_flatten(item, f"{prefix}[{index}]" if prefix else f"[{index}]"))
+    else:
+        items.append(
+            {"field": prefix or None, "message": str(detail), "code": getattr(detail, "code", None)}
+        )
+    return items
+
+
+def error_body(code: str, message: str, details=None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def exception_handler(exc, context):
+    headers: dict[str, str] = {}
+    if isinstance(exc, ToolHubError):
+        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+    if isinstance(exc, Http404):
+        exc = drf.NotFound(str(exc) or "Not found.")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = drf.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    if not isinstance(exc, drf.APIException):
+        return None  # a real bug: let Django log it and answer 500
+
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))
+
+    if isinstance(exc, drf.ValidationError):
+        details = _flatten(exc.detail)
+        named = ", ".join(
+            f"{item['field']}: {item['message']}" if item["field"] else item["message"]
+            for item in details
+        )
+        body = error_body("validation_error", f"Invalid input. {named}", details)
+    else:
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
+        body = error_body(code, str(exc.detail), None)
+    return Response(body, status=exc.status_code, headers=headers)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ToolhubConfig(AppConfig):
+    name = "toolhub"
+    verbose_name = "ToolHub"

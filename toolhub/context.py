@@ -1,0 +1,44 @@
+"""Request-scoped context: who is acting, under which request id, from where.
+
+Set by the request-id middleware (and by Celery tasks from their message), and
+read by the audit service so each audit row carries the request id and client
+address without every call site passing them through.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    request_id: str = ""
+    client_address: str | None = None
+
+
+_current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar(
+    "toolhub_request_context",
+    default=RequestContext(),  # noqa: B039 - frozen dataclass, immutable
+)
+
+
+def current() -> RequestContext:
+    return _current.get()
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+@contextmanager
+def bind(*, request_id: str | None = None, client_address: str | None = None):
+    token = _current.set(
+        RequestContext(request_id=request_id or new_request_id(), client_address=client_address)
+    )
+    try:
+        yield _current.get()
+    finally:
+        _current.reset(token)

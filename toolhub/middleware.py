@@ -1,0 +1,40 @@
+"""Request id: every request gets one, echoed as ``X-Request-ID``.
+
+An incoming ``X-Request-ID`` from a trusted proxy is kept when it is a sane
+token (so traces join up across services); anything else is replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from toolhub import context
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
+
+
+def client_address(request) -> str | None:
+    # REMOTE_ADDR only: X-Forwarded-For is spoofable unless a proxy we trust
+    # rewrites it, and the deployment terminates at gunicorn behind one.
+    return request.META.get("REMOTE_ADDR") or None
+
+
+class RequestIDMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.headers.get("X-Request-ID", "")
+        request_id = incoming if _SAFE_ID.match(incoming) else context.new_request_id()
+        request.request_id = request_id
+        with context.bind(request_id=request_id, client_address=client_address(request)):
+            response = self.get_response(request)
+        response["X-Request-ID"] = request_id
+        return response
+
+
+class RequestIDLogFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = context.current().request_id or "-"
+        return True

@@ -1,0 +1,244 @@
+"""ToolHub settings, read from the environment (see README "Configuration").
+
+With nothing set, ToolHub runs embedded: SQLite under ``var/``, a local-memory
+cache, Celery tasks run in-process, DEBUG on and a development secret
+generated into ``var/``. Setting ``DATABASE_URL`` switches to the production
+shape, where DEBUG defaults to off and secrets must be provided.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
+
+from toolhub.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("TOOLHUB_VAR_DIR") or BASE_DIR / "var")
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DATABASE_URL = env_str("DATABASE_URL")
+EMBEDDED = not DATABASE_URL
+DEBUG = env_bool("DEBUG", default=EMBEDDED)
+
+
+def _dev_secret(file_name: str, make) -> str:
+    """A development-only secret persisted in var/ (never in the repository)."""
+    path = VAR_DIR / file_name
+    if not path.exists():
+        path.write_text(make())
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    SECRET_KEY = _dev_secret("dev-secret-key", lambda: secrets.token_urlsafe(50))
+
+# Fernet keys for secrets at rest; the first encrypts, all decrypt (rotation).
+TOOLHUB_ENCRYPTION_KEYS = env_list("TOOLHUB_ENCRYPTION_KEYS")
+if not TOOLHUB_ENCRYPTION_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured("TOOLHUB_ENCRYPTION_KEYS must be set when DEBUG is off.")
+    TOOLHUB_ENCRYPTION_KEYS = [
+        _dev_secret("dev-encryption-key", lambda: Fernet.generate_key().decode())
+    ]
+for _key in TOOLHUB_ENCRYPTION_KEYS:
+    try:
+        Fernet(_key)
+    except (ValueError, TypeError) as exc:
+        raise ImproperlyConfigured(
+            "TOOLHUB_ENCRYPTION_KEYS holds a value that is not a Fernet key "
+            "(32 url-safe base64-encoded bytes)."
+        ) from exc
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "guardian",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "toolhub",
+    "registry",
+    "executions",
+]
+
+MIDDLEWARE = [
+    "toolhub.middleware.RequestIDMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "toolhub.urls"
+WSGI_APPLICATION = "toolhub.wsgi.application"
+ASGI_APPLICATION = "toolhub.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if DATABASE_URL:
+    try:
+        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL cannot be parsed: {exc}") from exc
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "toolhub.sqlite3",
+            "OPTIONS": {"timeout": 20},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "toolhub",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+GUARDIAN_RAISE_403 = False
+ANONYMOUS_USER_NAME = None  # no guardian anonymous user: anonymous callers get nothing
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
+
+# Request bodies above this size are refused with 413 before parsing.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("TOOLHUB_MAX_REQUEST_BYTES", 2 * 1024 * 1024, minimum=1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "registry.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["toolhub.api.parsers.LimitedJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "toolhub.api.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "toolhub.api.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+if DEBUG:
+    REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(
+        "rest_framework.renderers.BrowsableAPIRenderer"
+    )
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ToolHub API",
+    "DESCRIPTION": "Register, govern and audit the tools AI agents call.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and ReDoc assets are served from the sidecar package: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "ToolTypeEnum": "registry.models.tools.ToolType",
+        "JSONTypeEnum": "registry.models.tools.JSONType",
+        "ParameterKindEnum": "registry.models.tools.ParameterKind",
+    },
+}
+
+# Celery: with no broker configured, tasks run in-process (embedded default).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=not CELERY_BROKER_URL)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# Secure defaults once DEBUG is off. TLS terminates at the reverse proxy, which
+# sets X-Forwarded-Proto; HSTS and the redirect can be tuned per deployment.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+# HSTS preload is a hard-to-undo commitment for the operator's whole domain, so
+# it stays opt-in (SECURE_HSTS_PRELOAD=true) and its deploy warning is silenced.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+# /healthz and /readyz are probed over plain HTTP inside the cluster.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "toolhub.middleware.RequestIDLogFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}
