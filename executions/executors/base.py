@@ -1,0 +1,60 @@
+"""The contract between the execution pipeline and the executors.
+
+An executor receives a ``ToolCall`` (validated inputs, decrypted configs, the
+limits that apply) and returns one ``ExecutorResult`` shape, whatever the kind
+of tool. Executors never raise for an upstream failure: they return
+``ok=False`` with an ``error_type`` and say whether a retry could help
+(``retryable``). Retrying, timing out the whole call and recording are the
+pipeline's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class ErrorType:
+    """Error types an executor may report (stored on the execution)."""
+
+    CONFIG = "config_error"  # the tool is misconfigured (missing base_url, bad template…)
+    INPUT = "input_error"  # inputs passed validation but cannot be used (missing path placeholder…)
+    EGRESS_DENIED = "egress_denied"  # the destination address is not allowed
+    CONNECTION = "connection_error"  # could not connect / connection dropped
+    TIMEOUT = "timeout"
+    UPSTREAM = "upstream_error"  # the upstream answered with an error (HTTP 4xx/5xx, isError)
+    TOOL = "tool_error"  # the tool itself failed (Python exception, SQL error)
+    READ_ONLY = "read_only_violation"  # a write was attempted on a read-only database tool
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool_name: str
+    tool_type: str
+    configs: Mapping[str, Any]
+    inputs: Mapping[str, Any]
+    timeout_seconds: float
+    max_response_bytes: int = 1024 * 1024
+    execution_id: str | None = None
+    attempt: int = 1
+    # Values that must never appear in an output, an error or a log line.
+    secret_values: tuple[str, ...] = ()
+
+
+@dataclass
+class ExecutorResult:
+    ok: bool
+    output: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    retryable: bool = False
+    upstream_status: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    latency_ms: float = 0.0
+
+
+class Executor(Protocol):
+    kind: str
+
+    def execute(self, call: ToolCall) -> ExecutorResult: ...
