@@ -80,6 +80,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "toolhub.middleware.RequestIDMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Serves the admin's and Swagger UI's static files under gunicorn (no CDN, no nginx needed).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -154,6 +156,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 
 # Request bodies above this size are refused with 413 before parsing.

@@ -63,9 +63,16 @@ class ToolParameterForm(forms.ModelForm):
         return data
 
     def service_data(self) -> dict:
-        data = {
-            field: self.cleaned_data[field] for field in self.Meta.fields if field != "default_json"
-        }
+        editable = (
+            "name",
+            "parameter_type",
+            "type",
+            "required",
+            "description",
+            "json_schema",
+            "position",
+        )
+        data = {field: self.cleaned_data[field] for field in editable}
         data["has_default"] = self.cleaned_data["has_default"]
         data["default"] = self.cleaned_data["default"]
         return data

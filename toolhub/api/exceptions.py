@@ -28,6 +28,8 @@ def _flatten(detail, prefix: str = "") -> list[dict]:
         for key, value in detail.items():
             if key == "non_field_errors":
                 field = prefix
+            elif isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+                field = f"{prefix}[{key}]"
             else:
                 field = f"{prefix}.{key}" if prefix else str(key)
             items.extend(_flatten(value, field))

@@ -1,0 +1,160 @@
+"""A real MCP server for the tests, built on the ``mcp`` SDK.
+
+Run it as a script::
+
+    python tests/servers/mcp_server.py --transport stdio
+    python tests/servers/mcp_server.py --transport streamable-http --port 8123 [--token T]
+    python tests/servers/mcp_server.py --transport sse --port 8124 [--token T]
+
+With ``--token`` the HTTP transports answer 401 to any request that does not
+carry ``Authorization: Bearer <token>``. ``--page-size N`` makes ``tools/list``
+paginate with cursors, ``N`` tools per page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hmac
+import json
+import sys
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import (
+    EmbeddedResource,
+    ImageContent,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    TextResourceContents,
+)
+
+# A 1x1 transparent PNG.
+PIXEL_PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
+
+
+class TestMCPServer(MCPServer):
+    """MCPServer with optional cursor pagination of ``tools/list``."""
+
+    page_size: int = 0
+
+    async def _handle_list_tools(
+        self, ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        tools = await self.list_tools()
+        if not self.page_size:
+            return ListToolsResult(tools=tools)
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = start + self.page_size
+        next_cursor = str(end) if end < len(tools) else None
+        return ListToolsResult(tools=tools[start:end], next_cursor=next_cursor)
+
+
+def build_server() -> TestMCPServer:
+    server = TestMCPServer("toolhub-test-server", log_level="WARNING")
+
+    @server.tool(description="Add two integers.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(description="Return the text unchanged.")
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Always fail with the given message.")
+    def fail(message: str) -> str:
+        raise ToolError(message)
+
+    @server.tool(description="Sleep for the given number of seconds.")
+    async def slow(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return f"slept {seconds}"
+
+    @server.tool(description="Return the Authorization header this request carried.")
+    def whoami(ctx: Context) -> str:
+        headers = ctx.headers or {}
+        return headers.get("authorization", "") or "anonymous"
+
+    @server.tool(description="Return structured content.")
+    def structured() -> dict[str, Any]:
+        return {"answer": 42, "items": ["a", "b"], "nested": {"ok": True}}
+
+    @server.tool(description="Return a JSON document as text.")
+    def json_text() -> str:
+        return json.dumps({"kind": "json", "values": [1, 2, 3]})
+
+    @server.tool(description="Return an image and an embedded resource.")
+    def media() -> list[ImageContent | EmbeddedResource | TextContent]:
+        return [
+            TextContent(type="text", text="a pixel"),
+            ImageContent(type="image", data=PIXEL_PNG, mime_type="image/png"),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri="file:///notes.txt", mime_type="text/plain", text="resource text"
+                ),
+            ),
+        ]
+
+    return server
+
+
+def require_bearer(app: Any, token: str) -> Any:
+    """ASGI middleware: 401 for HTTP requests without the expected bearer token."""
+    expected = f"Bearer {token}".encode()
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"text/plain")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--transport", choices=["stdio", "streamable-http", "sse"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--token", default=None)
+    parser.add_argument("--page-size", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    server = build_server()
+    server.page_size = args.page_size
+
+    if args.transport == "stdio":
+        server.run("stdio")
+        return
+
+    import uvicorn
+
+    if args.transport == "sse":
+        app = server.sse_app(host=args.host)
+    else:
+        app = server.streamable_http_app(host=args.host)
+    if args.token:
+        app = require_bearer(app, args.token)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

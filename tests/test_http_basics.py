@@ -1,0 +1,65 @@
+"""Probes, request ids, and the offline API documentation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+def test_healthz_and_readyz():
+    client = Client()
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["database"] == "ok"
+
+
+def test_request_id_is_generated_or_echoed():
+    client = Client()
+    generated = client.get("/healthz")["X-Request-ID"]
+    assert re.fullmatch(r"[0-9a-f]{32}", generated)
+    assert (
+        client.get("/healthz", HTTP_X_REQUEST_ID="req-12345678")["X-Request-ID"] == "req-12345678"
+    )
+    # Anything unsafe is replaced rather than reflected.
+    assert client.get("/healthz", HTTP_X_REQUEST_ID="<script>")["X-Request-ID"] != "<script>"
+
+
+def test_swagger_ui_uses_no_cdn():
+    html = Client().get("/docs/").content.decode()
+    sources = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert sources, html
+    assert all(not s.startswith(("http://", "https://", "//")) for s in sources), sources
+    assert any("swagger-ui-bundle.js" in s for s in sources)
+    for asset in sources:
+        if asset.startswith("/static/"):
+            response = Client().get(asset)
+            assert response.status_code == 200, asset
+
+
+def test_redoc_uses_no_cdn():
+    html = Client().get("/redoc/").content.decode()
+    sources = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert all(not s.startswith(("http://", "https://", "//")) for s in sources), sources
+
+
+def test_openapi_schema_describes_the_api():
+    response = Client().get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    for path in (
+        "/api/v1/tools",
+        "/api/v1/tools/{tool_id}",
+        "/api/v1/tools/{tool_id}/parameters",
+        "/api/v1/tools/parameters/{parameter_id}",
+        "/api/v1/tools/{tool_id}/configs",
+        "/api/v1/tools/{tool_id}/configs/{config_key}",
+        "/api/v1/tools/{tool_id}/schema",
+    ):
+        assert path in schema["paths"], path
+    assert "bearerAuth" in schema["components"]["securitySchemes"]

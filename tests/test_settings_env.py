@@ -1,0 +1,96 @@
+"""Settings come from the environment and fail loudly on bad values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from toolhub import env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_settings(tmp_path, **environ) -> subprocess.CompletedProcess:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "SECRET_KEY", "TOOLHUB_ENCRYPTION_KEYS", "DEBUG", "REDIS_URL"}
+    }
+    clean.update(
+        TOOLHUB_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="toolhub.settings", **environ
+    )
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; "
+            "print(settings.DEBUG, settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)",
+        ],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_embedded_default_runs_with_nothing_set(tmp_path):
+    result = run_settings(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "django.db.backends.sqlite3", "True"]
+    # A development secret is generated into var/, never into the repository.
+    assert (tmp_path / "dev-secret-key").exists() and (tmp_path / "dev-encryption-key").exists()
+
+
+def test_debug_off_without_secret_key_is_a_startup_error(tmp_path):
+    result = run_settings(tmp_path, DEBUG="false")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_debug_off_without_encryption_key_is_a_startup_error(tmp_path):
+    result = run_settings(tmp_path, DEBUG="false", SECRET_KEY="x" * 50)
+    assert result.returncode != 0
+    assert "TOOLHUB_ENCRYPTION_KEYS must be set" in result.stderr
+
+
+def test_bad_encryption_key_is_refused(tmp_path):
+    result = run_settings(tmp_path, TOOLHUB_ENCRYPTION_KEYS="not-a-key")
+    assert result.returncode != 0
+    assert "not a Fernet key" in result.stderr
+
+
+def test_database_url_switches_to_production_shape(tmp_path):
+    result = run_settings(
+        tmp_path,
+        DATABASE_URL="postgres://u@127.0.0.1:5432/x",
+        SECRET_KEY="y" * 50,
+        TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[:2] == ["False", "django.db.backends.postgresql"]
+
+
+@pytest.mark.parametrize(
+    ("helper", "raw"),
+    [(lambda: env.env_bool("TH_X", False), "perhaps"), (lambda: env.env_int("TH_X", 1), "ten")],
+)
+def test_typed_helpers_fail_loudly(monkeypatch, helper, raw):
+    monkeypatch.setenv("TH_X", raw)
+    with pytest.raises(ImproperlyConfigured, match="TH_X"):
+        helper()
+
+
+def test_file_variant_is_read(monkeypatch, tmp_path):
+    secret = tmp_path / "s"
+    secret.write_text("from-file\n")
+    monkeypatch.setenv("TH_Y_FILE", str(secret))
+    assert env.env_str("TH_Y") == "from-file"
+    assert env.env_list("TH_Z", ["a"]) == ["a"]
+    monkeypatch.setenv("TH_Z", "a, b,,c")
+    assert env.env_list("TH_Z") == ["a", "b", "c"]
