@@ -34,7 +34,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return self.authenticate_token(raw)
 
     def authenticate_token(self, raw: str):
-        token = ApiToken.objects.select_related("user").filter(token_hash=hash_token(raw)).first()
+        token = (
+            ApiToken.objects.select_related("user", "user__agent")
+            .filter(token_hash=hash_token(raw))
+            .first()
+        )
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         if token.is_revoked:

@@ -7,9 +7,23 @@ PLACEHOLDER_SECRET = "replace-me"  # noqa: S105 - a placeholder, not a credentia
 
 ROLES = {
     "platform-admin": "Registers tools, manages grants, limits and tokens.",
+    "reviewer": "Compliance: sees every tool, execution and audit event; changes nothing.",
     "fintech-analyst": "Reads market and account analytics; may not move money.",
     "customer-support": "Looks up customer accounts to answer support tickets.",
 }
+
+# (role, action, tool name or None for all tools)
+GRANTS = [
+    ("platform-admin", "manage", None),
+    ("reviewer", "read", None),
+    ("fintech-analyst", "execute", "earnings_call_transcript_fetcher"),
+    ("fintech-analyst", "execute", "african_country_directory"),
+    ("fintech-analyst", "execute", "transaction_insights"),
+    ("fintech-analyst", "read", "account_balance_lookup"),
+    ("customer-support", "execute", "account_balance_lookup"),
+    ("customer-support", "execute", "initiate_payment"),
+    ("customer-support", "read", "transaction_insights"),
+]
 
 TOOLS: list[dict] = [
     {

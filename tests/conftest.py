@@ -1,7 +1,7 @@
 """Shared fixtures: service checks and a fixed cast of principals.
 
 With ``TOOLHUB_TEST_EXPECT_SERVICES=true`` (CI), the suite refuses to run on
-anything but PostgreSQL and a reachable Redis instead of silently falling back.
+anything but PostgreSQL instead of silently falling back.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ import os
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from registry.services import access as access_services
 from tests.factories import make_token, make_user
 
 EXPECT_SERVICES = os.environ.get("TOOLHUB_TEST_EXPECT_SERVICES", "").lower() == "true"
@@ -33,20 +35,44 @@ def pytest_report_header(config):
     ]
 
 
+def token_client(user, **token_kwargs) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(user, **token_kwargs)}")
+    return client
+
+
+def make_role(name: str, permissions=(), all_tools_action: str | None = None) -> Group:
+    role = access_services.role_create(actor=None, name=name)
+    if permissions:
+        role.permissions.add(*access_services.permissions_by_label(permissions))
+    if all_tools_action:
+        access_services.grant_create(actor=None, role=role, action=all_tools_action)
+    return role
+
+
 @pytest.fixture
 def anon_client() -> APIClient:
     return APIClient()
 
 
-def token_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(user)}")
-    return client
+@pytest.fixture
+def platform_admin_role(db) -> Group:
+    return make_role(
+        "platform-admin", access_services.PLATFORM_ADMIN_PERMISSIONS, all_tools_action="manage"
+    )
 
 
 @pytest.fixture
-def staff_user(db):
-    return make_user("alice-staff", is_staff=True)
+def reviewer_role(db) -> Group:
+    return make_role("reviewer", access_services.REVIEWER_PERMISSIONS, all_tools_action="read")
+
+
+@pytest.fixture
+def staff_user(platform_admin_role):
+    """A platform admin: a person in the platform-admin role (staff, so also in the admin)."""
+    user = make_user("alice-staff", is_staff=True)
+    user.groups.add(platform_admin_role)
+    return user
 
 
 @pytest.fixture
@@ -56,7 +82,17 @@ def superuser(db):
 
 @pytest.fixture
 def plain_user(db):
-    return make_user("bob-plain")
+    """A person who may read every tool and change nothing."""
+    user = make_user("bob-plain")
+    user.groups.add(make_role("catalog-readers", all_tools_action="read"))
+    return user
+
+
+@pytest.fixture
+def reviewer_user(reviewer_role):
+    user = make_user("rita-reviewer", is_staff=True)
+    user.groups.add(reviewer_role)
+    return user
 
 
 @pytest.fixture
@@ -67,3 +103,8 @@ def staff_client(staff_user) -> APIClient:
 @pytest.fixture
 def plain_client(plain_user) -> APIClient:
     return token_client(plain_user)
+
+
+@pytest.fixture
+def reviewer_client(reviewer_user) -> APIClient:
+    return token_client(reviewer_user)

@@ -182,6 +182,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "toolhub.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # ?format= selects an LLM provider's tool format (registry/me), not a renderer.
+    "URL_FORMAT_OVERRIDE": None,
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(

@@ -9,9 +9,11 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
+from registry.admin.access import ToolGrantInline
 from registry.admin.forms import ToolConfigForm, ToolParameterForm
 from registry.admin.mixins import report_service_error
-from registry.models import Tool, ToolConfig, ToolParameter
+from registry.models import Tool, ToolConfig, ToolGrant, ToolParameter
+from registry.services import access as access_services
 from registry.services import tools as services
 from toolhub.exceptions import ToolHubError
 
@@ -69,7 +71,7 @@ class ToolAdmin(admin.ModelAdmin):
     list_filter = ["type", "is_active", "requires_approval", CategoryFilter]
     search_fields = ["name", "description"]
     ordering = ["name"]
-    inlines = [ToolParameterInline, ToolConfigInline]
+    inlines = [ToolParameterInline, ToolConfigInline, ToolGrantInline]
     actions = ["activate_tools", "deactivate_tools"]
     readonly_fields = [
         "id",
@@ -168,6 +170,14 @@ class ToolAdmin(admin.ModelAdmin):
 
     def _save_inline(self, request, tool, inline_form):
         instance = inline_form.instance
+        if isinstance(instance, ToolGrant):
+            grant, _ = access_services.grant_create(
+                actor=request.user,
+                role=inline_form.cleaned_data["role"],
+                action=inline_form.cleaned_data["action"],
+                tool=tool,
+            )
+            return grant
         if isinstance(inline_form, ToolParameterForm):
             data = inline_form.service_data()
             if instance.pk and not instance._state.adding:
@@ -196,7 +206,9 @@ class ToolAdmin(admin.ModelAdmin):
         return config
 
     def _delete_inline(self, request, instance):
-        if isinstance(instance, ToolParameter):
+        if isinstance(instance, ToolGrant):
+            access_services.grant_revoke(actor=request.user, grant=instance)
+        elif isinstance(instance, ToolParameter):
             services.parameter_delete(actor=request.user, parameter=instance)
         else:
             services.config_delete(actor=request.user, config=instance)

@@ -25,3 +25,37 @@ urlpatterns = [
         name="tool-config-detail",
     ),
 ]
+
+from registry.api import access_views as av  # noqa: E402
+
+urlpatterns += [
+    path("roles", av.RoleListView.as_view(), name="role-list"),
+    path("roles/<int:role_id>", av.RoleDetailView.as_view(), name="role-detail"),
+    path("agents", av.AgentListView.as_view(), name="agent-list"),
+    path("agents/<uuid:agent_id>", av.AgentDetailView.as_view(), name="agent-detail"),
+    path("agents/<uuid:agent_id>/tokens", av.AgentTokenListView.as_view(), name="agent-token-list"),
+    path(
+        "agents/<uuid:agent_id>/tokens/<int:token_id>",
+        av.AgentTokenDetailView.as_view(),
+        name="agent-token-detail",
+    ),
+    path("permissions", av.GrantListView.as_view(), name="grant-list"),
+    path("permissions/bulk", av.GrantBulkView.as_view(), name="grant-bulk"),
+    path("permissions/tool/<uuid:tool_id>", av.GrantsByToolView.as_view(), name="grant-by-tool"),
+    path("permissions/role/<int:role_id>", av.GrantsByRoleView.as_view(), name="grant-by-role"),
+    path("permissions/<uuid:grant_id>", av.GrantDetailView.as_view(), name="grant-detail"),
+    path("registry/me", av.RegistryMeView.as_view(), name="registry-me"),
+    path(
+        "registry/by-role/<int:role_id>", av.RegistryByRoleView.as_view(), name="registry-by-role"
+    ),
+    path(
+        "registry/by-role-name/<str:role_name>",
+        av.RegistryByRoleView.as_view(),
+        name="registry-by-role-name",
+    ),
+    path(
+        "registry/check-permission/<uuid:tool_id>/<int:role_id>",
+        av.CheckPermissionView.as_view(),
+        name="registry-check-permission",
+    ),
+]

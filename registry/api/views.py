@@ -5,36 +5,28 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from registry import selectors
+from registry import access, selectors
 from registry.api import serializers as s
-from registry.models import Tool, ToolConfig, ToolParameter
+from registry.models import Action, Tool, ToolConfig, ToolParameter
 from registry.models.tools import ParameterKind, ToolType
 from registry.services import tools as services
 from toolhub.api.params import query_bool, query_choice
-from toolhub.api.permissions import StaffWritesOnly
-from toolhub.exceptions import NotFound
+from toolhub.api.views import BaseAPIView
+from toolhub.exceptions import NotFound, PermissionDenied
 
 
-class RegistryAPIView(APIView):
-    permission_classes = [StaffWritesOnly]
+class RegistryAPIView(BaseAPIView):
+    """Tool endpoints: every lookup goes through the caller's readable tools."""
 
-    def tool_queryset(self):
-        return Tool.objects.all()
-
-    def get_tool(self, tool_id) -> Tool:
+    def get_tool(self, tool_id, *, action: str = Action.READ) -> Tool:
+        """The tool if the caller may read it (404 otherwise), then ``action`` checked (403)."""
         tool = self.tool_queryset().filter(pk=tool_id).first()
         if tool is None:
             raise NotFound("Tool not found.", code="tool_not_found")
+        if action != Action.READ and not access.can(self.request.user, action, tool):
+            raise PermissionDenied(f"You may not {action} this tool.", code="permission_denied")
         return tool
-
-    def paginate(self, queryset, serializer_class):
-        from toolhub.api.pagination import PageNumberPagination
-
-        paginator = PageNumberPagination()
-        page = paginator.paginate_queryset(queryset, self.request, view=self)
-        return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
 class ToolListView(RegistryAPIView):
@@ -62,6 +54,8 @@ class ToolListView(RegistryAPIView):
 
     @extend_schema(request=s.ToolInputSerializer, responses={201: s.ToolDetailOutputSerializer})
     def post(self, request):
+        if not access.can_create_tools(request.user):
+            raise PermissionDenied("Only platform admins may register tools.")
         data = s.ToolInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         tool = services.tool_create(actor=request.user, **data.validated_data)
@@ -89,10 +83,20 @@ class ToolDetailView(RegistryAPIView):
         return self._update(request, tool_id, partial=True)
 
     def _update(self, request, tool_id, *, partial: bool):
-        tool = self.get_tool(tool_id)
+        tool = self.get_tool(tool_id, action=Action.MANAGE)
         data = s.ToolUpdateSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
-        services.tool_update(actor=request.user, tool=tool, data=dict(data.validated_data))
+        values = dict(data.validated_data)
+        if (
+            "requires_approval" in values
+            and values["requires_approval"] != tool.requires_approval
+            and not access.is_platform_admin(request.user)
+        ):
+            raise PermissionDenied(
+                "Only platform admins may change whether a tool requires approval.",
+                details=[{"field": "requires_approval", "message": "Platform admins only."}],
+            )
+        services.tool_update(actor=request.user, tool=tool, data=values)
         return self._detail(tool_id)
 
     @extend_schema(
@@ -104,8 +108,10 @@ class ToolDetailView(RegistryAPIView):
         responses={204: None},
     )
     def delete(self, request, tool_id):
-        tool = self.get_tool(tool_id)
+        tool = self.get_tool(tool_id, action=Action.MANAGE)
         if query_bool(request.query_params, "hard_delete"):
+            if not access.can_hard_delete_tools(request.user):
+                raise PermissionDenied("Only platform admins may hard-delete tools.")
             services.tool_delete(actor=request.user, tool=tool)
         else:
             services.tool_deactivate(actor=request.user, tool=tool)
@@ -134,7 +140,7 @@ class ToolParameterListView(RegistryAPIView):
         request=s.ParameterInputSerializer, responses={201: s.ToolParameterOutputSerializer}
     )
     def post(self, request, tool_id):
-        tool = self.get_tool(tool_id)
+        tool = self.get_tool(tool_id, action=Action.MANAGE)
         data = s.ParameterInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         param = services.parameter_create(actor=request.user, tool=tool, **data.validated_data)
@@ -142,7 +148,7 @@ class ToolParameterListView(RegistryAPIView):
 
 
 class ToolParameterDetailView(RegistryAPIView):
-    def get_parameter(self, parameter_id) -> ToolParameter:
+    def get_parameter(self, parameter_id, *, action: str = Action.READ) -> ToolParameter:
         param = (
             ToolParameter.objects.select_related("tool")
             .filter(pk=parameter_id, tool__in=self.tool_queryset())
@@ -150,6 +156,8 @@ class ToolParameterDetailView(RegistryAPIView):
         )
         if param is None:
             raise NotFound("Parameter not found.", code="parameter_not_found")
+        if action != Action.READ and not access.can(self.request.user, action, param.tool):
+            raise PermissionDenied(f"You may not {action} this tool.")
         return param
 
     @extend_schema(responses=s.ToolParameterOutputSerializer)
@@ -165,7 +173,7 @@ class ToolParameterDetailView(RegistryAPIView):
         return self._update(request, parameter_id, partial=True)
 
     def _update(self, request, parameter_id, *, partial):
-        param = self.get_parameter(parameter_id)
+        param = self.get_parameter(parameter_id, action=Action.MANAGE)
         data = s.ParameterUpdateSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
@@ -176,7 +184,8 @@ class ToolParameterDetailView(RegistryAPIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, parameter_id):
-        services.parameter_delete(actor=request.user, parameter=self.get_parameter(parameter_id))
+        param = self.get_parameter(parameter_id, action=Action.MANAGE)
+        services.parameter_delete(actor=request.user, parameter=param)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -194,7 +203,7 @@ class ToolConfigListView(RegistryAPIView):
         description="Creates the key, or replaces its value when it exists.",
     )
     def post(self, request, tool_id):
-        tool = self.get_tool(tool_id)
+        tool = self.get_tool(tool_id, action=Action.MANAGE)
         data = s.ConfigInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         config, created = services.config_set(actor=request.user, tool=tool, **data.validated_data)
@@ -205,8 +214,8 @@ class ToolConfigListView(RegistryAPIView):
 
 
 class ToolConfigDetailView(RegistryAPIView):
-    def get_config(self, tool_id, config_key) -> ToolConfig:
-        tool = self.get_tool(tool_id)
+    def get_config(self, tool_id, config_key, *, action: str = Action.READ) -> ToolConfig:
+        tool = self.get_tool(tool_id, action=action)
         config = tool.configs.filter(config_key=config_key).first()
         if config is None:
             raise NotFound(
@@ -220,5 +229,6 @@ class ToolConfigDetailView(RegistryAPIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, tool_id, config_key):
-        services.config_delete(actor=request.user, config=self.get_config(tool_id, config_key))
+        config = self.get_config(tool_id, config_key, action=Action.MANAGE)
+        services.config_delete(actor=request.user, config=config)
         return Response(status=status.HTTP_204_NO_CONTENT)

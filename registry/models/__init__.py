@@ -1,5 +1,27 @@
+from registry.models.access import (
+    Action,
+    Agent,
+    Role,
+    RoleProfile,
+    ToolGrant,
+    ToolGroupObjectPermission,
+    ToolUserObjectPermission,
+)
 from registry.models.audit import AuditEvent
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
 
-__all__ = ["ApiToken", "AuditEvent", "Tool", "ToolConfig", "ToolParameter"]
+__all__ = [
+    "Action",
+    "Agent",
+    "ApiToken",
+    "AuditEvent",
+    "Role",
+    "RoleProfile",
+    "Tool",
+    "ToolConfig",
+    "ToolGrant",
+    "ToolGroupObjectPermission",
+    "ToolParameter",
+    "ToolUserObjectPermission",
+]

@@ -50,6 +50,7 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        permissions = [("review_all", "Can review every record, read-only")]
         indexes = [
             models.Index(fields=["target_type", "target_id"], name="audit_target_idx"),
             models.Index(fields=["actor", "-occurred_at"], name="audit_actor_time_idx"),

@@ -76,6 +76,7 @@ class Tool(models.Model):
         permissions = [
             ("execute_tool", "Can execute tool"),
             ("manage_tool", "Can manage tool"),
+            ("grant_tool", "Can grant roles access to tools"),
         ]
 
     def __str__(self) -> str:

@@ -166,6 +166,9 @@ def tool_delete(*, actor, tool: Tool) -> None:
     snapshot = tool_snapshot(tool)
     snapshot["parameters"] = [parameter_snapshot(p) for p in tool.parameters.all()]
     snapshot["configs"] = [config_snapshot(c) for c in tool.configs.all()]
+    snapshot["grants"] = [
+        {"role": g.role.name, "action": g.action} for g in tool.grants.select_related("role")
+    ]
     blockers = tool_references(tool)
     if blockers:
         raise Conflict(
@@ -200,7 +203,17 @@ def tool_references(tool: Tool) -> list[str]:
     pointing at it (executions, grants, rate limits) is history or policy and
     blocks deletion.
     """
-    owned = {ToolParameter, ToolConfig}
+    from registry.models import ToolGrant, ToolGroupObjectPermission, ToolUserObjectPermission
+
+    # Grants are policy about the tool and go with it (recorded in the
+    # deletion's audit snapshot); history such as executions blocks deletion.
+    owned = {
+        ToolParameter,
+        ToolConfig,
+        ToolGrant,
+        ToolGroupObjectPermission,
+        ToolUserObjectPermission,
+    }
     found = []
     for rel in Tool._meta.related_objects:
         if rel.related_model in owned or not (rel.one_to_many or rel.one_to_one):

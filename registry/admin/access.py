@@ -1,0 +1,342 @@
+"""Agents, roles, tokens and grants in the admin. Every change goes through the access services."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.models import Group, Permission
+from django.db import transaction
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from registry import access
+from registry.models import Agent, ApiToken, Role, RoleProfile, ToolGrant
+from registry.services import access as services
+
+admin.site.unregister(Group)
+
+
+def token_page(request, tokens: list[tuple[str, ApiToken, str]], back_url: str):
+    """Show freshly issued tokens once, in the response itself (never via messages or cookies)."""
+    return TemplateResponse(
+        request,
+        "admin/registry/token_issued.html",
+        {
+            "tokens": [{"owner": o, "token": t, "raw": r} for o, t, r in tokens],
+            "back_url": back_url,
+            "title": "Token issued",
+        },
+    )
+
+
+class AgentForm(forms.ModelForm):
+    roles = forms.ModelMultipleChoiceField(
+        queryset=Group.objects.order_by("name"),
+        required=False,
+        widget=admin.widgets.FilteredSelectMultiple("roles", is_stacked=False),
+    )
+
+    class Meta:
+        model = Agent
+        fields = ["name", "owner", "description", "is_active", "roles"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["roles"].initial = list(self.instance.user.groups.all())
+            self.fields["name"].disabled = True
+        self.fields["owner"].queryset = self.fields["owner"].queryset.filter(agent__isnull=True)
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
+    list_display = ["name", "owner", "is_active", "role_names", "created_at"]
+    list_filter = ["is_active", "user__groups"]
+    search_fields = ["name", "owner__username", "description"]
+    list_select_related = ["owner", "user"]
+    actions = ["issue_token", "deactivate_agents", "activate_agents"]
+    readonly_fields = ["id", "user", "created_at", "updated_at", "tokens_link"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("user__groups")
+
+    @admin.display(description="Roles")
+    def role_names(self, obj):
+        return ", ".join(sorted(g.name for g in obj.user.groups.all())) or "—"
+
+    @admin.display(description="Tokens")
+    def tokens_link(self, obj):
+        if not obj.pk:
+            return "—"
+        url = reverse("admin:registry_apitoken_changelist")
+        return format_html(
+            '<a href="{}?user__id__exact={}">Tokens of this agent</a>', url, obj.user_id
+        )
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        role_ids = [r.pk for r in data.get("roles", [])]
+        if change:
+            services.agent_update(
+                actor=request.user,
+                agent=obj,
+                data={
+                    "description": data["description"],
+                    "is_active": data["is_active"],
+                    "owner": data["owner"],
+                    "role_ids": role_ids,
+                },
+            )
+        else:
+            created = services.agent_create(
+                actor=request.user,
+                name=data["name"],
+                owner=data["owner"],
+                description=data["description"],
+                is_active=data["is_active"],
+                role_ids=role_ids,
+            )
+            obj.pk, obj.user_id = created.pk, created.user_id
+            obj._state.adding = False
+        obj.refresh_from_db()
+
+    def save_related(self, request, form, formsets, change):
+        pass  # roles are saved by the service; tokens are read-only here
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # deactivate instead: agents appear in the audit trail
+
+    @admin.action(description="Issue a token (shown once)")
+    def issue_token(self, request, queryset):
+        issued = []
+        with transaction.atomic():
+            for agent in queryset.select_related("user"):
+                token, raw = services.token_issue(
+                    actor=request.user,
+                    user=agent.user,
+                    name=f"admin {timezone.now():%Y-%m-%d}",
+                    expires_at=timezone.now() + timedelta(days=90),
+                )
+                issued.append((agent.name, token, raw))
+        return token_page(request, issued, reverse("admin:registry_agent_changelist"))
+
+    @admin.action(description="Deactivate selected agents (their tokens stop working)")
+    def deactivate_agents(self, request, queryset):
+        for agent in queryset:
+            services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
+
+    @admin.action(description="Activate selected agents")
+    def activate_agents(self, request, queryset):
+        for agent in queryset:
+            services.agent_update(actor=request.user, agent=agent, data={"is_active": True})
+
+
+class ApiTokenAddForm(forms.ModelForm):
+    expires_in_days = forms.IntegerField(min_value=1, max_value=3650, required=False, initial=90)
+
+    class Meta:
+        model = ApiToken
+        fields = ["user", "name"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = [
+        "prefix",
+        "name",
+        "user",
+        "status",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["revoked_at", "user"]
+    search_fields = ["prefix", "name", "user__username"]
+    list_select_related = ["user"]
+    actions = ["revoke_tokens"]
+    readonly_fields = [
+        "user",
+        "name",
+        "prefix",
+        "status",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+        "created_by",
+    ]
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = ApiTokenAddForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def get_fields(self, request, obj=None):
+        return ["user", "name", "expires_in_days"] if obj is None else self.readonly_fields
+
+    def has_change_permission(self, request, obj=None):
+        return (
+            False
+            if obj is not None and request.method == "POST"
+            else super().has_change_permission(request, obj)
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # revoke instead: tokens stay in the record
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if request.method == "POST":
+            form = ApiTokenAddForm(request.POST)
+            if form.is_valid():
+                days = form.cleaned_data.get("expires_in_days")
+                token, raw = services.token_issue(
+                    actor=request.user,
+                    user=form.cleaned_data["user"],
+                    name=form.cleaned_data["name"],
+                    expires_at=timezone.now() + timedelta(days=days) if days else None,
+                )
+                return token_page(
+                    request,
+                    [(token.user.username, token, raw)],
+                    reverse("admin:registry_apitoken_changelist"),
+                )
+        return super().add_view(request, form_url, extra_context)
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke_tokens(self, request, queryset):
+        count = 0
+        for token in queryset:
+            if not token.is_revoked:
+                services.token_revoke(actor=request.user, token=token)
+                count += 1
+        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
+
+
+class RoleForm(forms.ModelForm):
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    permissions = forms.ModelMultipleChoiceField(
+        queryset=Permission.objects.exclude(
+            content_type__app_label="registry", codename__in=services.TOOL_ACCESS_CODENAMES
+        ).select_related("content_type"),
+        required=False,
+        widget=admin.widgets.FilteredSelectMultiple("permissions", is_stacked=False),
+        help_text="Platform rights (e.g. registry.grant_tool). Rights on tools are given as grants on each tool's page.",
+    )
+
+    class Meta:
+        model = Role
+        fields = ["name", "description", "permissions"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            profile = RoleProfile.objects.filter(group=self.instance).first()
+            self.fields["description"].initial = profile.description if profile else ""
+
+
+@admin.register(Role)
+class RoleAdmin(admin.ModelAdmin):
+    form = RoleForm
+    list_display = ["name", "description_display", "member_count"]
+    search_fields = ["name"]
+    readonly_fields = ["tools_granted", "members"]
+
+    @admin.display(description="Description")
+    def description_display(self, obj):
+        profile = RoleProfile.objects.filter(group=obj).first()
+        return profile.description if profile else ""
+
+    @admin.display(description="Members")
+    def member_count(self, obj):
+        return obj.user_set.count()
+
+    @admin.display(description="Tools this role may use")
+    def tools_granted(self, obj):
+        if not obj.pk:
+            return "—"
+        grants = ToolGrant.objects.filter(role=obj).select_related("tool").order_by("tool__name")
+        if not grants:
+            return "No grants."
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li>{}: {}</li>",
+                ((g.tool.name if g.tool_id else "all tools", g.action) for g in grants),
+            ),
+        )
+
+    @admin.display(description="Members")
+    def members(self, obj):
+        if not obj.pk:
+            return "—"
+        return (
+            ", ".join(obj.user_set.order_by("username").values_list("username", flat=True)) or "—"
+        )
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        labels = [f"{p.content_type.app_label}.{p.codename}" for p in data.get("permissions", [])]
+        if change:
+            role = Group.objects.get(pk=obj.pk)
+            services.role_update(
+                actor=request.user,
+                role=role,
+                data={
+                    "name": data["name"],
+                    "description": data["description"],
+                    "permissions": labels,
+                },
+            )
+        else:
+            role = services.role_create(
+                actor=request.user,
+                name=data["name"],
+                description=data["description"],
+                permissions=labels,
+            )
+            obj.pk = role.pk
+            obj._state.adding = False
+        obj.refresh_from_db()
+
+    def save_related(self, request, form, formsets, change):
+        pass  # permissions are saved by the service
+
+    def delete_model(self, request, obj):
+        services.role_delete(actor=request.user, role=Group.objects.get(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset):
+        for role in queryset:
+            services.role_delete(actor=request.user, role=Group.objects.get(pk=role.pk))
+
+
+class ToolGrantInline(admin.TabularInline):
+    """Grant and revoke on the tool's page. Only platform admins see and use it."""
+
+    model = ToolGrant
+    extra = 0
+    fields = ["role", "action", "granted_by", "created_at"]
+    readonly_fields = ["granted_by", "created_at"]
+    verbose_name = "grant"
+    verbose_name_plural = "Grants (roles that may read, execute or manage this tool)"
+
+    def has_view_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+
+    def has_add_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)

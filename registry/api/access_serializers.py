@@ -1,0 +1,169 @@
+"""Serializers for roles, agents, tokens, grants and discovery."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group
+from rest_framework import serializers
+
+from registry.formats import FORMATS
+from registry.models import Action, Agent, ApiToken, ToolGrant
+from toolhub.api.serializers import StrictSerializer
+
+
+class RoleRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class RoleOutputSerializer(serializers.ModelSerializer):
+    description = serializers.SerializerMethodField()
+    permissions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Group
+        fields = ["id", "name", "description", "permissions"]
+
+    def get_description(self, obj) -> str:
+        profile = getattr(obj, "profile", None)
+        return profile.description if profile else ""
+
+    def get_permissions(self, obj) -> list[str]:
+        return sorted(
+            f"{p.content_type.app_label}.{p.codename}"
+            for p in obj.permissions.all()
+            if p.codename not in ("view_tool", "execute_tool", "manage_tool")
+        )
+
+
+class RoleInputSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=150)
+    description = serializers.CharField(allow_blank=True, required=False, default="")
+    permissions = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class AgentOutputSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username")
+    owner_id = serializers.IntegerField()
+    roles = serializers.SerializerMethodField()
+    role_ids = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Agent
+        fields = [
+            "id",
+            "name",
+            "owner",
+            "owner_id",
+            "description",
+            "is_active",
+            "roles",
+            "role_ids",
+            "created_at",
+            "updated_at",
+        ]
+
+    def _roles(self, obj):
+        return sorted(obj.user.groups.all(), key=lambda g: g.name)
+
+    def get_roles(self, obj) -> list[dict]:
+        return [{"id": g.pk, "name": g.name} for g in self._roles(obj)]
+
+    def get_role_ids(self, obj) -> list[int]:
+        return [g.pk for g in self._roles(obj)]
+
+
+class AgentInputSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    owner = serializers.CharField(
+        help_text="Username (or numeric id) of the person who owns the agent."
+    )
+    description = serializers.CharField(allow_blank=True, required=False, default="")
+    role_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+    is_active = serializers.BooleanField(required=False, default=True)
+
+
+class AgentUpdateSerializer(StrictSerializer):
+    owner = serializers.CharField(required=False)
+    description = serializers.CharField(allow_blank=True, required=False)
+    role_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    is_active = serializers.BooleanField(required=False)
+
+
+class TokenOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiToken
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "status",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        ]
+
+
+class TokenCreatedSerializer(TokenOutputSerializer):
+    token = serializers.CharField(help_text="The token itself. Shown once: store it now.")
+
+    class Meta(TokenOutputSerializer.Meta):
+        fields = [*TokenOutputSerializer.Meta.fields, "token"]
+
+
+class TokenInputSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100, allow_blank=True, required=False, default="")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_in_days = serializers.IntegerField(min_value=1, max_value=3650, required=False)
+
+    def validate(self, attrs):
+        if attrs.get("expires_at") and attrs.get("expires_in_days"):
+            raise serializers.ValidationError(
+                {"expires_in_days": ["Give expires_at or expires_in_days, not both."]}
+            )
+        return attrs
+
+
+class GrantOutputSerializer(serializers.ModelSerializer):
+    tool_id = serializers.UUIDField(allow_null=True)
+    tool_name = serializers.SerializerMethodField()
+    role_id = serializers.IntegerField()
+    role_name = serializers.CharField(source="role.name")
+    granted_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ToolGrant
+        fields = [
+            "id",
+            "tool_id",
+            "tool_name",
+            "role_id",
+            "role_name",
+            "action",
+            "granted_by",
+            "created_at",
+        ]
+
+    def get_tool_name(self, obj) -> str | None:
+        return obj.tool.name if obj.tool_id else None
+
+    def get_granted_by(self, obj) -> str | None:
+        return obj.granted_by.username if obj.granted_by_id else None
+
+
+class GrantInputSerializer(StrictSerializer):
+    tool_id = serializers.UUIDField(
+        required=False, allow_null=True, help_text="Omit for all tools."
+    )
+    role_id = serializers.IntegerField()
+    action = serializers.ChoiceField(choices=Action.choices)
+
+
+class BulkGrantInputSerializer(StrictSerializer):
+    tool_id = serializers.UUIDField(required=False, allow_null=True)
+    role_ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
+    action = serializers.ChoiceField(choices=Action.choices)
+
+
+class FormatQuerySerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=FORMATS, default="raw")

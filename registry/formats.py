@@ -1,0 +1,173 @@
+"""Tool lists in the shapes LLM providers expect (OpenAI, Anthropic, Gemini, MCP) or raw.
+
+Names are made valid for each provider, kept unique, and mapped back to the
+ToolHub tool (``name_map``) so a provider's tool call can be resolved.
+Parameters that carry per-call secrets (keys of the HTTP tool's
+``headers_input_map``) are marked so agents know to pass them.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+FORMATS = ("openai", "anthropic", "gemini", "mcp", "raw")
+
+# Each provider's rule for function names.
+_NAME_RULES = {
+    "openai": (re.compile(r"[^a-zA-Z0-9_-]"), 64, False),
+    "anthropic": (re.compile(r"[^a-zA-Z0-9_-]"), 64, False),
+    # Gemini: start with a letter or underscore; letters, digits, '_', '.', '-'; at most 64.
+    "gemini": (re.compile(r"[^a-zA-Z0-9_.-]"), 64, True),
+    "mcp": (re.compile(r"[^a-zA-Z0-9_.-]"), 128, False),
+    "raw": (re.compile(r"[^a-zA-Z0-9_-]"), 64, False),
+}
+# Keys of the OpenAPI 3 schema subset Gemini's function declarations accept.
+_GEMINI_KEYS = {
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "properties",
+    "required",
+    "items",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "anyOf",
+    "propertyOrdering",
+    "title",
+}
+SECRET_MARK = "x-toolhub-secret"  # noqa: S105 - a schema key, not a secret
+SECRET_NOTE = "Per-call secret: sent to the upstream as a header, never stored or echoed."  # noqa: S105
+
+
+def provider_name(name: str, fmt: str, taken: set[str]) -> str:
+    pattern, limit, letter_first = _NAME_RULES[fmt]
+    clean = pattern.sub("_", name) or "tool"
+    if letter_first and not re.match(r"[A-Za-z_]", clean):
+        clean = "_" + clean
+    clean = clean[:limit]
+    candidate, n = clean, 2
+    while candidate in taken:
+        suffix = f"_{n}"
+        candidate = clean[: limit - len(suffix)] + suffix
+        n += 1
+    taken.add(candidate)
+    return candidate
+
+
+def secret_parameters(tool) -> list[str]:
+    """Input names whose values are per-call secrets (HTTP ``headers_input_map`` keys)."""
+    configs = getattr(tool, "_prefetched_objects_cache", {}).get("configs")
+    if configs is None:
+        configs = tool.configs.all()
+    for config in configs:
+        if config.config_key == "headers_input_map" and not config.is_secret:
+            mapping = config.plain_value
+            if isinstance(mapping, str):
+                import json
+
+                try:
+                    mapping = json.loads(mapping)
+                except ValueError:
+                    return []
+            if isinstance(mapping, dict):
+                return sorted(str(k) for k in mapping)
+    return []
+
+
+def _marked_schema(tool) -> tuple[dict, list[str]]:
+    schema = copy.deepcopy(tool.input_schema())
+    secrets = secret_parameters(tool)
+    for name in secrets:
+        prop = schema.get("properties", {}).get(name)
+        if prop is not None:
+            prop[SECRET_MARK] = True
+            prop["description"] = (prop.get("description", "") + " " + SECRET_NOTE).strip()
+    return schema, secrets
+
+
+def _without_dialect(schema: dict) -> dict:
+    return {k: v for k, v in schema.items() if k != "$schema"}
+
+
+def _gemini_schema(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if key not in _GEMINI_KEYS:
+                continue
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {name: _gemini_schema(sub) for name, sub in value.items()}
+            elif key in ("items",):
+                out[key] = _gemini_schema(value)
+            elif key == "anyOf" and isinstance(value, list):
+                out[key] = [_gemini_schema(v) for v in value]
+            else:
+                out[key] = value
+        return out
+    return schema
+
+
+def render(tools, fmt: str) -> dict:
+    """The caller's tools in format ``fmt``: ``{"format", "tools", "name_map"}``."""
+    taken: set[str] = set()
+    items: list[dict] = []
+    name_map: dict[str, dict] = {}
+    for tool in tools:
+        name = provider_name(tool.name, fmt, taken)
+        name_map[name] = {"tool_id": str(tool.pk), "tool_name": tool.name}
+        schema, secrets = _marked_schema(tool)
+        description = tool.description or tool.name
+        if fmt == "openai":
+            items.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": description,
+                        "parameters": _without_dialect(schema),
+                    },
+                }
+            )
+        elif fmt == "anthropic":
+            items.append(
+                {"name": name, "description": description, "input_schema": _without_dialect(schema)}
+            )
+        elif fmt == "gemini":
+            items.append(
+                {"name": name, "description": description, "parameters": _gemini_schema(schema)}
+            )
+        elif fmt == "mcp":
+            entry = {
+                "name": name,
+                "description": description,
+                "inputSchema": _without_dialect(schema),
+            }
+            if tool.tool_metadata.get("safety") == "read_only":
+                entry["annotations"] = {"readOnlyHint": True}
+            items.append(entry)
+        else:
+            items.append(
+                {
+                    "id": str(tool.pk),
+                    "name": tool.name,
+                    "description": tool.description,
+                    "type": tool.type,
+                    "version": tool.version,
+                    "tool_metadata": tool.tool_metadata,
+                    "requires_approval": tool.requires_approval,
+                    "input_schema": schema,
+                    "secret_parameters": secrets,
+                }
+            )
+    if fmt == "gemini":
+        return {"format": fmt, "tools": [{"functionDeclarations": items}], "name_map": name_map}
+    return {"format": fmt, "tools": items, "name_map": name_map}

@@ -1,0 +1,466 @@
+"""Writes for access control: roles, agents, tokens and grants, each audited with its actor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from registry.access import CODENAMES
+from registry.models import (
+    Action,
+    Agent,
+    ApiToken,
+    RoleProfile,
+    Tool,
+    ToolGrant,
+    ToolGroupObjectPermission,
+)
+from registry.models.tokens import generate_token, hash_token
+from registry.services.audit import audit_record
+from registry.services.validation import full_clean, raise_invalid
+from toolhub.exceptions import Conflict, InvalidInput
+
+# Model permissions that make a role a platform admin or a reviewer. Rights on
+# tools themselves (view/execute/manage) are given through grants, never here.
+PLATFORM_ADMIN_PERMISSIONS = [
+    "registry.add_tool",
+    "registry.change_tool",
+    "registry.delete_tool",
+    "registry.grant_tool",
+    "registry.view_tool",
+    "registry.view_toolparameter",
+    "registry.add_toolparameter",
+    "registry.change_toolparameter",
+    "registry.delete_toolparameter",
+    "registry.view_toolconfig",
+    "registry.add_toolconfig",
+    "registry.change_toolconfig",
+    "registry.delete_toolconfig",
+    "registry.view_agent",
+    "registry.add_agent",
+    "registry.change_agent",
+    "registry.view_apitoken",
+    "registry.add_apitoken",
+    "registry.change_apitoken",
+    "registry.view_role",
+    "registry.add_role",
+    "registry.change_role",
+    "registry.view_toolgrant",
+    "registry.add_toolgrant",
+    "registry.delete_toolgrant",
+    "registry.view_auditevent",
+]
+REVIEWER_PERMISSIONS = [
+    "registry.review_all",
+    "registry.view_tool",
+    "registry.view_toolparameter",
+    "registry.view_toolconfig",
+    "registry.view_agent",
+    "registry.view_apitoken",
+    "registry.view_role",
+    "registry.view_toolgrant",
+    "registry.view_auditevent",
+]
+TOOL_ACCESS_CODENAMES = set(CODENAMES.values())
+
+
+def permissions_by_label(labels: Iterable[str]) -> list[Permission]:
+    found = []
+    for label in labels:
+        app_label, codename = label.split(".")
+        found.append(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return found
+
+
+def _actor_name(actor) -> str:
+    return getattr(actor, "username", None) or "system"
+
+
+# Roles
+
+
+def role_snapshot(role: Group) -> dict:
+    profile = getattr(role, "profile", None)
+    return {
+        "id": role.pk,
+        "name": role.name,
+        "description": profile.description if profile else "",
+        "permissions": sorted(
+            f"{p.content_type.app_label}.{p.codename}"
+            for p in role.permissions.select_related("content_type")
+        ),
+    }
+
+
+@transaction.atomic
+def role_create(
+    *, actor, name: str, description: str = "", permissions: Iterable[str] = ()
+) -> Group:
+    name = (name or "").strip()
+    if not name or len(name) > 150:
+        raise_invalid(
+            [{"field": "name", "message": "Give a name of 1 to 150 characters.", "code": "invalid"}]
+        )
+    if Group.objects.filter(name=name).exists():
+        raise Conflict(
+            f"A role named '{name}' already exists.",
+            code="duplicate_name",
+            details=[{"field": "name", "message": "Already in use.", "code": "unique"}],
+        )
+    role = Group.objects.create(name=name)
+    RoleProfile.objects.create(group=role, description=description)
+    if permissions:
+        role.permissions.set(_platform_permissions(permissions))
+    audit_record(actor=actor, action="role.created", target=role, after=role_snapshot(role))
+    return role
+
+
+def _platform_permissions(labels: Iterable[str]) -> list[Permission]:
+    perms = []
+    for label in labels:
+        if "." not in label:
+            raise_invalid(
+                [
+                    {
+                        "field": "permissions",
+                        "message": f"'{label}' is not app_label.codename.",
+                        "code": "invalid",
+                    }
+                ]
+            )
+        app_label, codename = label.split(".", 1)
+        if codename in TOOL_ACCESS_CODENAMES and app_label == "registry":
+            raise_invalid(
+                [
+                    {
+                        "field": "permissions",
+                        "message": f"'{label}' is a right on tools: give it with a grant instead.",
+                        "code": "use_grant",
+                    }
+                ]
+            )
+        perm = Permission.objects.filter(
+            content_type__app_label=app_label, codename=codename
+        ).first()
+        if perm is None:
+            raise_invalid(
+                [
+                    {
+                        "field": "permissions",
+                        "message": f"Unknown permission '{label}'.",
+                        "code": "invalid",
+                    }
+                ]
+            )
+        perms.append(perm)
+    return perms
+
+
+@transaction.atomic
+def role_update(*, actor, role: Group, data: dict) -> Group:
+    before = role_snapshot(role)
+    if "name" in data and data["name"] != role.name:
+        name = (data["name"] or "").strip()
+        if not name:
+            raise_invalid([{"field": "name", "message": "May not be blank.", "code": "invalid"}])
+        if Group.objects.filter(name=name).exclude(pk=role.pk).exists():
+            raise Conflict(f"A role named '{name}' already exists.", code="duplicate_name")
+        role.name = name
+        role.save(update_fields=["name"])
+    if "description" in data:
+        RoleProfile.objects.update_or_create(
+            group=role, defaults={"description": data["description"]}
+        )
+    if "permissions" in data:
+        keep = list(role.permissions.filter(codename__in=TOOL_ACCESS_CODENAMES))
+        role.permissions.set([*keep, *_platform_permissions(data["permissions"])])
+    role = Group.objects.get(pk=role.pk)
+    after = role_snapshot(role)
+    if after != before:
+        audit_record(actor=actor, action="role.updated", target=role, before=before, after=after)
+    return role
+
+
+@transaction.atomic
+def role_delete(*, actor, role: Group) -> None:
+    snapshot = role_snapshot(role)
+    snapshot["members"] = list(role.user_set.values_list("username", flat=True))
+    snapshot["grants"] = [str(g) for g in role.tool_grants.select_related("tool")]
+    role_id, role_repr = str(role.pk), role.name
+    role.delete()
+    audit_record(
+        actor=actor,
+        action="role.deleted",
+        target_type="auth.group",
+        target_id=role_id,
+        target_repr=role_repr,
+        before=snapshot,
+    )
+
+
+# Agents
+
+
+def agent_snapshot(agent: Agent) -> dict:
+    return {
+        "id": str(agent.pk),
+        "name": agent.name,
+        "owner": agent.owner.username,
+        "description": agent.description,
+        "is_active": agent.is_active,
+        "roles": sorted(agent.user.groups.values_list("name", flat=True)),
+    }
+
+
+def _roles(role_ids: Iterable) -> list[Group]:
+    ids = list(role_ids)
+    roles = list(Group.objects.filter(pk__in=[i for i in ids if str(i).isdigit()]))
+    missing = {str(i) for i in ids} - {str(r.pk) for r in roles}
+    if missing:
+        raise_invalid(
+            [
+                {
+                    "field": "role_ids",
+                    "message": f"Unknown role id(s): {', '.join(sorted(missing))}.",
+                    "code": "invalid",
+                }
+            ]
+        )
+    return roles
+
+
+def _set_membership(actor, user, roles: list[Group], *, target) -> None:
+    current = set(user.groups.all())
+    wanted = set(roles)
+    for role in sorted(wanted - current, key=lambda r: r.name):
+        user.groups.add(role)
+        audit_record(
+            actor=actor,
+            action="role.member_added",
+            target=role,
+            after={
+                "role": role.name,
+                "member": str(target),
+                "member_type": target._meta.label_lower,
+            },
+        )
+    for role in sorted(current - wanted, key=lambda r: r.name):
+        user.groups.remove(role)
+        audit_record(
+            actor=actor,
+            action="role.member_removed",
+            target=role,
+            before={
+                "role": role.name,
+                "member": str(target),
+                "member_type": target._meta.label_lower,
+            },
+        )
+    if hasattr(user, "_toolhub_role_ids"):
+        del user._toolhub_role_ids
+
+
+@transaction.atomic
+def agent_create(
+    *,
+    actor,
+    name: str,
+    owner,
+    description: str = "",
+    role_ids: Iterable = (),
+    is_active: bool = True,
+) -> Agent:
+    User = get_user_model()
+    roles = _roles(role_ids)
+    agent = Agent(name=name, owner=owner, description=description, is_active=is_active)
+    full_clean(agent, exclude=["user", "owner"])
+    username = f"agent.{name}"[:150]
+    if Agent.objects.filter(name=name).exists() or User.objects.filter(username=username).exists():
+        raise Conflict(
+            f"An agent named '{name}' already exists.",
+            code="duplicate_name",
+            details=[{"field": "name", "message": "Already in use.", "code": "unique"}],
+        )
+    user = User(username=username, is_staff=False, is_superuser=False, is_active=True)
+    user.set_unusable_password()
+    user.save()
+    agent.user = user
+    agent.save()
+    audit_record(actor=actor, action="agent.created", target=agent, after=agent_snapshot(agent))
+    _set_membership(actor, user, roles, target=agent)
+    return agent
+
+
+@transaction.atomic
+def agent_update(*, actor, agent: Agent, data: dict) -> Agent:
+    agent = Agent.objects.select_for_update().select_related("user", "owner").get(pk=agent.pk)
+    before = agent_snapshot(agent)
+    for field in ("description", "is_active", "owner"):
+        if field in data:
+            setattr(agent, field, data[field])
+    full_clean(agent, exclude=["user", "owner", "name"])
+    agent.save()
+    if "role_ids" in data:
+        _set_membership(actor, agent.user, _roles(data["role_ids"]), target=agent)
+    after = agent_snapshot(agent)
+    if {k: v for k, v in after.items() if k != "roles"} != {
+        k: v for k, v in before.items() if k != "roles"
+    }:
+        action = "agent.updated"
+        if set(data) == {"is_active"}:
+            action = "agent.activated" if agent.is_active else "agent.deactivated"
+        audit_record(actor=actor, action=action, target=agent, before=before, after=after)
+    return agent
+
+
+def user_set_roles(*, actor, user, role_ids: Iterable) -> None:
+    """Membership for a person (agents use ``agent_update``)."""
+    with transaction.atomic():
+        _set_membership(actor, user, _roles(role_ids), target=user)
+
+
+# Tokens
+
+
+def token_snapshot(token: ApiToken) -> dict:
+    return {
+        "id": token.pk,
+        "user": token.user.username,
+        "name": token.name,
+        "prefix": token.prefix,
+        "expires_at": token.expires_at,
+        "revoked_at": token.revoked_at,
+    }
+
+
+@transaction.atomic
+def token_issue(
+    *, actor, user, name: str = "", expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token for ``user``. Returns the row and the raw token: show it once, never store it."""
+    if expires_at is not None and expires_at <= timezone.now():
+        raise_invalid(
+            [{"field": "expires_at", "message": "Must be in the future.", "code": "invalid"}]
+        )
+    if len(name) > 100:
+        raise_invalid([{"field": "name", "message": "At most 100 characters.", "code": "invalid"}])
+    raw = generate_token()
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=raw[:10],
+        token_hash=hash_token(raw),
+        expires_at=expires_at,
+        created_by=actor if getattr(actor, "pk", None) else None,
+    )
+    audit_record(actor=actor, action="token.issued", target=token, after=token_snapshot(token))
+    return token, raw
+
+
+@transaction.atomic
+def token_revoke(*, actor, token: ApiToken) -> ApiToken:
+    claimed = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    token.refresh_from_db()
+    if claimed:
+        audit_record(actor=actor, action="token.revoked", target=token, after=token_snapshot(token))
+    return token
+
+
+# Grants
+
+
+def grant_snapshot(grant: ToolGrant) -> dict:
+    return {
+        "id": str(grant.pk),
+        "tool_id": str(grant.tool_id) if grant.tool_id else None,
+        "tool": grant.tool.name if grant.tool_id else "*",
+        "role_id": grant.role_id,
+        "role": grant.role.name,
+        "action": grant.action,
+    }
+
+
+def _permission(action: str) -> Permission:
+    return Permission.objects.get(
+        content_type=ContentType.objects.get_for_model(Tool), codename=CODENAMES[Action(action)]
+    )
+
+
+@transaction.atomic
+def grant_create(
+    *, actor, role: Group, action: str, tool: Tool | None = None
+) -> tuple[ToolGrant, bool]:
+    """Give ``role`` the right ``action`` on ``tool`` (or on all tools). Idempotent."""
+    if action not in Action.values:
+        raise InvalidInput(
+            f"Unknown action '{action}'; use one of: {', '.join(Action.values)}.",
+            details=[{"field": "action", "message": "Unknown action.", "code": "invalid_choice"}],
+        )
+    existing = ToolGrant.objects.filter(role=role, action=action, tool=tool).first()
+    if existing:
+        return existing, False
+    try:
+        with transaction.atomic():
+            grant = ToolGrant.objects.create(
+                role=role,
+                action=action,
+                tool=tool,
+                granted_by=actor if getattr(actor, "pk", None) else None,
+            )
+    except IntegrityError:
+        return ToolGrant.objects.get(role=role, action=action, tool=tool), False
+    perm = _permission(action)
+    if tool is None:
+        role.permissions.add(perm)
+    else:
+        ToolGroupObjectPermission.objects.get_or_create(
+            group=role, permission=perm, content_object=tool
+        )
+    audit_record(actor=actor, action="grant.created", target=grant, after=grant_snapshot(grant))
+    return grant, True
+
+
+@transaction.atomic
+def grant_revoke(*, actor, grant: ToolGrant) -> None:
+    snapshot = grant_snapshot(grant)
+    perm = _permission(grant.action)
+    if grant.tool_id is None:
+        grant.role.permissions.remove(perm)
+    else:
+        ToolGroupObjectPermission.objects.filter(
+            group=grant.role, permission=perm, content_object_id=grant.tool_id
+        ).delete()
+    grant_id, grant_repr = str(grant.pk), str(grant)
+    grant.delete()
+    audit_record(
+        actor=actor,
+        action="grant.revoked",
+        target_type=ToolGrant._meta.label_lower,
+        target_id=grant_id,
+        target_repr=grant_repr,
+        before=snapshot,
+    )
+
+
+__all__ = [
+    "PLATFORM_ADMIN_PERMISSIONS",
+    "REVIEWER_PERMISSIONS",
+    "agent_create",
+    "agent_update",
+    "grant_create",
+    "grant_revoke",
+    "role_create",
+    "role_delete",
+    "role_update",
+    "token_issue",
+    "token_revoke",
+    "user_set_roles",
+]

@@ -1,0 +1,30 @@
+"""The base view every API endpoint uses: authentication and the restricting queryset."""
+
+from __future__ import annotations
+
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.views import APIView
+
+from registry import access
+from registry.models import Action, Tool
+from toolhub.api.pagination import PageNumberPagination
+
+
+class BaseAPIView(APIView):
+    """Authenticated callers only; tools are always seen through ``access.restrict``.
+
+    Subclasses never query ``Tool.objects`` directly for what they return:
+    ``tool_queryset()`` is the caller's readable catalog, so no list, count,
+    filter, search or error message can reveal a tool the caller may not read.
+    """
+
+    permission_classes = [IsAuthenticated]
+
+    def tool_queryset(self, action: str = Action.READ):
+        return access.restrict(Tool.objects.all(), self.request.user, action)
+
+    def paginate(self, queryset, serializer_class, **serializer_kwargs):
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(queryset, self.request, view=self)
+        data = serializer_class(page, many=True, **serializer_kwargs).data
+        return paginator.get_paginated_response(data)
