@@ -220,6 +220,16 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BEAT_SCHEDULE: dict = {}
 
+# Egress guard: executors refuse private, loopback, link-local and metadata
+# addresses unless listed here (CIDR networks and exact host names).
+TOOLHUB_EGRESS_ALLOW = env_list("TOOLHUB_EGRESS_ALLOW")
+# Executables an MCP server over stdio may run (registering one runs it on the workers).
+TOOLHUB_MCP_STDIO_COMMANDS = env_list("TOOLHUB_MCP_STDIO_COMMANDS")
+# Named database connections for database tools: TOOLHUB_DATABASE_ALIASES="name=url,name2=url2".
+TOOLHUB_DATABASE_ALIASES = dict(
+    item.split("=", 1) for item in env_list("TOOLHUB_DATABASE_ALIASES") if "=" in item
+)
+
 # Secure defaults once DEBUG is off. TLS terminates at the reverse proxy, which
 # sets X-Forwarded-Proto; HSTS and the redirect can be tuned per deployment.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -46,7 +46,7 @@ class AgentForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.instance.pk:
+        if not self.instance._state.adding:
             self.fields["roles"].initial = list(self.instance.user.groups.all())
             self.fields["name"].disabled = True
         self.fields["owner"].queryset = self.fields["owner"].queryset.filter(agent__isnull=True)
@@ -71,11 +71,29 @@ class AgentAdmin(admin.ModelAdmin):
 
     @admin.display(description="Tokens")
     def tokens_link(self, obj):
-        if not obj.pk:
+        if obj is None or obj._state.adding:
             return "—"
+        tokens = obj.user.api_tokens.order_by("-created_at")[:20]
         url = reverse("admin:registry_apitoken_changelist")
+        rows = format_html_join(
+            "",
+            "<li><code>{}…</code> {} ({}; expires {}; last used {})</li>",
+            (
+                (
+                    t.prefix,
+                    t.name or "unnamed",
+                    t.status,
+                    t.expires_at or "never",
+                    t.last_used_at or "never",
+                )
+                for t in tokens
+            ),
+        )
         return format_html(
-            '<a href="{}?user__id__exact={}">Tokens of this agent</a>', url, obj.user_id
+            '<ul>{}</ul><a href="{}?user__id__exact={}">All tokens of this agent (revoke there)</a>',
+            rows,
+            url,
+            obj.user_id,
         )
 
     def save_model(self, request, obj, form, change):
@@ -238,7 +256,7 @@ class RoleForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.instance.pk:
+        if not self.instance._state.adding:
             profile = RoleProfile.objects.filter(group=self.instance).first()
             self.fields["description"].initial = profile.description if profile else ""
 
@@ -261,7 +279,7 @@ class RoleAdmin(admin.ModelAdmin):
 
     @admin.display(description="Tools this role may use")
     def tools_granted(self, obj):
-        if not obj.pk:
+        if obj is None or obj._state.adding:
             return "—"
         grants = ToolGrant.objects.filter(role=obj).select_related("tool").order_by("tool__name")
         if not grants:
@@ -277,7 +295,7 @@ class RoleAdmin(admin.ModelAdmin):
 
     @admin.display(description="Members")
     def members(self, obj):
-        if not obj.pk:
+        if obj is None or obj._state.adding:
             return "—"
         return (
             ", ".join(obj.user_set.order_by("username").values_list("username", flat=True)) or "—"

@@ -34,7 +34,7 @@ class ToolConfigInline(admin.TabularInline):
 
     @admin.display(description="Current value")
     def shown_value(self, obj):
-        if obj is None or obj.pk is None:
+        if obj is None or obj._state.adding:
             return "—"
         value = obj.display_value
         return value if isinstance(value, str) else json.dumps(value)
@@ -120,14 +120,14 @@ class ToolAdmin(admin.ModelAdmin):
 
     @admin.display(description="Audit trail")
     def audit_trail(self, obj):
-        if obj is None or obj.pk is None:
+        if obj is None or obj._state.adding:
             return "—"
         url = reverse("admin:registry_auditevent_changelist")
         return format_html('<a href="{}?q={}">Audit events of this tool</a>', url, obj.pk)
 
     @admin.display(description="Input JSON Schema (derived from the input parameters)")
     def input_schema_display(self, obj):
-        if obj is None or obj.pk is None:
+        if obj is None or obj._state.adding:
             return "—"
         return format_html("<pre>{}</pre>", json.dumps(obj.input_schema(), indent=2))
 

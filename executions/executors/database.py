@@ -1,0 +1,597 @@
+"""Database executor: one parameterised SQL statement against PostgreSQL or SQLite.
+
+Configs (``call.configs``, already decrypted):
+
+- ``connection_string``: ``postgresql://…`` / ``postgres://…`` (psycopg 3) or
+  ``sqlite:///relative/path.db`` / ``sqlite:////absolute/path.db`` (sqlite3), or
+- ``connection_alias``: a name looked up in the ``TOOLHUB_DATABASE_ALIASES``
+  setting (alias -> connection string), read at call time. Not both.
+- ``query_template`` (required): ONE statement with named placeholders, written
+  ``:name`` or ``%(name)s``. Values come from ``call.inputs`` and are bound by
+  the driver, never spliced into the SQL. A small tokenizer finds the
+  placeholders outside string literals, quoted identifiers, dollar-quoted
+  strings and comments, and leaves ``::casts`` alone; ``:name`` directly after
+  a letter or digit (``arr[a:b]``) is not a placeholder. ``%%`` means one
+  literal ``%`` (psycopg's convention); a lone ``%`` is a literal too.
+  Statements after a ``;`` are refused (config_error).
+- ``read_only`` (default true): only ``false`` / ``"false"`` / ``0`` (also
+  ``"0"``, ``"no"``, ``"off"``) allow writes. PostgreSQL runs the statement in
+  ``BEGIN READ ONLY`` and rolls back; SQLite opens the file with
+  ``mode=ro`` and ``PRAGMA query_only`` (which also covers TEMP tables) and
+  denies ATTACH. With writes allowed the transaction is committed.
+- ``timeout_seconds`` (default ``call.timeout_seconds``): PostgreSQL
+  ``SET LOCAL statement_timeout``; SQLite a progress handler that interrupts
+  the statement after the deadline.
+- ``max_rows`` (default 1000): at most this many rows are returned; the
+  output says ``truncated`` when there were more.
+
+Output: ``{"columns": [...], "rows": [[...]], "row_count": n, "truncated": bool}``
+with values made JSON-safe by :mod:`executions.jsonsafe` (``Decimal`` ->
+``str`` so no precision is lost, dates/times -> ISO 8601, ``UUID`` -> ``str``,
+bytes -> base64, intervals -> seconds). A statement that returns no rows gives
+``row_count`` = the driver's row count (0 when the driver does not know).
+
+Input values that are lists or dicts are bound as JSON: psycopg ``Jsonb`` on
+PostgreSQL (use ``jsonb_array_elements_text(:ids)`` rather than ``= ANY``),
+a JSON text on SQLite (use ``json_each(:ids)``).
+
+Errors: a write on a read-only tool -> ``read_only_violation``; the
+statement timeout -> ``timeout`` (not retryable: the same statement would
+run as long again; a locked SQLite file is retryable); cannot connect ->
+``connection_error`` (retryable); any other SQL error -> ``tool_error`` with
+the driver's message. Every message is redacted of ``call.secret_values``,
+the connection string and its password.
+
+A connection is opened per call and always closed. Pooling (psycopg_pool per
+connection string) is a later improvement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import psycopg
+from django.conf import settings
+from psycopg import errors as pg_errors
+from psycopg.types.json import Jsonb
+
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.jsonsafe import json_safe
+from executions.redaction import redact, redact_text
+
+POSTGRESQL = "postgresql"
+SQLITE = "sqlite"
+
+DEFAULT_MAX_ROWS = 1000
+ALIASES_SETTING = "TOOLHUB_DATABASE_ALIASES"
+
+_FALSE_WORDS = {"false", "0", "no", "off"}
+# Statements a read-only PostgreSQL call may run through a server-side cursor,
+# so that only max_rows + 1 rows ever leave the server.
+_CURSOR_KEYWORDS = {"SELECT", "VALUES", "TABLE"}
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PYFORMAT = re.compile(r"%\(([A-Za-z_][A-Za-z0-9_]*)\)s")
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
+
+# SQLite primary result codes (extended codes keep them in the low byte).
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_SQLITE_READONLY = 8
+_SQLITE_CANTOPEN = 14
+_SQLITE_NOTADB = 26
+
+
+# --------------------------------------------------------------------------- templates
+
+
+class TemplateError(ValueError):
+    """The query template cannot be used (unterminated literal, several statements…)."""
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    sql: str  # in the driver's placeholder style
+    names: tuple[str, ...]  # distinct placeholder names, in order of first use
+    first_keyword: str  # upper-cased first word of the statement ("" if none)
+
+
+def _is_word_char(ch: str) -> bool:
+    return bool(ch) and (ch.isalnum() or ch in "_$")
+
+
+def _quoted_end(text: str, start: int, quote_char: str, backslash_escapes: bool) -> int:
+    """Index just past the literal/identifier opened at ``start`` (doubled quotes escape)."""
+    j, n = start + 1, len(text)
+    while j < n:
+        ch = text[j]
+        if backslash_escapes and ch == "\\":
+            j += 2
+            continue
+        if ch == quote_char:
+            if j + 1 < n and text[j + 1] == quote_char:
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    raise TemplateError(f"unterminated {quote_char} quoted text starting at character {start + 1}")
+
+
+def _block_comment_end(text: str, start: int, nested: bool) -> int:
+    if not nested:  # SQLite: the first */ ends the comment
+        end = text.find("*/", start + 2)
+        if end == -1:
+            raise TemplateError(f"unterminated /* comment starting at character {start + 1}")
+        return end + 2
+    depth, j, n = 0, start, len(text)
+    while j < n:
+        if text.startswith("/*", j):
+            depth += 1
+            j += 2
+        elif text.startswith("*/", j):
+            depth -= 1
+            j += 2
+            if depth == 0:
+                return j
+        else:
+            j += 1
+    raise TemplateError(f"unterminated /* comment starting at character {start + 1}")
+
+
+def compile_query(template: str, dialect: str) -> CompiledQuery:
+    """Rewrite ``:name`` / ``%(name)s`` placeholders into the driver's named style.
+
+    PostgreSQL (psycopg) gets ``%(name)s`` and every literal ``%`` doubled;
+    SQLite gets ``:name``. Text inside literals and comments is copied as is.
+    """
+    pg = dialect == POSTGRESQL
+    out: list[str] = []
+    names: list[str] = []
+    first_keyword: str | None = None
+    ended = False  # a ';' was seen: only whitespace and comments may follow
+    i, n = 0, len(template)
+
+    def literal(text: str) -> str:
+        return text.replace("%", "%%") if pg else text
+
+    def placeholder(name: str) -> str:
+        if name not in names:
+            names.append(name)
+        return f"%({name})s" if pg else f":{name}"
+
+    while i < n:
+        ch = template[i]
+        if ch.isspace():
+            out.append(ch)
+            i += 1
+            continue
+        if template.startswith("--", i):
+            end = template.find("\n", i)
+            end = n if end == -1 else end
+            out.append(literal(template[i:end]))
+            i = end
+            continue
+        if template.startswith("/*", i):
+            end = _block_comment_end(template, i, nested=pg)
+            out.append(literal(template[i:end]))
+            i = end
+            continue
+        if ended:
+            raise TemplateError(
+                "query_template must hold a single SQL statement (text found after ';')"
+            )
+        if ch == ";":
+            ended = True  # the trailing ';' is dropped (DECLARE … FOR <query> refuses it)
+            i += 1
+            continue
+        if first_keyword is None and ch != "(":
+            word = _NAME.match(template, i)
+            first_keyword = word.group().upper() if word else ""
+
+        prev = template[i - 1] if i else ""
+        end = None
+        if ch == "'":
+            escapes = pg and prev in ("e", "E") and (i < 2 or not _is_word_char(template[i - 2]))
+            end = _quoted_end(template, i, "'", escapes)
+        elif ch == '"' or (ch == "`" and not pg):
+            end = _quoted_end(template, i, ch, False)
+        elif ch == "[" and not pg:  # SQLite [identifier]
+            close = template.find("]", i + 1)
+            if close == -1:
+                raise TemplateError(f"unterminated [ identifier starting at character {i + 1}")
+            end = close + 1
+        elif ch == "$" and pg and not _is_word_char(prev):
+            tag = _DOLLAR_TAG.match(template, i)
+            if tag:
+                close = template.find(tag.group(), tag.end())
+                if close == -1:
+                    raise TemplateError(
+                        f"unterminated dollar-quoted string starting at character {i + 1}"
+                    )
+                end = close + len(tag.group())
+        elif ch == ":":
+            if template.startswith("::", i):  # PostgreSQL cast
+                out.append("::")
+                i += 2
+                continue
+            word = _NAME.match(template, i + 1)
+            if word and not (_is_word_char(prev) or prev == ":"):
+                out.append(placeholder(word.group()))
+                i = word.end()
+                continue
+        elif ch == "%":
+            match = _PYFORMAT.match(template, i)
+            if match:
+                out.append(placeholder(match.group(1)))
+                i = match.end()
+                continue
+            out.append(literal("%"))
+            i += 2 if template.startswith("%%", i) else 1
+            continue
+
+        if end is None:
+            out.append(ch)
+            i += 1
+        else:
+            out.append(literal(template[i:end]))
+            i = end
+
+    return CompiledQuery(
+        sql="".join(out).strip(), names=tuple(names), first_keyword=first_keyword or ""
+    )
+
+
+# --------------------------------------------------------------------------- options
+
+
+class _Failure(Exception):
+    """Internal: stop and report ``error_type``/``message``."""
+
+    def __init__(self, error_type: str, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class _Options:
+    dialect: str
+    connection_string: str
+    target: str  # PostgreSQL conninfo, or the SQLite file path
+    compiled: CompiledQuery
+    params: dict[str, Any]
+    read_only: bool
+    timeout: float
+    max_rows: int
+
+
+def parse_read_only(value: Any) -> bool:
+    """Read-only unless explicitly false (``False``, ``0``, ``"false"``, ``"0"``, ``"no"``, ``"off"``)."""
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, str):
+        return value.strip().lower() not in _FALSE_WORDS
+    return True
+
+
+def _positive_int(value: Any, key: str) -> int:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = int(str(value).strip()) if not isinstance(value, int) else value
+    except (TypeError, ValueError):
+        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive integer") from None
+    if number < 1:
+        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive integer")
+    return number
+
+
+def _positive_seconds(value: Any, key: str) -> float:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive number of seconds")
+    return seconds
+
+
+def _connection_string(configs: Mapping[str, Any]) -> str:
+    direct = configs.get("connection_string")
+    alias = configs.get("connection_alias")
+    if direct and alias:
+        raise _Failure(ErrorType.CONFIG, "set connection_string or connection_alias, not both")
+    if alias:
+        aliases = getattr(settings, ALIASES_SETTING, None) or {}
+        if not isinstance(alias, str) or alias not in aliases:
+            raise _Failure(
+                ErrorType.CONFIG, f"unknown connection_alias {alias!r} (see {ALIASES_SETTING})"
+            )
+        direct = aliases[alias]
+    if not direct or not isinstance(direct, str):
+        raise _Failure(ErrorType.CONFIG, "the tool needs a connection_string or connection_alias")
+    return direct.strip()
+
+
+def connection_secrets(connection_string: str) -> list[str]:
+    """The connection string and its password (raw and percent-decoded), for redaction."""
+    secrets = [connection_string]
+    try:
+        password = urlsplit(connection_string).password
+    except ValueError:
+        password = None
+    if password:
+        secrets += [password, unquote(password)]
+    return secrets
+
+
+def _dialect_and_target(connection_string: str) -> tuple[str, str]:
+    scheme = connection_string.split("://", 1)[0].lower() if "://" in connection_string else ""
+    if scheme in ("postgresql", "postgres"):
+        return POSTGRESQL, connection_string
+    if scheme == "sqlite":
+        prefix = "sqlite:///"
+        path = connection_string[len(prefix) :] if connection_string.startswith(prefix) else ""
+        if not path:
+            raise _Failure(
+                ErrorType.CONFIG, "a SQLite connection string looks like sqlite:///path/to/file.db"
+            )
+        return SQLITE, path
+    raise _Failure(
+        ErrorType.CONFIG,
+        "unsupported connection string: use postgresql://…, postgres://… or sqlite:///…",
+    )
+
+
+def _bind_value(value: Any, dialect: str) -> Any:
+    if isinstance(value, dict | list | tuple):
+        if dialect == POSTGRESQL:
+            return Jsonb(value)
+        return json.dumps(value)
+    return value
+
+
+def _options(call: ToolCall, connection_string: str) -> _Options:
+    configs = call.configs
+    dialect, target = _dialect_and_target(connection_string)
+    template = configs.get("query_template")
+    if not template or not isinstance(template, str) or not template.strip():
+        raise _Failure(ErrorType.CONFIG, "the tool has no query_template")
+    try:
+        compiled = compile_query(template, dialect)
+    except TemplateError as exc:
+        raise _Failure(ErrorType.CONFIG, f"query_template: {exc}") from None
+    if not compiled.sql:
+        raise _Failure(ErrorType.CONFIG, "query_template holds no SQL statement")
+    missing = [name for name in compiled.names if name not in call.inputs]
+    if missing:
+        raise _Failure(
+            ErrorType.INPUT,
+            "no input for query placeholder(s): " + ", ".join(missing),
+        )
+    params = {name: _bind_value(call.inputs[name], dialect) for name in compiled.names}
+    timeout_value = configs.get("timeout_seconds")
+    if timeout_value in (None, ""):
+        timeout = _positive_seconds(call.timeout_seconds, "timeout_seconds")
+    else:
+        timeout = _positive_seconds(timeout_value, "timeout_seconds")
+    max_rows_value = configs.get("max_rows")
+    max_rows = (
+        DEFAULT_MAX_ROWS
+        if max_rows_value in (None, "")
+        else _positive_int(max_rows_value, "max_rows")
+    )
+    return _Options(
+        dialect=dialect,
+        connection_string=connection_string,
+        target=target,
+        compiled=compiled,
+        params=params,
+        read_only=parse_read_only(configs.get("read_only", True)),
+        timeout=timeout,
+        max_rows=max_rows,
+    )
+
+
+# --------------------------------------------------------------------------- executor
+
+
+def _rows_output(columns: list[str], rows: list[Any], max_rows: int) -> dict[str, Any]:
+    truncated = len(rows) > max_rows
+    kept = [json_safe(list(row)) for row in rows[:max_rows]]
+    return {"columns": columns, "rows": kept, "row_count": len(kept), "truncated": truncated}
+
+
+def _no_rows_output(rowcount: int | None) -> dict[str, Any]:
+    count = rowcount if isinstance(rowcount, int) and rowcount >= 0 else 0
+    return {"columns": [], "rows": [], "row_count": count, "truncated": False}
+
+
+class DatabaseExecutor:
+    kind = "database"
+
+    def execute(self, call: ToolCall) -> ExecutorResult:
+        started = time.perf_counter()
+        secrets: list[str] = [s for s in call.secret_values if s]
+        metadata: dict[str, Any] = {}
+        try:
+            connection_string = _connection_string(call.configs)
+            secrets += connection_secrets(connection_string)
+            opts = _options(call, connection_string)
+            metadata = {
+                "engine": opts.dialect,
+                "read_only": opts.read_only,
+                "max_rows": opts.max_rows,
+            }
+            if opts.dialect == POSTGRESQL:
+                output = self._run_postgresql(opts)
+            else:
+                output = self._run_sqlite(opts)
+        except _Failure as failure:
+            return ExecutorResult(
+                ok=False,
+                error_type=failure.error_type,
+                error_message=redact_text(failure.message, secrets),
+                retryable=failure.retryable,
+                metadata=metadata,
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        except Exception as exc:  # an executor never raises: report the unexpected
+            return ExecutorResult(
+                ok=False,
+                error_type=ErrorType.TOOL,
+                error_message=redact_text(f"{type(exc).__name__}: {exc}", secrets),
+                metadata=metadata,
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        return ExecutorResult(
+            ok=True,
+            output=redact(output, secrets),
+            metadata=metadata,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    # ------------------------------------------------------------------ PostgreSQL
+
+    def _run_postgresql(self, opts: _Options) -> dict[str, Any]:
+        try:
+            conn = psycopg.connect(
+                opts.target,
+                autocommit=False,
+                prepare_threshold=None,
+                connect_timeout=max(2, math.ceil(opts.timeout)),
+                application_name="toolhub",
+            )
+        except psycopg.ProgrammingError as exc:  # the conninfo itself is malformed
+            raise _Failure(ErrorType.CONFIG, f"invalid connection string: {exc}") from None
+        except psycopg.Error as exc:
+            raise _Failure(
+                ErrorType.CONNECTION, f"could not connect to the database: {exc}", retryable=True
+            ) from None
+        try:
+            return self._postgresql_statement(conn, opts)
+        except pg_errors.ReadOnlySqlTransaction as exc:
+            raise _Failure(ErrorType.READ_ONLY, f"tool is read-only: {_pg_message(exc)}") from None
+        except pg_errors.QueryCanceled as exc:
+            raise _Failure(
+                ErrorType.TIMEOUT,
+                f"the statement did not finish within {opts.timeout:g}s: {_pg_message(exc)}",
+            ) from None
+        except psycopg.OperationalError as exc:
+            if conn.closed or conn.broken:
+                raise _Failure(
+                    ErrorType.CONNECTION,
+                    f"lost the database connection: {_pg_message(exc)}",
+                    retryable=True,
+                ) from None
+            raise _Failure(ErrorType.TOOL, _pg_message(exc)) from None
+        except psycopg.Error as exc:
+            raise _Failure(ErrorType.TOOL, _pg_message(exc)) from None
+        finally:
+            conn.close()  # rolls back whatever is still open
+
+    def _postgresql_statement(self, conn: psycopg.Connection, opts: _Options) -> dict[str, Any]:
+        conn.read_only = opts.read_only  # psycopg then opens the transaction with BEGIN READ ONLY
+        timeout_ms = max(1, math.ceil(opts.timeout * 1000))
+        with conn.cursor() as setup:
+            setup.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+        if opts.read_only and opts.compiled.first_keyword in _CURSOR_KEYWORDS:
+            # A server-side cursor: only max_rows + 1 rows are ever fetched.
+            cursor = conn.cursor(name=f"toolhub_{uuid.uuid4().hex}")
+        else:
+            cursor = conn.cursor()
+        cursor.execute(opts.compiled.sql, opts.params)
+        if cursor.description is None:
+            output = _no_rows_output(cursor.rowcount)
+        else:
+            columns = [column.name for column in cursor.description]
+            output = _rows_output(columns, cursor.fetchmany(opts.max_rows + 1), opts.max_rows)
+        if opts.read_only:
+            conn.rollback()
+        else:
+            conn.commit()
+        return output
+
+    # ------------------------------------------------------------------ SQLite
+
+    def _run_sqlite(self, opts: _Options) -> dict[str, Any]:
+        mode = "ro" if opts.read_only else "rw"  # rw never creates a missing file
+        uri = f"file:{quote(opts.target)}?mode={mode}"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=opts.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _Failure(
+                ErrorType.CONNECTION,
+                f"could not open the SQLite database: {exc}",
+                retryable=True,
+            ) from None
+        timed_out = False
+        deadline = time.monotonic() + opts.timeout
+
+        def progress() -> int:
+            nonlocal timed_out
+            if time.monotonic() > deadline:
+                timed_out = True
+                return 1  # non-zero interrupts the running statement
+            return 0
+
+        try:
+            conn.set_progress_handler(progress, 1000)
+            if opts.read_only:
+                conn.execute("PRAGMA query_only = ON")
+                conn.set_authorizer(_deny_attach)
+            conn.execute("BEGIN")
+            cursor = conn.execute(opts.compiled.sql, opts.params)
+            if cursor.description is None:
+                output = _no_rows_output(cursor.rowcount)
+            else:
+                columns = [column[0] for column in cursor.description]
+                output = _rows_output(columns, cursor.fetchmany(opts.max_rows + 1), opts.max_rows)
+            cursor.close()
+            conn.execute("ROLLBACK" if opts.read_only else "COMMIT")
+            return output
+        except sqlite3.Error as exc:
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+            if timed_out:
+                raise _Failure(
+                    ErrorType.TIMEOUT, f"the statement did not finish within {opts.timeout:g}s"
+                ) from None
+            if code == _SQLITE_READONLY and opts.read_only:
+                raise _Failure(ErrorType.READ_ONLY, f"tool is read-only: {exc}") from None
+            if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+                raise _Failure(ErrorType.TIMEOUT, f"the database is locked: {exc}", True) from None
+            if code in (_SQLITE_CANTOPEN, _SQLITE_NOTADB):
+                raise _Failure(
+                    ErrorType.CONNECTION, f"could not open the SQLite database: {exc}", True
+                ) from None
+            raise _Failure(ErrorType.TOOL, str(exc)) from None
+        finally:
+            conn.close()  # an open transaction is rolled back
+
+
+def _deny_attach(action: int, *_args: Any) -> int:
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _pg_message(exc: psycopg.Error) -> str:
+    text = str(exc).strip()
+    sqlstate = getattr(exc, "sqlstate", None)
+    return f"{text} (SQLSTATE {sqlstate})" if sqlstate else text

@@ -1,0 +1,750 @@
+"""The HTTP executor: one governed call to an HTTP API.
+
+Configs (``call.configs``):
+
+* ``base_url`` and/or ``endpoint`` (an absolute ``endpoint`` overrides
+  ``base_url``; otherwise they are concatenated with one ``/``). ``{name}``
+  placeholders are filled from the inputs (URL-encoded, ``/`` included) and the
+  inputs they use are consumed.
+* ``method`` (default GET), ``timeout_seconds`` (overrides the call's timeout).
+* ``headers`` and ``query_params``: JSON objects (or JSON strings of them),
+  always sent. A static query parameter wins over an input of the same name.
+* ``auth_type``: ``bearer_token`` (``bearer_token``), ``api_key`` (``api_key``,
+  header ``api_key_header``, default ``X-API-Key``) or ``basic_auth``
+  (``username``, ``password``).
+* ``headers_input_map``: ``{"input": "Header-Name"}`` or
+  ``{"input": {"header": "Authorization", "template": "Bearer {value}"}}``:
+  the input is sent as that header instead of in the query/body, and its value
+  is treated as a secret of this call.
+
+The remaining inputs go to the query string for GET/HEAD/OPTIONS/DELETE and to
+a JSON body for POST/PUT/PATCH (form-encoded when the static ``Content-Type``
+header says ``application/x-www-form-urlencoded``).
+
+Every connection goes through the egress guard (``executions.egress``) and is
+pinned to the addresses it checked; redirects are followed here (at most
+``MAX_REDIRECTS``), each hop checked again. Credentials are not forwarded to
+another origin on a redirect.
+
+Output: ``{"status_code", "data", "headers"}``. ``data`` is the parsed JSON
+when the body is JSON, else its text (``None`` for an empty body). The body is
+read as a stream and at most ``call.max_response_bytes + 1`` bytes are kept:
+when the upstream sends more, ``data`` is the text of the first
+``max_response_bytes`` bytes (never parsed as JSON, cut before any partial
+secret), ``metadata["truncated"]`` is True and ``metadata["full_size"]`` is the
+announced Content-Length when there is one. The pipeline decides what to do
+with a truncated result.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote, quote_plus, urlencode
+
+import httpcore
+import httpx
+
+from executions import egress
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.redaction import redact, redact_text
+
+MAX_REDIRECTS = 5
+ERROR_EXCERPT_CHARS = 2000
+USER_AGENT = "ToolHub-HTTPExecutor/1"
+
+QUERY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+
+# Header names that carry credentials; never forwarded to another origin.
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ABSOLUTE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_REDIRECT_DRAIN_BYTES = 64 * 1024
+_URL_METADATA_CHARS = 2048
+
+
+class _NoRequestLines(logging.Filter):
+    """httpx logs every request URL at INFO; URLs may carry secrets (query, path), so drop those lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("HTTP Request:")
+
+
+logging.getLogger("httpx").addFilter(_NoRequestLines())
+
+_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=5.0)
+
+
+# --------------------------------------------------------------------------- pinned transport
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Opens TCP connections only to the addresses the egress guard checked.
+
+    The transport pins ``(host, port) -> addresses`` for the current thread
+    just before handing a request to the connection pool; the pool connects
+    in the same thread. A connection the guard did not check is refused.
+    """
+
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+        self._local = threading.local()
+
+    def pin(self, host: str, port: int, addresses: tuple[str, ...]) -> None:
+        self._local.pin = (host, port, addresses)
+
+    def unpin(self) -> None:
+        self._local.pin = None
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        pin = getattr(self._local, "pin", None)
+        if pin is None or pin[0] != host or pin[1] != port:
+            raise httpcore.ConnectError(
+                f"refused: connection to {host}:{port} was not checked by the egress guard"
+            )
+        error: Exception | None = None
+        for address in pin[2]:
+            try:
+                return self._inner.connect_tcp(
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                error = exc
+        assert error is not None
+        raise error
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options=None):
+        raise httpcore.ConnectError("refused: unix sockets are not allowed")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class PinnedTransport(httpx.HTTPTransport):
+    """An httpx transport whose every request passes the egress guard.
+
+    Pinning happens at the socket level (a custom httpcore network backend)
+    rather than by rewriting the URL host to the IP: the pool stays keyed by
+    the real host name, so a TLS connection verified for one name is never
+    reused for another name that happens to share the address, SNI and
+    certificate checks use the name, and the Host header is untouched.
+
+    A pooled keep-alive connection (at most ``keepalive_expiry`` seconds idle)
+    may be reused for a later call to the same host; it leads to an address
+    that passed the check when it was opened, and every call is still checked
+    before anything is sent.
+    """
+
+    def __init__(self, *, limits: httpx.Limits = _LIMITS) -> None:
+        ssl_context = httpx.create_ssl_context()
+        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
+        self._backend = _PinnedBackend()
+        # Replace the pool httpx built with one that connects through the pinned backend.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=self._backend,
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        scheme = request.url.scheme
+        host = request.url.raw_host.decode("ascii")
+        egress.check_scheme(scheme, host)
+        port = request.url.port or egress.DEFAULT_PORTS[scheme]
+        destination = egress.check_host(host, port)
+        self._backend.pin(host, port, destination.addresses)
+        try:
+            return super().handle_request(request)
+        finally:
+            self._backend.unpin()
+
+
+_client: httpx.Client | None = None
+_client_pid: int | None = None
+_client_lock = threading.Lock()
+
+
+def get_client() -> httpx.Client:
+    """The process-wide pooled client (created lazily; recreated after a fork)."""
+    global _client, _client_pid
+    client, pid = _client, os.getpid()
+    if client is not None and _client_pid == pid:
+        return client
+    with _client_lock:
+        if _client is None or _client_pid != pid:
+            # After a fork the parent's client is abandoned, not closed: its
+            # sockets belong to the parent.
+            _client = httpx.Client(
+                transport=PinnedTransport(),
+                follow_redirects=False,
+                trust_env=False,
+                headers={"User-Agent": USER_AGENT},
+            )
+            _client_pid = pid
+        return _client
+
+
+def close_client() -> None:
+    """Close the shared client (tests, shutdown); the next call creates a new one."""
+    global _client, _client_pid
+    with _client_lock:
+        if _client is not None and _client_pid == os.getpid():
+            _client.close()
+        _client, _client_pid = None, None
+
+
+# --------------------------------------------------------------------------- preparation
+
+
+class _Failure(Exception):
+    def __init__(
+        self,
+        error_type: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        upstream_status: int | None = None,
+        output: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.retryable = retryable
+        self.upstream_status = upstream_status
+        self.output = output
+
+
+@dataclass
+class _Prepared:
+    method: str
+    url: httpx.URL
+    headers: list[tuple[str, str]]
+    content: bytes | None
+    timeout: float
+    max_response_bytes: int
+    # Lower-cased names of headers not forwarded when a redirect leaves the origin.
+    sensitive_headers: set[str] = field(default_factory=set)
+
+
+def _json_object(configs: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = configs.get(key)
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise _Failure(ErrorType.CONFIG, f"config {key!r} is not valid JSON") from None
+    if not isinstance(value, Mapping):
+        raise _Failure(ErrorType.CONFIG, f"config {key!r} must be a JSON object")
+    return dict(value)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def _pairs(values: Mapping[str, Any]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, list | tuple):
+            pairs.extend((str(key), _scalar(v)) for v in value if v is not None)
+        else:
+            pairs.append((str(key), _scalar(value)))
+    return pairs
+
+
+def _header_value(name: str, value: Any, error_type: str) -> str:
+    text = _scalar(value)
+    if "\r" in text or "\n" in text or "\x00" in text:
+        raise _Failure(error_type, f"the value for header {name!r} contains a line break")
+    if not text.isascii():
+        raise _Failure(error_type, f"the value for header {name!r} must be ASCII")
+    return text
+
+
+def _check_header_name(name: Any, where: str) -> str:
+    if not isinstance(name, str) or not _HEADER_NAME.match(name):
+        raise _Failure(ErrorType.CONFIG, f"{where}: {name!r} is not a valid header name")
+    return name
+
+
+def _timeout(call: ToolCall) -> float:
+    raw = call.configs.get("timeout_seconds")
+    if raw is None or raw == "":
+        raw = call.timeout_seconds
+        where = "the call's timeout"
+    else:
+        where = "config 'timeout_seconds'"
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise _Failure(ErrorType.CONFIG, f"{where} must be a number, got {raw!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise _Failure(ErrorType.CONFIG, f"{where} must be a positive number, got {raw!r}")
+    return value
+
+
+def _render_url(template: str, inputs: Mapping[str, Any], consumed: set[str]) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if inputs.get(name) is None:
+            raise _Failure(
+                ErrorType.INPUT, f"missing value for path placeholder {{{name}}}: input {name!r}"
+            )
+        consumed.add(name)
+        return quote(_scalar(inputs[name]), safe="")
+
+    return _PLACEHOLDER.sub(substitute, template)
+
+
+def _url_template(configs: Mapping[str, Any]) -> str:
+    base = str(configs.get("base_url") or "").strip()
+    endpoint = str(configs.get("endpoint") or "").strip()
+    if endpoint and _ABSOLUTE_URL.match(endpoint):
+        return endpoint
+    if not base:
+        raise _Failure(
+            ErrorType.CONFIG, "config 'base_url' is required (or an absolute 'endpoint')"
+        )
+    if not endpoint:
+        return base
+    return base.rstrip("/") + "/" + endpoint.lstrip("/")
+
+
+def _auth_headers(configs: Mapping[str, Any], secrets: list[str]) -> list[tuple[str, str]]:
+    auth_type = str(configs.get("auth_type") or "none").strip().lower()
+    if auth_type == "none":
+        return []
+    if auth_type == "bearer_token":
+        token = configs.get("bearer_token")
+        if not token:
+            raise _Failure(ErrorType.CONFIG, "auth_type 'bearer_token' needs config 'bearer_token'")
+        secrets.append(str(token))
+        return [
+            ("Authorization", _header_value("Authorization", f"Bearer {token}", ErrorType.CONFIG))
+        ]
+    if auth_type == "api_key":
+        key = configs.get("api_key")
+        if not key:
+            raise _Failure(ErrorType.CONFIG, "auth_type 'api_key' needs config 'api_key'")
+        header = _check_header_name(configs.get("api_key_header") or "X-API-Key", "api_key_header")
+        secrets.append(str(key))
+        return [(header, _header_value(header, key, ErrorType.CONFIG))]
+    if auth_type == "basic_auth":
+        username, password = configs.get("username"), configs.get("password")
+        if not username or password is None or password == "":
+            raise _Failure(
+                ErrorType.CONFIG, "auth_type 'basic_auth' needs configs 'username' and 'password'"
+            )
+        token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+        secrets.extend([str(password), token])
+        return [("Authorization", f"Basic {token}")]
+    raise _Failure(
+        ErrorType.CONFIG,
+        f"unknown auth_type {auth_type!r} (expected bearer_token, api_key, basic_auth or none)",
+    )
+
+
+def _mapped_headers(
+    configs: Mapping[str, Any], inputs: Mapping[str, Any], consumed: set[str], secrets: list[str]
+) -> list[tuple[str, str]]:
+    mapping = _json_object(configs, "headers_input_map")
+    headers: list[tuple[str, str]] = []
+    for input_name, target in mapping.items():
+        template = "{value}"
+        if isinstance(target, Mapping):
+            header = target.get("header")
+            template = str(target.get("template") or "{value}")
+        else:
+            header = target
+        header = _check_header_name(header, f"headers_input_map[{input_name!r}]")
+        consumed.add(input_name)  # never sent in the query or body, even when empty
+        value = inputs.get(input_name)
+        if value is None:
+            continue
+        raw = _scalar(value)
+        rendered = template.replace("{value}", raw)  # no str.format: no attribute access
+        secrets.extend([raw, rendered])
+        headers.append((header, _header_value(header, rendered, ErrorType.INPUT)))
+    return headers
+
+
+def _prepare(call: ToolCall, secrets: list[str]) -> _Prepared:
+    configs, inputs = call.configs, call.inputs
+    timeout = _timeout(call)
+    method = str(configs.get("method") or "GET").strip().upper()
+    if method not in QUERY_METHODS | BODY_METHODS:
+        raise _Failure(ErrorType.CONFIG, f"unsupported HTTP method {method!r}")
+
+    static_headers = _json_object(configs, "headers")
+    static_query = _json_object(configs, "query_params")
+    consumed: set[str] = set()
+
+    headers: list[tuple[str, str]] = []
+    for name, value in static_headers.items():
+        _check_header_name(name, "config 'headers'")
+        if value is not None:
+            headers.append((name, _header_value(name, value, ErrorType.CONFIG)))
+    auth = _auth_headers(configs, secrets)
+    mapped = _mapped_headers(configs, inputs, consumed, secrets)
+    overriding = {name.lower() for name, _ in auth + mapped}
+    headers = [(n, v) for n, v in headers if n.lower() not in overriding] + auth + mapped
+
+    sensitive = set(_CREDENTIAL_HEADERS) | overriding
+    secret_values = [s for s in secrets if s]
+    sensitive |= {n.lower() for n, v in headers if any(s in v for s in secret_values)}
+
+    raw_url = _render_url(_url_template(configs), inputs, consumed)
+    try:
+        url = httpx.URL(raw_url)
+    except httpx.InvalidURL as exc:
+        raise _Failure(ErrorType.CONFIG, f"invalid URL {raw_url!r}: {exc}") from None
+    if url.scheme:
+        egress.check_scheme(url.scheme, url.raw_host.decode("ascii", "replace"))
+    if not url.scheme or not url.raw_host:
+        raise _Failure(ErrorType.CONFIG, f"{raw_url!r} is not an absolute http(s) URL")
+    if url.password:
+        # Credentials in the URL become basic auth (httpx); treat them as secrets.
+        token = base64.b64encode(f"{url.username}:{url.password}".encode()).decode("ascii")
+        secrets.extend([url.password, token, url.userinfo.decode("ascii")])
+
+    payload = {k: v for k, v in inputs.items() if k not in consumed}
+    content: bytes | None = None
+    query: list[tuple[str, str]] = list(url.params.multi_items())
+    if method in QUERY_METHODS:
+        query += _pairs(payload)
+    else:
+        content_type = next(
+            (v for n, v in headers if n.lower() == "content-type"), "application/json"
+        )
+        if content_type.lower().startswith(FORM_CONTENT_TYPE):
+            content = urlencode(_pairs(payload)).encode("ascii")
+        else:
+            content = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str)
+            content = content.encode("utf-8")
+        if not any(n.lower() == "content-type" for n, _ in headers):
+            headers.append(("Content-Type", content_type))
+    if static_query:
+        static_pairs = _pairs(static_query)
+        static_keys = {k for k, _ in static_pairs}
+        query = [(k, v) for k, v in query if k not in static_keys] + static_pairs
+    if query or url.query:
+        url = url.copy_with(params=httpx.QueryParams(query))
+
+    limit = max(0, int(call.max_response_bytes))
+    return _Prepared(method, url, headers, content, timeout, limit, sensitive)
+
+
+def _secret_variants(secrets: Iterable[str]) -> list[str]:
+    variants: set[str] = set()
+    for secret in secrets:
+        if not secret:
+            continue
+        variants.update({secret, quote(secret, safe=""), quote_plus(secret)})
+    return sorted(variants, key=len, reverse=True)
+
+
+def _trim_partial_secret(text: str, secrets: Iterable[str]) -> str:
+    """Cut the end of a truncated text when it ends with the beginning of a secret."""
+    for secret in secrets:
+        for k in range(min(len(secret) - 1, len(text)), 0, -1):
+            if text.endswith(secret[:k]):
+                text = text[:-k]
+                break
+    return text
+
+
+# --------------------------------------------------------------------------- the executor
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int]:
+    scheme = url.scheme.lower()
+    return (
+        scheme,
+        url.raw_host.decode("ascii").lower(),
+        url.port or egress.DEFAULT_PORTS.get(scheme, 0),
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, round(seconds, 3))
+
+
+def _response_headers(response: httpx.Response) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in response.headers.multi_items():
+        key = name.lower()
+        if key in ("set-cookie", "set-cookie2"):
+            continue
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
+
+
+class HTTPExecutor:
+    kind = "http"
+
+    def execute(self, call: ToolCall) -> ExecutorResult:
+        started = time.perf_counter()
+        secrets: list[str] = [str(s) for s in call.secret_values if s is not None]
+        metadata: dict[str, Any] = {}
+        method = str(call.configs.get("method") or "GET").strip().upper()
+        idempotent = method in IDEMPOTENT_METHODS
+        try:
+            result = self._run(call, secrets, metadata)
+        except _Failure as failure:
+            result = ExecutorResult(
+                ok=False,
+                output=failure.output,
+                error_type=failure.error_type,
+                error_message=failure.message,
+                retryable=failure.retryable and idempotent,
+                upstream_status=failure.upstream_status,
+            )
+        except egress.EgressDenied as exc:
+            result = ExecutorResult(
+                ok=False, error_type=ErrorType.EGRESS_DENIED, error_message=str(exc)
+            )
+        result.metadata = {**metadata, **result.metadata}
+        result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        return self._redacted(result, secrets)
+
+    @staticmethod
+    def _redacted(result: ExecutorResult, secrets: list[str]) -> ExecutorResult:
+        variants = _secret_variants(secrets)
+        if not variants:
+            return result
+        result.output = redact(result.output, variants)
+        if result.error_message is not None:
+            result.error_message = redact_text(result.error_message, variants)
+        result.metadata = redact(result.metadata, variants)
+        return result
+
+    def _run(self, call: ToolCall, secrets: list[str], metadata: dict[str, Any]) -> ExecutorResult:
+        prepared = _prepare(call, secrets)
+        metadata["method"] = prepared.method
+        response, body, truncated = self._send(prepared, metadata)
+        return self._interpret(prepared, response, body, truncated, secrets, metadata)
+
+    def _send(
+        self, prepared: _Prepared, metadata: dict[str, Any]
+    ) -> tuple[httpx.Response, bytes, bool]:
+        client = get_client()
+        deadline = time.monotonic() + prepared.timeout
+        method, url, content = prepared.method, prepared.url, prepared.content
+        headers = list(prepared.headers)
+        origin = _origin(url)
+        metadata["redirects"] = 0
+        for hop in range(MAX_REDIRECTS + 1):
+            metadata["url"] = str(url.copy_with(userinfo=b""))[:_URL_METADATA_CHARS]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timeout_failure(prepared.timeout)
+            request = client.build_request(
+                method, url, headers=headers, content=content, timeout=httpx.Timeout(remaining)
+            )
+            try:
+                response = client.send(request, stream=True)
+            except egress.EgressDenied as exc:
+                prefix = f"redirect {hop} to {url} " if hop else ""
+                raise _Failure(ErrorType.EGRESS_DENIED, f"{prefix}{exc}") from None
+            except egress.HostResolutionError as exc:
+                raise _Failure(ErrorType.CONNECTION, str(exc), retryable=True) from None
+            except httpx.TimeoutException:
+                raise self._timeout_failure(prepared.timeout) from None
+            except httpx.LocalProtocolError as exc:
+                raise _Failure(ErrorType.CONFIG, f"could not send the request: {exc}") from None
+            except httpx.TransportError as exc:
+                raise _Failure(
+                    ErrorType.CONNECTION,
+                    f"connection to {url.host}:{url.port or origin[2]} failed: {exc or type(exc).__name__}",
+                    retryable=True,
+                ) from None
+            try:
+                location = response.headers.get("location")
+                if response.status_code in REDIRECT_STATUSES and location:
+                    if hop == MAX_REDIRECTS:
+                        raise _Failure(
+                            ErrorType.UPSTREAM,
+                            f"too many redirects (more than {MAX_REDIRECTS})",
+                            upstream_status=response.status_code,
+                        )
+                    self._drain(response, deadline)
+                    try:
+                        next_url = response.url.join(location.strip())
+                    except httpx.InvalidURL:
+                        raise _Failure(
+                            ErrorType.UPSTREAM,
+                            f"HTTP {response.status_code} redirect to an invalid location",
+                            upstream_status=response.status_code,
+                        ) from None
+                    next_url = next_url.copy_with(fragment=None)
+                    status = response.status_code
+                    if (status == 303 and method != "HEAD") or (
+                        status in (301, 302) and method == "POST"
+                    ):
+                        method, content = "GET", None
+                        headers = [
+                            (n, v)
+                            for n, v in headers
+                            if n.lower() not in ("content-type", "content-length")
+                        ]
+                    if _origin(next_url) != origin:
+                        headers = [
+                            (n, v)
+                            for n, v in headers
+                            if n.lower() not in prepared.sensitive_headers
+                        ]
+                        origin = _origin(next_url)
+                    url = next_url
+                    metadata["redirects"] = hop + 1
+                    continue
+                body, truncated = self._read(response, prepared, deadline)
+                return response, body, truncated
+            except httpx.TimeoutException:
+                raise self._timeout_failure(prepared.timeout) from None
+            except httpx.DecodingError as exc:
+                raise _Failure(
+                    ErrorType.UPSTREAM, f"could not decode the response body: {exc}"
+                ) from None
+            except httpx.TransportError as exc:
+                raise _Failure(
+                    ErrorType.CONNECTION,
+                    f"connection dropped while reading the response: {exc or type(exc).__name__}",
+                    retryable=True,
+                ) from None
+            finally:
+                response.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _timeout_failure(timeout: float) -> _Failure:
+        return _Failure(
+            ErrorType.TIMEOUT, f"the upstream did not answer within {timeout:g} s", retryable=True
+        )
+
+    @staticmethod
+    def _drain(response: httpx.Response, deadline: float) -> None:
+        """Read a little of a redirect's body so its connection can go back to the pool."""
+        read = 0
+        for chunk in response.iter_raw():
+            read += len(chunk)
+            if read > _REDIRECT_DRAIN_BYTES or time.monotonic() > deadline:
+                break
+
+    def _read(
+        self, response: httpx.Response, prepared: _Prepared, deadline: float
+    ) -> tuple[bytes, bool]:
+        """Stream the body, keeping at most ``max_response_bytes`` (one more byte means truncated)."""
+        limit = prepared.max_response_bytes
+        buffer = bytearray()
+        for chunk in response.iter_bytes():
+            buffer += chunk
+            if len(buffer) > limit:
+                return bytes(buffer[:limit]), True
+            if time.monotonic() > deadline:
+                raise self._timeout_failure(prepared.timeout)
+        return bytes(buffer), False
+
+    def _interpret(
+        self,
+        prepared: _Prepared,
+        response: httpx.Response,
+        body: bytes,
+        truncated: bool,
+        secrets: list[str],
+        metadata: dict[str, Any],
+    ) -> ExecutorResult:
+        status = response.status_code
+        content_type = response.headers.get("content-type", "")
+        text = body.decode(response.encoding or "utf-8", errors="replace")
+        variants = _secret_variants(secrets)
+        if truncated:
+            text = _trim_partial_secret(text, variants)
+
+        data: Any = text if text else None
+        if text and not truncated:
+            stripped = text.lstrip()
+            if "json" in content_type.lower() or stripped[:1] in ("{", "["):
+                try:
+                    data = json.loads(text)
+                except (ValueError, RecursionError):
+                    data = text
+
+        metadata["truncated"] = truncated
+        metadata["response_bytes"] = len(body)
+        if content_type:
+            metadata["content_type"] = content_type
+        if truncated:
+            length = response.headers.get("content-length")
+            encoding = response.headers.get("content-encoding", "identity").lower()
+            if length and length.isdigit() and encoding == "identity":
+                metadata["full_size"] = int(length)
+        if status in (429, 503):
+            retry_after = _retry_after(response.headers.get("retry-after"))
+            if retry_after is not None:
+                metadata["retry_after"] = retry_after
+
+        output = {"status_code": status, "data": data, "headers": _response_headers(response)}
+        if status < 400:
+            return ExecutorResult(ok=True, output=output, upstream_status=status)
+
+        excerpt = redact_text(text, variants) if text else "(empty body)"
+        if len(excerpt) > ERROR_EXCERPT_CHARS:
+            excerpt = _trim_partial_secret(excerpt[:ERROR_EXCERPT_CHARS], variants) + "…"
+        reason = f" {response.reason_phrase}" if response.reason_phrase else ""
+        raise _Failure(
+            ErrorType.UPSTREAM,
+            f"upstream returned HTTP {status}{reason}: {excerpt}",
+            retryable=status in RETRYABLE_STATUSES,
+            upstream_status=status,
+            output=output,
+        )

@@ -1,0 +1,99 @@
+"""Turning executor outputs (database rows, Python return values) into plain JSON values.
+
+One set of rules, shared by the executors, so a value looks the same whichever
+kind of tool produced it:
+
+- ``None``, ``bool``, ``int``, ``str`` stay as they are; finite floats too,
+  while ``nan`` / ``inf`` (not valid JSON) become the strings ``"nan"`` / ``"inf"``.
+- ``Decimal`` -> ``str`` (a float would lose precision: ``NUMERIC(30, 10)``
+  values must round-trip exactly).
+- ``datetime`` / ``date`` / ``time`` -> ISO 8601 strings (offset kept when aware).
+- ``timedelta`` -> seconds as a float (``total_seconds()``).
+- ``UUID`` -> ``str``; ``Enum`` -> its value (converted by these rules).
+- ``bytes`` / ``bytearray`` / ``memoryview`` -> base64 (standard alphabet, padded).
+- mappings -> ``dict`` with string keys; lists, tuples and sets -> lists
+  (sets sorted when their items allow it, so the output is stable).
+- dataclass instances -> ``dict`` of their fields.
+- anything else -> ``str(value)``. A container that contains itself is cut
+  with the marker ``"[circular]"``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import math
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from enum import Enum
+from typing import Any
+
+CIRCULAR = "[circular]"
+
+
+def json_safe(value: Any) -> Any:
+    """Return ``value`` converted to ``None``/``bool``/``int``/``float``/``str``/``list``/``dict``."""
+    return _convert(value, set())
+
+
+def _convert(value: Any, path: set[int]) -> Any:
+    if isinstance(value, Enum):  # before the primitives: IntEnum / StrEnum are int / str
+        return _convert(value.value, path)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else str(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dt.date | dt.time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, Mapping | list | tuple | set | frozenset) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
+        marker = id(value)
+        if marker in path:
+            return CIRCULAR
+        path.add(marker)
+        try:
+            return _convert_container(value, path)
+        finally:
+            path.discard(marker)
+    return str(value)
+
+
+def _convert_container(value: Any, path: set[int]) -> Any:
+    if isinstance(value, Mapping):
+        return {_key(k, path): _convert(v, path) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        items = [_convert(v, path) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:  # mixed types: keep iteration order
+            return items
+    if isinstance(value, list | tuple):
+        return [_convert(v, path) for v in value]
+    fields = dataclasses.fields(value)
+    return {f.name: _convert(getattr(value, f.name), path) for f in fields}
+
+
+def _key(key: Any, path: set[int]) -> str:
+    if isinstance(key, str) and not isinstance(key, Enum):
+        return str(key)
+    converted = _convert(key, path)
+    if isinstance(converted, str):
+        return converted
+    if converted is None or isinstance(converted, bool):
+        return "null" if converted is None else ("true" if converted else "false")
+    return str(converted)

@@ -1,0 +1,138 @@
+"""Agents, tokens, roles and grants through the admin: audited, tokens shown once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from registry.models import Agent, ApiToken, AuditEvent, ToolGrant
+from registry.models.tokens import hash_token
+from registry.services import access as services
+from registry.services import tools as tool_services
+from tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(staff_user) -> Client:
+    client = Client()
+    client.force_login(staff_user)
+    return client
+
+
+@pytest.fixture
+def owner(db):
+    return make_user("owner-olga")
+
+
+def test_create_agent_in_admin_with_roles(admin_client, owner, staff_user):
+    role = services.role_create(actor=None, name="ops")
+    response = admin_client.post(
+        reverse("admin:registry_agent_add"),
+        {
+            "name": "admin-bot",
+            "owner": owner.pk,
+            "description": "",
+            "is_active": "on",
+            "roles": [role.pk],
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    agent = Agent.objects.get(name="admin-bot")
+    assert list(agent.user.groups.all()) == [role]
+    assert AuditEvent.objects.filter(action="agent.created", actor=staff_user).exists()
+    assert AuditEvent.objects.filter(action="role.member_added", actor=staff_user).exists()
+
+
+def test_issue_token_action_shows_it_once_and_revoke(admin_client, owner, staff_user):
+    agent = services.agent_create(actor=None, name="bot", owner=owner)
+    response = admin_client.post(
+        reverse("admin:registry_agent_changelist"),
+        {"action": "issue_token", "_selected_action": [agent.pk]},
+    )
+    assert response.status_code == 200
+    raw = re.search(r"<code[^>]*>(th_[^<]+)</code>", response.content.decode()).group(1)
+    token = ApiToken.objects.get(token_hash=hash_token(raw))
+    assert token.user == agent.user
+    detail = admin_client.get(
+        reverse("admin:registry_agent_change", args=[agent.pk])
+    ).content.decode()
+    assert raw not in detail and token.prefix in detail
+    listing = admin_client.get(reverse("admin:registry_apitoken_changelist")).content.decode()
+    assert raw not in listing
+    admin_client.post(
+        reverse("admin:registry_apitoken_changelist"),
+        {"action": "revoke_tokens", "_selected_action": [token.pk]},
+    )
+    token.refresh_from_db()
+    assert token.is_revoked
+    assert AuditEvent.objects.filter(action="token.revoked", actor=staff_user).exists()
+
+
+def test_issue_token_for_a_person_in_admin(admin_client, staff_user):
+    response = admin_client.post(
+        reverse("admin:registry_apitoken_add"),
+        {"user": staff_user.pk, "name": "laptop", "expires_in_days": 5},
+    )
+    assert response.status_code == 200
+    assert "th_" in response.content.decode()
+    assert ApiToken.objects.filter(user=staff_user, name="laptop").exists()
+
+
+def test_grant_and_revoke_from_tool_page(admin_client, staff_user):
+    tool = tool_services.tool_create(actor=None, name="fx", type="http")
+    role = services.role_create(actor=None, name="traders")
+    url = reverse("admin:registry_tool_change", args=[tool.pk])
+    page = admin_client.get(url).content.decode()
+    assert "Grants (roles that may read, execute or manage this tool)" in page
+    data = {
+        "name": "fx",
+        "description": "",
+        "type": "http",
+        "version": "1.0.0",
+        "is_active": "on",
+        "tool_metadata": "{}",
+        "timeout_seconds": 30,
+        "max_retries": 0,
+        "cache_ttl_seconds": 0,
+        "max_response_bytes": 1048576,
+        "parameters-TOTAL_FORMS": 0,
+        "parameters-INITIAL_FORMS": 0,
+        "configs-TOTAL_FORMS": 0,
+        "configs-INITIAL_FORMS": 0,
+        "grants-TOTAL_FORMS": 1,
+        "grants-INITIAL_FORMS": 0,
+        "grants-0-role": role.pk,
+        "grants-0-action": "execute",
+        "grants-0-tool": tool.pk,
+    }
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    grant = ToolGrant.objects.get(tool=tool, role=role)
+    assert grant.action == "execute" and grant.granted_by == staff_user
+    role_page = admin_client.get(
+        reverse("admin:registry_role_change", args=[role.pk])
+    ).content.decode()
+    assert "fx: execute" in role_page
+
+    data.update(
+        {
+            "grants-INITIAL_FORMS": 1,
+            "grants-0-id": grant.pk,
+            "grants-0-DELETE": "on",
+        }
+    )
+    response = admin_client.post(url, data)
+    assert response.status_code == 302
+    assert not ToolGrant.objects.filter(tool=tool).exists()
+    assert AuditEvent.objects.filter(action="grant.revoked", actor=staff_user).exists()
+
+
+def test_role_admin_refuses_tool_rights_as_raw_permissions(admin_client):
+    page = admin_client.get(reverse("admin:registry_role_add")).content.decode()
+    assert "Can execute tool" not in page
+    assert "Can grant roles access to tools" in page

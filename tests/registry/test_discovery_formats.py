@@ -1,0 +1,204 @@
+"""registry/me in each provider's format, written out by hand, and bounded queries at scale."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from registry.formats import provider_name
+from registry.models import Tool, ToolGroupObjectPermission, ToolParameter
+from registry.services import access as services
+from registry.services import tools as tool_services
+from tests.conftest import token_client
+from tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def agent_client(db):
+    owner = make_user("owner")
+    role = services.role_create(actor=None, name="support")
+    agent = services.agent_create(actor=None, name="helper", owner=owner, role_ids=[role.pk])
+    tool = tool_services.tool_create(
+        actor=None,
+        name="account_balance_lookup",
+        type="http",
+        description="Look up a balance.",
+        tool_metadata={"safety": "read_only"},
+        parameters=[
+            {
+                "name": "account_id",
+                "type": "string",
+                "required": True,
+                "description": "Account id.",
+                "json_schema": {"pattern": "^[0-9]+$"},
+            },
+            {
+                "name": "customer_token",
+                "type": "string",
+                "required": True,
+                "description": "Session token.",
+            },
+            {
+                "name": "currency",
+                "type": "string",
+                "default": "USD",
+                "json_schema": {"enum": ["USD", "EUR"]},
+            },
+        ],
+        configs=[
+            {
+                "config_key": "headers_input_map",
+                "config_value": {"customer_token": "X-Customer-Token"},
+            }
+        ],
+    )
+    readonly = tool_services.tool_create(actor=None, name="read_only_tool", type="http")
+    services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    services.grant_create(actor=None, role=role, action="read", tool=readonly)
+    return token_client(agent.user)
+
+
+SECRET_NOTE = "Per-call secret: sent to the upstream as a header, never stored or echoed."
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "account_id": {"type": "string", "pattern": "^[0-9]+$", "description": "Account id."},
+        "customer_token": {
+            "type": "string",
+            "description": "Session token. " + SECRET_NOTE,
+            "x-toolhub-secret": True,
+        },
+        "currency": {"type": "string", "enum": ["USD", "EUR"], "default": "USD"},
+    },
+    "required": ["account_id", "customer_token"],
+    "additionalProperties": False,
+}
+NAME_MAP_KEY = "account_balance_lookup"
+
+
+def test_openai(agent_client):
+    body = agent_client.get("/api/v1/registry/me?format=openai").json()
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "account_balance_lookup",
+                "description": "Look up a balance.",
+                "parameters": SCHEMA,
+            },
+        }
+    ]
+    assert body["name_map"][NAME_MAP_KEY]["tool_name"] == "account_balance_lookup"
+
+
+def test_anthropic(agent_client):
+    body = agent_client.get("/api/v1/registry/me?format=anthropic").json()
+    assert body["tools"] == [
+        {
+            "name": "account_balance_lookup",
+            "description": "Look up a balance.",
+            "input_schema": SCHEMA,
+        }
+    ]
+
+
+def test_gemini(agent_client):
+    body = agent_client.get("/api/v1/registry/me?format=gemini").json()
+    assert body["tools"] == [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "account_balance_lookup",
+                    "description": "Look up a balance.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "account_id": {
+                                "type": "string",
+                                "pattern": "^[0-9]+$",
+                                "description": "Account id.",
+                            },
+                            "customer_token": {
+                                "type": "string",
+                                "description": "Session token. " + SECRET_NOTE,
+                            },
+                            "currency": {"type": "string", "enum": ["USD", "EUR"]},
+                        },
+                        "required": ["account_id", "customer_token"],
+                    },
+                }
+            ]
+        }
+    ]
+
+
+def test_mcp(agent_client):
+    body = agent_client.get("/api/v1/registry/me?format=mcp").json()
+    assert body["tools"] == [
+        {
+            "name": "account_balance_lookup",
+            "description": "Look up a balance.",
+            "inputSchema": SCHEMA,
+            "annotations": {"readOnlyHint": True},
+        }
+    ]
+
+
+def test_raw_is_default_and_lists_secret_parameters(agent_client):
+    body = agent_client.get("/api/v1/registry/me").json()
+    assert body["format"] == "raw"
+    (tool,) = body["tools"]
+    assert tool["secret_parameters"] == ["customer_token"]
+    # The schema an agent gets still validates real calls.
+    jsonschema.validate({"account_id": "123", "customer_token": "t"}, tool["input_schema"])
+
+
+def test_unknown_format_is_400(agent_client):
+    response = agent_client.get("/api/v1/registry/me?format=cohere")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "format"
+
+
+def test_names_are_sanitized_unique_and_mapped_back():
+    taken: set[str] = set()
+    assert provider_name("9lives", "gemini", taken) == "_9lives"
+    assert provider_name("a.b", "openai", taken) == "a_b"
+    assert provider_name("a_b", "openai", taken) == "a_b_2"
+    long = "x" * 64
+    assert provider_name(long, "openai", taken) == long
+    assert provider_name(long, "openai", taken) == "x" * 62 + "_2"
+
+
+def test_inactive_tools_are_not_offered(agent_client):
+    Tool.objects.filter(name="account_balance_lookup").update(is_active=False)
+    assert agent_client.get("/api/v1/registry/me").json()["tools"] == []
+
+
+def _catalog(size: int, role):
+    tools = Tool.objects.bulk_create(Tool(name=f"bulk_{i:04d}", type="http") for i in range(size))
+    ToolParameter.objects.bulk_create(
+        ToolParameter(tool=t, name=f"p{j}", type="string") for t in tools for j in range(3)
+    )
+    from django.contrib.auth.models import Permission
+
+    perm = Permission.objects.get(codename="execute_tool")
+    ToolGroupObjectPermission.objects.bulk_create(
+        ToolGroupObjectPermission(group=role, permission=perm, content_object=t) for t in tools
+    )
+
+
+def test_discovery_queries_stay_bounded(django_assert_max_num_queries):
+    owner = make_user("owner")
+    role = services.role_create(actor=None, name="bulk")
+    agent = services.agent_create(actor=None, name="bulk-agent", owner=owner, role_ids=[role.pk])
+    client = token_client(agent.user)
+    _catalog(1000, role)
+    # Auth (token + last_used) + roles + all-tools check + tools + 2 prefetches: constant in catalog size.
+    with django_assert_max_num_queries(10):
+        body = client.get("/api/v1/registry/me?format=openai").json()
+    assert len(body["tools"]) == 1000
+    with django_assert_max_num_queries(10):
+        page = client.get("/api/v1/tools?page_size=200").json()
+    assert page["count"] == 1000 and len(page["results"]) == 200
