@@ -24,6 +24,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import (
+    CallToolResult,
     EmbeddedResource,
     ImageContent,
     ListToolsResult,
@@ -31,6 +32,7 @@ from mcp_types import (
     TextContent,
     TextResourceContents,
 )
+from pydantic import BaseModel
 
 # A 1x1 transparent PNG.
 PIXEL_PNG = base64.b64encode(
@@ -41,8 +43,13 @@ PIXEL_PNG = base64.b64encode(
 ).decode()
 
 
+class Point(BaseModel):
+    x: int
+    y: int
+
+
 class TestMCPServer(MCPServer):
-    """MCPServer with optional cursor pagination of ``tools/list``."""
+    """MCPServer with optional cursor pagination of ``tools/list`` and one broken tool."""
 
     page_size: int = 0
 
@@ -56,6 +63,16 @@ class TestMCPServer(MCPServer):
         end = start + self.page_size
         next_cursor = str(end) if end < len(tools) else None
         return ListToolsResult(tools=tools[start:end], next_cursor=next_cursor)
+
+    async def _handle_call_tool(self, ctx: Any, params: Any) -> Any:
+        if params.name == "bad_structured":
+            # Structured content that contradicts the declared output schema, as a
+            # buggy server would send it (MCPServer itself would refuse to).
+            return CallToolResult(
+                content=[TextContent(type="text", text="not a point")],
+                structured_content={"x": "not-a-number"},
+            )
+        return await super()._handle_call_tool(ctx, params)
 
 
 def build_server() -> TestMCPServer:
@@ -103,6 +120,10 @@ def build_server() -> TestMCPServer:
                 ),
             ),
         ]
+
+    @server.tool(description="Declares a Point output schema; the handler breaks it.")
+    def bad_structured() -> Point:
+        return Point(x=1, y=2)
 
     return server
 

@@ -1,0 +1,148 @@
+"""Executor for tools served by an MCP server (``tools/call`` over stdio, SSE or streamable HTTP).
+
+``call.configs`` carries:
+
+* ``server``: a mapping for ``MCPServerSpec`` (transport, url or command/args/env,
+  auth_token, timeout_seconds, name);
+* ``remote_tool_name`` (optional): the tool's name on the server; without it the
+  name is ``call.tool_name`` minus its ``<server>__`` prefix.
+
+The output is ``{"content": [...], "structured": ..., "text": "..."}``. A tool
+result flagged ``isError`` is a failed call (``upstream_error``) whose message is
+the server's text. Secrets (the server's bearer token and ``call.secret_values``)
+are redacted from every output and message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from executions import mcp_client
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.mcp_client import (
+    MCPClientError,
+    MCPConfigError,
+    MCPConnectionError,
+    MCPEgressDenied,
+    MCPServerSpec,
+    MCPTimeout,
+    MCPToolError,
+)
+from executions.redaction import redact, redact_text
+
+_RETRYABLE_STATUSES = (408, 425, 429)
+
+
+def remote_tool_name(configs: Mapping[str, Any], tool_name: str, server_name: str) -> str:
+    """The tool's name on the MCP server."""
+    explicit = configs.get("remote_tool_name")
+    if explicit:
+        return str(explicit)
+    if server_name and tool_name.startswith(f"{server_name}__"):
+        return tool_name[len(server_name) + 2 :]
+    if not server_name and "__" in tool_name:
+        return tool_name.split("__", 1)[1]
+    return tool_name
+
+
+class MCPExecutor:
+    kind = "mcp"
+
+    def __init__(self, *, egress_check: Callable[[str], Any] | None = None):
+        # None: ``executions.egress.check_url`` when available (see mcp_client).
+        self.egress_check = egress_check
+
+    def execute(self, call: ToolCall) -> ExecutorResult:
+        started = time.monotonic()
+        configs = call.configs or {}
+        raw_server = configs.get("server")
+        secrets = list(call.secret_values)
+        if isinstance(raw_server, Mapping) and raw_server.get("auth_token"):
+            secrets.append(str(raw_server["auth_token"]))
+
+        def finish(result: ExecutorResult) -> ExecutorResult:
+            result.latency_ms = (time.monotonic() - started) * 1000
+            if result.error_message:
+                result.error_message = redact_text(result.error_message, secrets)
+            result.output = redact(result.output, secrets)
+            result.metadata = redact(result.metadata, secrets)
+            return result
+
+        def failure(error_type: str, message: str, **extra: Any) -> ExecutorResult:
+            return finish(
+                ExecutorResult(ok=False, error_type=error_type, error_message=message, **extra)
+            )
+
+        if not isinstance(raw_server, Mapping):
+            return failure(ErrorType.CONFIG, "the MCP tool has no 'server' configuration")
+        try:
+            spec = MCPServerSpec.from_mapping(raw_server)
+        except MCPConfigError as exc:
+            return failure(ErrorType.CONFIG, str(exc))
+
+        tool = remote_tool_name(configs, call.tool_name, spec.name)
+        metadata: dict[str, Any] = {
+            "transport": spec.transport,
+            "server": spec.name,
+            "remote_tool": tool,
+        }
+        timeout = (
+            call.timeout_seconds if call.timeout_seconds and call.timeout_seconds > 0 else None
+        )
+        max_inline = max(
+            1024, min(mcp_client.DEFAULT_MAX_INLINE_BINARY_BYTES, call.max_response_bytes // 2)
+        )
+        try:
+            outcome = mcp_client.call_tool(
+                spec,
+                tool,
+                dict(call.inputs or {}),
+                timeout,
+                egress_check=self.egress_check,
+                max_inline_binary_bytes=max_inline,
+            )
+        except MCPConfigError as exc:
+            return failure(ErrorType.CONFIG, str(exc), metadata=metadata)
+        except MCPEgressDenied as exc:
+            return failure(ErrorType.EGRESS_DENIED, str(exc), metadata=metadata)
+        except MCPTimeout as exc:
+            return failure(ErrorType.TIMEOUT, str(exc), retryable=True, metadata=metadata)
+        except MCPConnectionError as exc:
+            if exc.status is not None:  # the server answered with an HTTP error status
+                return failure(
+                    ErrorType.UPSTREAM,
+                    str(exc),
+                    upstream_status=exc.status,
+                    retryable=exc.status >= 500 or exc.status in _RETRYABLE_STATUSES,
+                    metadata=metadata,
+                )
+            return failure(ErrorType.CONNECTION, str(exc), retryable=True, metadata=metadata)
+        except MCPToolError as exc:
+            return failure(ErrorType.UPSTREAM, str(exc), metadata=metadata)
+        except MCPClientError as exc:
+            return failure(ErrorType.CONNECTION, str(exc), retryable=True, metadata=metadata)
+
+        metadata.update(outcome.metadata)
+        output = outcome.as_output()
+        size = len(json.dumps(output, default=str).encode())
+        if size > call.max_response_bytes:
+            return failure(
+                ErrorType.UPSTREAM,
+                f"the MCP tool's response ({size} bytes) exceeds the limit of "
+                f"{call.max_response_bytes} bytes",
+                metadata={**metadata, "response_bytes": size},
+            )
+        if outcome.is_error:
+            return finish(
+                ExecutorResult(
+                    ok=False,
+                    output=output,
+                    error_type=ErrorType.UPSTREAM,
+                    error_message=outcome.error_message,
+                    metadata=metadata,
+                )
+            )
+        return finish(ExecutorResult(ok=True, output=output, metadata=metadata))

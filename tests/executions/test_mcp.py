@@ -1,0 +1,545 @@
+"""The MCP client layer and executor against real MCP servers (stdio, SSE, streamable HTTP)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from executions import mcp_client
+from executions.executors.base import ErrorType, ToolCall
+from executions.executors.mcp import MCPExecutor
+from executions.mcp_client import MCPConfigError, MCPServerSpec
+
+SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "mcp_server.py"
+TOKEN = f"canary-{uuid.uuid4().hex}"
+ALL_TOOLS = {
+    "add",
+    "echo",
+    "fail",
+    "slow",
+    "whoami",
+    "structured",
+    "json_text",
+    "media",
+    "bad_structured",
+}
+
+
+def allow_all(url: str) -> None:
+    return None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the test MCP server exited early ({proc.returncode})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the test MCP server did not listen on {port}")
+
+
+class ServerProcess:
+    def __init__(self, transport: str, *extra: str, port: int | None = None):
+        self.transport = transport
+        self.extra = extra
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+        path = "sse" if transport == "sse" else "mcp"
+        self.url = f"http://127.0.0.1:{self.port}/{path}"
+
+    def start(self) -> ServerProcess:
+        cmd = [sys.executable, str(SERVER_SCRIPT), "--transport", self.transport]
+        cmd += ["--port", str(self.port), *self.extra]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, self.proc)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+
+def child_processes() -> dict[int, str]:
+    """Direct children of this process (pid -> state letter), read from /proc."""
+    children: dict[int, str] = {}
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == me:
+            children[int(entry)] = fields[0]
+    return children
+
+
+def make_call(server: dict, tool: str, inputs: dict | None = None, **kw) -> ToolCall:
+    configs = {"server": server}
+    if "remote_tool_name" not in kw:
+        configs["remote_tool_name"] = tool
+    else:
+        remote = kw.pop("remote_tool_name")
+        if remote is not None:
+            configs["remote_tool_name"] = remote
+    return ToolCall(
+        tool_name=kw.pop("tool_name", f"{server.get('name', 'srv')}__{tool}"),
+        tool_type="mcp",
+        configs=configs,
+        inputs=inputs or {},
+        timeout_seconds=kw.pop("timeout_seconds", 10.0),
+        **kw,
+    )
+
+
+def run(server: dict, tool: str, inputs: dict | None = None, **kw):
+    return MCPExecutor(egress_check=allow_all).execute(make_call(server, tool, inputs, **kw))
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _clean_runtime() -> Iterator[None]:
+    mcp_client.shutdown()
+    yield
+    mcp_client.shutdown()
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[ServerProcess]:
+    server = ServerProcess("streamable-http", "--token", TOKEN, "--page-size", "3").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def sse_server() -> Iterator[ServerProcess]:
+    server = ServerProcess("sse", "--token", TOKEN).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def stdio_allowed(settings) -> None:
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = [sys.executable]
+
+
+@pytest.fixture
+def http_spec(http_server: ServerProcess) -> dict:
+    return {
+        "name": "web",
+        "transport": "streamable_http",
+        "url": http_server.url,
+        "auth_token": TOKEN,
+        "timeout_seconds": 10,
+    }
+
+
+@pytest.fixture
+def sse_spec(sse_server: ServerProcess) -> dict:
+    return {
+        "name": "legacy",
+        "transport": "sse",
+        "url": sse_server.url,
+        "auth_token": TOKEN,
+        "timeout_seconds": 10,
+    }
+
+
+@pytest.fixture
+def stdio_spec(stdio_allowed) -> dict:
+    return {
+        "name": "local",
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [str(SERVER_SCRIPT), "--transport", "stdio"],
+        "timeout_seconds": 20,
+    }
+
+
+@pytest.fixture(params=["streamable_http", "sse", "stdio"])
+def any_spec(request) -> dict:
+    name = {"streamable_http": "http_spec", "sse": "sse_spec", "stdio": "stdio_spec"}[request.param]
+    return request.getfixturevalue(name)
+
+
+# --------------------------------------------------------------------------- tools/list
+
+
+def test_list_tools_on_every_transport(any_spec):
+    tools = mcp_client.list_tools(any_spec, egress_check=allow_all)
+    by_name = {t["name"]: t for t in tools}
+    assert set(by_name) == ALL_TOOLS  # the HTTP server pages 3 by 3: cursors are followed
+    assert len(tools) == len(ALL_TOOLS)
+    add = by_name["add"]
+    assert add["description"] == "Add two integers."
+    assert set(add["input_schema"]["properties"]) == {"a", "b"}
+
+
+# --------------------------------------------------------------------------- tools/call
+
+
+def test_call_add_echo_structured(any_spec):
+    result = run(any_spec, "add", {"a": 2, "b": 40})
+    assert result.ok, result.error_message
+    assert result.output["text"] == "42"
+    assert result.output["content"] == [{"type": "text", "text": "42", "json": 42}]
+    assert result.output["structured"] == {"result": 42}
+    assert result.metadata["transport"] == any_spec["transport"]
+    assert result.latency_ms > 0
+
+    result = run(any_spec, "echo", {"text": "héllo wörld"})
+    assert result.ok and result.output["text"] == "héllo wörld"
+    assert "json" not in result.output["content"][0]
+
+    result = run(any_spec, "structured")
+    assert result.ok
+    assert result.output["structured"] == {
+        "answer": 42,
+        "items": ["a", "b"],
+        "nested": {"ok": True},
+    }
+
+
+def test_is_error_becomes_failed_result(any_spec):
+    result = run(any_spec, "fail", {"message": "the widget broke"})
+    assert not result.ok
+    assert result.error_type == ErrorType.UPSTREAM
+    assert "the widget broke" in result.error_message
+    assert result.retryable is False
+    assert result.output["content"][0]["type"] == "text"
+
+
+def test_content_mapping(http_spec):
+    outcome = mcp_client.call_tool(http_spec, "media", {}, 10, egress_check=allow_all)
+    assert not outcome.is_error
+    text, image, resource = outcome.content
+    assert text == {"type": "text", "text": "a pixel"}
+    assert image["type"] == "image" and image["mime_type"] == "image/png"
+    assert image["data"].startswith("iVBORw0KGgo")
+    assert resource == {
+        "type": "resource",
+        "uri": "file:///notes.txt",
+        "mime_type": "text/plain",
+        "text": "resource text",
+    }
+
+    small = mcp_client.call_tool(
+        http_spec, "media", {}, 10, egress_check=allow_all, max_inline_binary_bytes=10
+    )
+    assert small.content[1]["data_omitted"] is True
+    assert small.content[1]["size_bytes"] == len(base64.b64decode(image["data"]))
+    assert "data" not in small.content[1]
+
+    outcome = mcp_client.call_tool(http_spec, "json_text", {}, 10, egress_check=allow_all)
+    assert outcome.content[0]["json"] == {"kind": "json", "values": [1, 2, 3]}
+
+
+def test_unknown_tool_fails(http_spec):
+    result = run(http_spec, "does_not_exist")
+    assert not result.ok
+    assert result.error_type == ErrorType.UPSTREAM
+    assert "does_not_exist" in result.error_message
+
+
+def test_structured_content_breaking_the_output_schema_is_upstream_error(http_spec):
+    before = mcp_client.stats()
+    result = run(http_spec, "bad_structured")
+    assert not result.ok
+    assert result.error_type == ErrorType.UPSTREAM
+    assert result.retryable is False
+    assert "bad_structured" in result.error_message
+    after = mcp_client.stats()
+    assert after["sessions_discarded"] == before["sessions_discarded"]  # the session is fine
+
+
+def test_remote_tool_name_derived_from_prefix(http_spec):
+    result = run(http_spec, "echo", {"text": "x"}, remote_tool_name=None, tool_name="web__echo")
+    assert result.ok and result.output["text"] == "x"
+    assert result.metadata["remote_tool"] == "echo"
+
+
+# --------------------------------------------------------------------------- failures
+
+
+@pytest.mark.parametrize("spec_name", ["http_spec", "stdio_spec"])
+def test_slow_tool_times_out(request, spec_name):
+    spec = request.getfixturevalue(spec_name)
+    started = time.monotonic()
+    result = run(spec, "slow", {"seconds": 5}, timeout_seconds=0.5)
+    assert not result.ok
+    assert result.error_type == ErrorType.TIMEOUT
+    assert result.retryable is True
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("transport,path", [("streamable_http", "mcp"), ("sse", "sse")])
+def test_server_down_is_retryable_connection_error(transport, path):
+    server = {
+        "name": "gone",
+        "transport": transport,
+        "url": f"http://127.0.0.1:{free_port()}/{path}",
+        "auth_token": TOKEN,
+        "timeout_seconds": 5,
+    }
+    result = run(server, "add", {"a": 1, "b": 2})
+    assert not result.ok
+    assert result.error_type == ErrorType.CONNECTION
+    assert result.retryable is True
+    assert TOKEN not in result.error_message
+
+
+@pytest.mark.parametrize("allowed", [[], ["node"], ["/usr/local/bin/python-other"]])
+def test_stdio_command_not_allowlisted(settings, allowed):
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = allowed
+    server = {"transport": "stdio", "command": sys.executable, "args": [str(SERVER_SCRIPT)]}
+    result = run(server, "add", {"a": 1, "b": 2})
+    assert not result.ok
+    assert result.error_type == ErrorType.CONFIG
+    assert "TOOLHUB_MCP_STDIO_COMMANDS" in result.error_message
+    with pytest.raises(MCPConfigError):
+        mcp_client.list_tools(server)
+
+
+def test_stdio_allowlist_matches_basename_only_for_bare_commands(settings):
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = ["python3"]
+    mcp_client.check_stdio_command("python3")
+    with pytest.raises(MCPConfigError):
+        mcp_client.check_stdio_command("/opt/elsewhere/python3")
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = [sys.executable]
+    mcp_client.check_stdio_command(sys.executable)
+
+
+def test_stdio_process_that_dies_is_a_connection_error(stdio_spec):
+    server = {
+        **stdio_spec,
+        "args": ["-c", "import sys; sys.stderr.write('cannot start'); sys.exit(3)"],
+    }
+    result = run(server, "add", {"a": 1, "b": 2})
+    assert not result.ok
+    assert result.error_type == ErrorType.CONNECTION
+    assert result.retryable is True
+    assert "cannot start" in result.error_message
+
+
+def test_invalid_server_configs_are_config_errors():
+    for server in (
+        None,
+        {"transport": "carrier-pigeon", "url": "http://127.0.0.1:1/mcp"},
+        {"transport": "streamable_http"},
+        {"transport": "sse", "url": "ftp://127.0.0.1/sse"},
+        {"transport": "streamable_http", "url": "http://user:pw@127.0.0.1/mcp"},
+        {"transport": "stdio"},
+        {"transport": "stdio", "command": "x", "args": "not-a-list"},
+    ):
+        result = MCPExecutor(egress_check=allow_all).execute(
+            ToolCall(
+                tool_name="t",
+                tool_type="mcp",
+                configs={"server": server, "remote_tool_name": "add"},
+                inputs={},
+                timeout_seconds=1,
+            )
+        )
+        assert result.error_type == ErrorType.CONFIG, server
+
+
+def test_egress_check_sees_the_url_and_can_deny(http_spec):
+    seen = []
+
+    def deny(url: str) -> None:
+        seen.append(url)
+        raise RuntimeError("destination not allowed")
+
+    call = make_call(http_spec, "add", {"a": 1, "b": 2})
+    result = MCPExecutor(egress_check=deny).execute(call)
+    assert seen == [http_spec["url"]]
+    assert not result.ok
+    assert result.error_type == ErrorType.EGRESS_DENIED
+    assert "destination not allowed" in result.error_message
+
+
+def test_default_egress_check_guards_loopback(settings, http_spec):
+    pytest.importorskip("executions.egress")
+    settings.TOOLHUB_EGRESS_ALLOW = []
+    denied = MCPExecutor().execute(make_call(http_spec, "add", {"a": 1, "b": 2}))
+    assert denied.error_type == ErrorType.EGRESS_DENIED
+
+    settings.TOOLHUB_EGRESS_ALLOW = ["127.0.0.1/32"]
+    allowed = MCPExecutor().execute(make_call(http_spec, "add", {"a": 1, "b": 2}))
+    assert allowed.ok, allowed.error_message
+
+
+def test_response_larger_than_limit_fails(http_spec):
+    result = run(http_spec, "echo", {"text": "x" * 5000}, max_response_bytes=1000)
+    assert not result.ok
+    assert result.error_type == ErrorType.UPSTREAM
+    assert "exceeds" in result.error_message
+
+
+# --------------------------------------------------------------------------- sessions & processes
+
+
+@pytest.mark.parametrize("spec_name", ["http_spec", "sse_spec"])
+def test_http_session_is_reused(request, spec_name):
+    spec = request.getfixturevalue(spec_name)
+    mcp_client.shutdown()
+    assert mcp_client.stats()["sessions_opened"] == 0
+
+    first = run(spec, "add", {"a": 1, "b": 1})
+    second = run(spec, "echo", {"text": "again"})
+    tools = mcp_client.list_tools(spec, egress_check=allow_all)
+
+    assert first.ok and second.ok and tools
+    stats = mcp_client.stats()
+    assert stats["sessions_opened"] == 1
+    assert stats["sessions_reused"] == 2
+    assert stats["sessions_open"] == 1
+    assert first.metadata["session_reused"] is False
+    assert second.metadata["session_reused"] is True
+
+
+@pytest.mark.parametrize("spec_name", ["http_spec", "sse_spec"])
+def test_idle_session_is_checked_then_reused(request, monkeypatch, spec_name):
+    spec = request.getfixturevalue(spec_name)
+    monkeypatch.setattr(mcp_client, "PING_AFTER_IDLE_SECONDS", 0.0)
+    mcp_client.shutdown()
+    assert run(spec, "add", {"a": 1, "b": 1}).ok
+    assert run(spec, "add", {"a": 1, "b": 2}).ok
+    assert mcp_client.stats()["sessions_opened"] == 1
+
+
+def test_concurrent_calls_share_one_session(http_spec):
+    mcp_client.shutdown()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda i: run(http_spec, "add", {"a": i, "b": 1}), range(16)))
+    assert [r.output["text"] for r in results] == [str(i + 1) for i in range(16)]
+    assert mcp_client.stats()["sessions_opened"] == 1
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_stale_session_is_replaced_after_server_restart(transport):
+    server = ServerProcess(transport).start()
+    spec = {"transport": transport.replace("-", "_"), "url": server.url, "timeout_seconds": 5}
+    try:
+        assert run(spec, "add", {"a": 1, "b": 2}).ok
+        server.stop()
+        down = run(spec, "add", {"a": 1, "b": 2})
+        assert down.error_type == ErrorType.CONNECTION and down.retryable
+        server.start()
+        again = run(spec, "add", {"a": 2, "b": 2})
+        assert again.ok, again.error_message
+        assert again.output["text"] == "4"
+    finally:
+        server.stop()
+
+
+def test_no_zombie_processes_after_stdio_calls(stdio_spec, http_server, sse_server):
+    known = {http_server.pid, sse_server.pid}
+    before = set(child_processes()) - known
+
+    assert run(stdio_spec, "add", {"a": 1, "b": 2}).ok
+    assert not run(stdio_spec, "fail", {"message": "x"}).ok
+    assert (
+        run(stdio_spec, "slow", {"seconds": 5}, timeout_seconds=0.3).error_type == ErrorType.TIMEOUT
+    )
+    assert mcp_client.stats()["stdio_processes_started"] >= 3
+
+    deadline = time.monotonic() + 5
+    leftover = {}
+    while time.monotonic() < deadline:
+        leftover = {
+            p: s for p, s in child_processes().items() if p not in known and p not in before
+        }
+        if not leftover:
+            break
+        time.sleep(0.05)
+    assert leftover == {}, f"stdio server processes left behind (pid: state): {leftover}"
+
+
+def test_shutdown_closes_sessions_and_is_idempotent(http_spec):
+    assert run(http_spec, "add", {"a": 1, "b": 1}).ok
+    assert mcp_client.stats()["sessions_open"] >= 1
+    mcp_client.shutdown()
+    mcp_client.shutdown()
+    assert mcp_client.stats()["sessions_open"] == 0
+    assert run(http_spec, "add", {"a": 1, "b": 1}).ok  # the runtime restarts on demand
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+@pytest.mark.parametrize("spec_name", ["http_spec", "sse_spec"])
+def test_bearer_token_is_sent_and_never_surfaces(request, spec_name):
+    http_spec = request.getfixturevalue(spec_name)
+    result = run(http_spec, "whoami")
+    assert result.ok, result.error_message
+    # The server saw the header (it echoes it back), and the executor redacted the token.
+    assert result.output["text"] == "Bearer [REDACTED]"
+    blob = json.dumps([result.output, result.metadata, result.error_message])
+    assert TOKEN not in blob
+
+    spec = MCPServerSpec.from_mapping(http_spec)
+    assert TOKEN not in repr(spec)
+
+
+@pytest.mark.parametrize("spec_name", ["http_spec", "sse_spec"])
+def test_wrong_token_is_rejected_without_leaking_it(request, spec_name):
+    http_spec = request.getfixturevalue(spec_name)
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    result = run({**http_spec, "auth_token": wrong}, "add", {"a": 1, "b": 2})
+    assert not result.ok
+    assert result.error_type == ErrorType.UPSTREAM
+    assert result.upstream_status == 401
+    assert result.retryable is False
+    assert wrong not in json.dumps([result.output, result.metadata, result.error_message])
+
+
+def test_secret_values_are_redacted_from_outputs_and_messages(any_spec):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    ok = run(any_spec, "echo", {"text": f"value={secret}"}, secret_values=(secret,))
+    assert ok.ok
+    failed = run(any_spec, "fail", {"message": f"bad {secret}"}, secret_values=(secret,))
+    assert not failed.ok
+    for result in (ok, failed):
+        assert secret not in json.dumps([result.output, result.metadata, result.error_message])
+    assert "[REDACTED]" in ok.output["text"]
+    assert "[REDACTED]" in failed.error_message
