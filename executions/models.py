@@ -1,1 +1,144 @@
-"""Execution records (see the governed-execution work)."""
+"""Execution records: one immutable row per call of a tool, admitted or not."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+
+from registry.models import Agent, Tool
+
+
+class ExecutionStatus(models.TextChoices):
+    """Where a call is in its life.
+
+    State machine (every transition is a conditional UPDATE that claims the row)::
+
+        (admitted) ─► pending_approval ─► queued ─► running ─► succeeded
+                            │   │            │         └─────► failed
+                            │   └► rejected  └► cancelled
+                            └► expired
+        (refused at admission) ─► denied | invalid
+
+    ``succeeded``, ``failed``, ``denied``, ``invalid``, ``rejected``,
+    ``expired`` and ``cancelled`` are terminal: the row never changes again.
+    """
+
+    PENDING_APPROVAL = "pending_approval", "Pending approval"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    DENIED = "denied", "Denied"
+    INVALID = "invalid", "Invalid input"
+    REJECTED = "rejected", "Rejected"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+TERMINAL_STATUSES = frozenset(
+    {
+        ExecutionStatus.SUCCEEDED,
+        ExecutionStatus.FAILED,
+        ExecutionStatus.DENIED,
+        ExecutionStatus.INVALID,
+        ExecutionStatus.REJECTED,
+        ExecutionStatus.EXPIRED,
+        ExecutionStatus.CANCELLED,
+    }
+)
+
+
+class ExecutionQuerySet(models.QuerySet):
+    def terminal(self):
+        return self.filter(status__in=TERMINAL_STATUSES)
+
+
+class Execution(models.Model):
+    """One call of a tool by a principal, with what was asked, decided and returned.
+
+    Inputs are stored with per-call secrets removed (``input_data``); the
+    secrets a queued call still needs are kept only encrypted in
+    ``sealed_secrets`` and wiped when the call finishes. Outputs above the
+    tool's ``max_response_bytes`` are cut in the row and kept whole in
+    ``output_artifact``.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tool = models.ForeignKey(
+        Tool, null=True, blank=True, on_delete=models.PROTECT, related_name="executions"
+    )
+    tool_name = models.CharField(max_length=200, blank=True)
+    tool_version = models.CharField(max_length=32, blank=True)
+    tool_type = models.CharField(max_length=16, blank=True)
+    requested_tool = models.CharField(
+        max_length=200, blank=True, help_text="What the caller asked for (id or name)."
+    )
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="executions"
+    )
+    principal = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    principal_name = models.CharField(max_length=150, blank=True)
+    role = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    roles_used = models.JSONField(default=list, blank=True)
+
+    status = models.CharField(max_length=20, choices=ExecutionStatus.choices)
+    reason_code = models.CharField(max_length=40, blank=True)
+
+    input_data = models.JSONField(null=True, blank=True)
+    raw_input = models.TextField(blank=True, help_text="Arguments text that did not parse as JSON.")
+    input_hash = models.CharField(max_length=64, blank=True)
+    sealed_secrets = models.TextField(blank=True, default="")
+
+    output_data = models.JSONField(null=True, blank=True)
+    output_truncated = models.BooleanField(default=False)
+    output_size = models.PositiveBigIntegerField(null=True, blank=True)
+    output_artifact = models.CharField(max_length=255, blank=True)
+    error_type = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    upstream_status = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    execution_time_ms = models.FloatField(null=True, blank=True)
+    chars_in = models.PositiveIntegerField(default=0)
+    chars_out = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    request_id = models.CharField(max_length=128, blank=True)
+    client_address = models.GenericIPAddressField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+
+    objects = ExecutionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["-created_at"], name="exec_created_idx"),
+            models.Index(fields=["tool", "-created_at"], name="exec_tool_time_idx"),
+            models.Index(fields=["agent", "-created_at"], name="exec_agent_time_idx"),
+            models.Index(fields=["principal", "-created_at"], name="exec_principal_time_idx"),
+            models.Index(fields=["status", "-created_at"], name="exec_status_time_idx"),
+            models.Index(fields=["role", "-created_at"], name="exec_role_time_idx"),
+            models.Index(fields=["request_id"], name="exec_request_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name or self.requested_tool} {self.status} ({self.pk})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES

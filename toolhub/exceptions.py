@@ -17,6 +17,7 @@ class ToolHubError(Exception):
         if code:
             self.code = code
         self.details = details
+        self.extra: dict[str, Any] = {}
 
 
 class NotFound(ToolHubError):

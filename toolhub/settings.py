@@ -218,7 +218,25 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_TASK_DEFAULT_QUEUE = "default"
+# One queue per executor kind (http, database, mcp, python) so each scales on its own workers.
+CELERY_TASK_CREATE_MISSING_QUEUES = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # A task whose worker died unacknowledged is redelivered after this long; the
+    # reaper has usually ended or re-queued its execution well before.
+    "visibility_timeout": env_int("TOOLHUB_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=60),
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "reap-executions": {
+        "task": "executions.reap",
+        "schedule": env_int("TOOLHUB_REAPER_INTERVAL", 30, minimum=5),
+    },
+}
+
+# Largest upstream response kept (as an artifact) for one execution; the row keeps
+# at most the tool's max_response_bytes of it.
+TOOLHUB_MAX_ARTIFACT_BYTES = env_int("TOOLHUB_MAX_ARTIFACT_BYTES", 64 * 1024 * 1024, minimum=1024)
 
 # Egress guard: executors refuse private, loopback, link-local and metadata
 # addresses unless listed here (CIDR networks and exact host names).

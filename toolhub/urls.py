@@ -6,6 +6,7 @@ from toolhub import views
 
 api_v1 = [
     path("", include("registry.api.urls")),
+    path("", include("executions.api.urls")),
 ]
 
 urlpatterns = [

@@ -46,3 +46,17 @@ def allow_loopback(settings):
     """Open the egress guard for 127.0.0.1 only (where the test servers listen)."""
     settings.TOOLHUB_EGRESS_ALLOW = ["127.0.0.1/32"]
     return settings
+
+
+# Pipeline fixtures: tasks in-process, or a real Celery worker on the real broker.
+
+
+@pytest.fixture
+def eager_tasks():
+    """Run Celery tasks in-process for this test (the embedded default's behaviour)."""
+    from toolhub.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield app
+    app.conf.task_always_eager = previous

@@ -60,7 +60,9 @@ def error_body(code: str, message: str, details=None) -> dict:
 def exception_handler(exc, context):
     headers: dict[str, str] = {}
     if isinstance(exc, ToolHubError):
-        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+        body = error_body(exc.code, exc.message, exc.details)
+        body["error"].update(exc.extra)
+        return Response(body, status=exc.status_code, headers=getattr(exc, "headers", None))
     if isinstance(exc, Http404):
         exc = drf.NotFound(str(exc) or "Not found.")
     elif isinstance(exc, DjangoPermissionDenied):

@@ -1,0 +1,113 @@
+"""Execution JSON. Field names follow the original module: id, tool_id, tool_name, agent_id, …"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from executions.models import Execution
+
+
+class ExecutionSerializer(serializers.ModelSerializer):
+    tool_id = serializers.UUIDField(allow_null=True)
+    agent_id = serializers.UUIDField(allow_null=True)
+    role_id = serializers.IntegerField(allow_null=True)
+    principal = serializers.CharField(source="principal_name")
+    links = serializers.SerializerMethodField()
+    input_data = serializers.JSONField()
+    output_data = serializers.JSONField()
+
+    class Meta:
+        model = Execution
+        fields = [
+            "id",
+            "tool_id",
+            "tool_name",
+            "tool_version",
+            "agent_id",
+            "principal",
+            "role_id",
+            "roles_used",
+            "status",
+            "reason_code",
+            "input_data",
+            "output_data",
+            "output_truncated",
+            "error_type",
+            "error_message",
+            "upstream_status",
+            "attempts",
+            "execution_time_ms",
+            "chars_in",
+            "chars_out",
+            "cost",
+            "input_hash",
+            "request_id",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "links",
+        ]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_links(self, obj) -> dict:
+        request = self.context.get("request")
+        base = f"/api/v1/executions/{obj.pk}"
+        links = {"self": base}
+        if obj.output_artifact:
+            links["output"] = f"{base}/output"
+        if request is not None:
+            links = {k: request.build_absolute_uri(v) for k, v in links.items()}
+        return links
+
+
+class ExecutionRequestSerializer(serializers.Serializer):
+    tool_id = serializers.CharField(required=False, help_text="The tool's UUID (or give `tool`).")
+    tool = serializers.CharField(required=False, help_text="The tool's name (or give `tool_id`).")
+    input_data = serializers.JSONField(
+        required=False,
+        default=dict,
+        allow_null=True,
+        help_text="Arguments: a JSON object, or the JSON text an LLM produced.",
+    )
+    arguments = serializers.JSONField(
+        required=False, allow_null=True, help_text="Alias of input_data."
+    )
+    wait = serializers.JSONField(
+        required=False,
+        default=False,
+        help_text="true to wait up to the tool's timeout, or a number of seconds.",
+    )
+    role_id = serializers.CharField(
+        required=False, allow_null=True, help_text="Act with only this role (id or name)."
+    )
+    role = serializers.CharField(required=False, allow_null=True)
+    agent_id = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="Ignored: the agent is whoever the token belongs to.",
+    )
+
+    def validate_wait(self, value):
+        if value is None or isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, int | float) and 0 <= value <= 3600:
+            return float(value)
+        raise serializers.ValidationError("Use true, false or a number of seconds (0 to 3600).")
+
+    def validate(self, attrs):
+        if not attrs.get("tool_id") and not attrs.get("tool"):
+            raise serializers.ValidationError({"tool_id": ["Give tool_id or tool."]})
+        if attrs.get("tool_id") and attrs.get("tool"):
+            raise serializers.ValidationError({"tool": ["Give tool_id or tool, not both."]})
+        if "arguments" in attrs:
+            attrs["input_data"] = attrs.pop("arguments")
+        return attrs
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)

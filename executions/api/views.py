@@ -1,0 +1,180 @@
+"""The executions API: request a call, poll it, list, fetch the full output."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.files.storage import default_storage
+from django.http import FileResponse
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import pagination
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from executions import selectors
+from executions.api.serializers import ExecutionRequestSerializer, ExecutionSerializer
+from executions.models import ExecutionStatus
+from executions.services.pipeline import execution_cancel, execution_request
+from toolhub.api.views import BaseAPIView
+from toolhub.exceptions import NotFound
+
+
+class ExecutionCursorPagination(pagination.CursorPagination):
+    ordering = ("-created_at", "-id")
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        if not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
+            raise ValidationError({"page_size": [f"Must be between 1 and {self.max_page_size}."]})
+        return int(raw)
+
+
+FILTER_PARAMETERS = [
+    OpenApiParameter("tool_id", str),
+    OpenApiParameter("agent_id", str),
+    OpenApiParameter("role", str, description="Role id or name the call was narrowed to"),
+    OpenApiParameter("status", str, description="One status or a comma-separated list"),
+    OpenApiParameter("created_after", str, description="ISO 8601"),
+    OpenApiParameter("created_before", str, description="ISO 8601"),
+    OpenApiParameter("cursor", str),
+    OpenApiParameter("page_size", int),
+]
+
+
+def _uuid_param(params, name):
+    raw = params.get(name)
+    if not raw:
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise ValidationError({name: [f"'{raw}' is not a UUID."]}) from None
+
+
+def _time_param(params, name):
+    raw = params.get(name)
+    if not raw:
+        return None
+    value = parse_datetime(raw)
+    if value is None:
+        raise ValidationError({name: [f"'{raw}' is not an ISO 8601 date-time."]})
+    return value
+
+
+def filter_executions(qs, params):
+    tool_id = _uuid_param(params, "tool_id")
+    if tool_id:
+        qs = qs.filter(tool_id=tool_id)
+    agent_id = _uuid_param(params, "agent_id")
+    if agent_id:
+        qs = qs.filter(agent_id=agent_id)
+    role = params.get("role") or params.get("role_id")
+    if role:
+        qs = qs.filter(role_id=int(role)) if role.isdigit() else qs.filter(role__name=role)
+    if params.get("status"):
+        statuses = [s.strip() for s in params["status"].split(",") if s.strip()]
+        bad = sorted(set(statuses) - set(ExecutionStatus.values))
+        if bad:
+            raise ValidationError(
+                {
+                    "status": [
+                        f"Unknown status {', '.join(bad)}; use {', '.join(ExecutionStatus.values)}."
+                    ]
+                }
+            )
+        qs = qs.filter(status__in=statuses)
+    after = _time_param(params, "created_after")
+    if after:
+        qs = qs.filter(created_at__gte=after)
+    before = _time_param(params, "created_before")
+    if before:
+        qs = qs.filter(created_at__lt=before)
+    return qs
+
+
+class ExecutionListView(BaseAPIView):
+    @extend_schema(parameters=FILTER_PARAMETERS, responses=ExecutionSerializer(many=True))
+    def get(self, request):
+        qs = filter_executions(selectors.execution_visible_to(request.user), request.query_params)
+        paginator = ExecutionCursorPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        data = ExecutionSerializer(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(data)
+
+    @extend_schema(
+        request=ExecutionRequestSerializer,
+        responses={200: ExecutionSerializer, 202: ExecutionSerializer},
+        description=(
+            "Run a tool. Answers 202 with the queued execution at once, or with `wait` the "
+            "finished execution (200) when it completes in time. Refusals: 404 unknown or "
+            "unreadable tool, 409 deactivated, 403 no execute right, 422 arguments that do not "
+            "match the schema (each problem as {path, message, expected}); each carries "
+            "`execution_id` of the recorded refusal."
+        ),
+    )
+    def post(self, request):
+        data = ExecutionRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        execution = execution_request(
+            user=request.user,
+            tool_ref=values.get("tool_id") or values.get("tool"),
+            arguments=values.get("input_data"),
+            wait=values.get("wait"),
+            role_ref=values.get("role_id") or values.get("role"),
+        )
+        body = ExecutionSerializer(execution, context={"request": request}).data
+        return Response(body, status=200 if execution.is_terminal else 202)
+
+
+class ExecutionsByToolView(BaseAPIView):
+    @extend_schema(parameters=FILTER_PARAMETERS, responses=ExecutionSerializer(many=True))
+    def get(self, request, tool_id):
+        if not self.tool_queryset().filter(pk=tool_id).exists():
+            raise NotFound("Tool not found.", code="tool_not_found")
+        qs = selectors.execution_visible_to(request.user).filter(tool_id=tool_id)
+        qs = filter_executions(qs, request.query_params)
+        paginator = ExecutionCursorPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(
+            ExecutionSerializer(page, many=True, context={"request": request}).data
+        )
+
+
+class ExecutionDetailView(BaseAPIView):
+    def get_execution(self, execution_id):
+        execution = (
+            selectors.execution_visible_to(self.request.user).filter(pk=execution_id).first()
+        )
+        if execution is None:
+            raise NotFound("Execution not found.", code="execution_not_found")
+        return execution
+
+    @extend_schema(responses=ExecutionSerializer)
+    def get(self, request, execution_id):
+        execution = self.get_execution(execution_id)
+        return Response(ExecutionSerializer(execution, context={"request": request}).data)
+
+
+class ExecutionCancelView(ExecutionDetailView):
+    @extend_schema(request=None, responses=ExecutionSerializer)
+    def post(self, request, execution_id):
+        execution = self.get_execution(execution_id)
+        execution = execution_cancel(actor=request.user, execution=execution)
+        return Response(ExecutionSerializer(execution, context={"request": request}).data)
+
+
+class ExecutionOutputView(ExecutionDetailView):
+    @extend_schema(responses={200: dict})
+    def get(self, request, execution_id):
+        execution = self.get_execution(execution_id)
+        if execution.output_artifact:
+            handle = default_storage.open(execution.output_artifact, "rb")
+            return FileResponse(handle, content_type="application/json")
+        return Response(execution.output_data)

@@ -1,0 +1,79 @@
+"""Waking a request that waits for its execution to finish.
+
+With Redis configured, the worker pushes to a per-execution list and the web
+process blocks on it (``BLPOP``): no polling, and the answer arrives the
+moment the row is final. Without Redis, tasks run in-process (the execution is
+already final when the wait starts) or the waiter polls the row.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import cache
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+_KEY = "toolhub:execution-done:{}"
+_TTL_SECONDS = 300
+
+
+@cache
+def _redis():
+    if not settings.REDIS_URL:
+        return None
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=None, health_check_interval=30)
+
+
+def notify_done(execution_id) -> None:
+    client = _redis()
+    if client is None:
+        return
+    key = _KEY.format(execution_id)
+    try:
+        pipe = client.pipeline(transaction=False)
+        pipe.rpush(key, "1")
+        pipe.expire(key, _TTL_SECONDS)
+        pipe.execute()
+    except Exception as exc:  # a missed wake-up only makes a waiter poll; never fail the run
+        logger.warning("could not notify waiters of execution %s: %s", execution_id, exc)
+
+
+def wait_done(execution_id, timeout: float, is_done) -> bool:
+    """Block until ``is_done()`` or ``timeout`` seconds pass. Returns ``is_done()``."""
+    if is_done():
+        return True
+    deadline = time.monotonic() + timeout
+    client = _redis()
+    key = _KEY.format(execution_id)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return is_done()
+        if client is not None:
+            try:
+                # BLPOP takes whole or fractional seconds; re-check the row after each wake-up.
+                if client.blpop([key], timeout=max(min(remaining, 5.0), 0.01)):
+                    return is_done() or _settle(is_done)
+            except Exception as exc:
+                logger.warning("waiting on Redis failed (%s); polling instead", exc)
+                client = None
+            if is_done():
+                return True
+        else:
+            time.sleep(min(0.05, remaining))
+            if is_done():
+                return True
+
+
+def _settle(is_done, attempts: int = 5) -> bool:
+    # The notification is sent after commit; a read from a replica or a racing
+    # transaction may lag by a moment.
+    for _ in range(attempts):
+        time.sleep(0.01)
+        if is_done():
+            return True
+    return False

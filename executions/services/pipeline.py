@@ -1,0 +1,322 @@
+"""The one way a tool runs: ``execution_request``.
+
+The REST API, the admin's test run and (later) the MCP endpoint all call it.
+Steps, in order (DESIGN.md): resolve the tool among those the caller may read
+(404 otherwise) → active → ``execute`` permission (403) → validate and coerce
+the arguments (422) → governance controls (rate limits, approval: see
+``_admission_controls``) → write the Execution and enqueue it on commit →
+return at once, or wait until it is final.
+
+Refused calls are recorded too (status ``denied`` or ``invalid`` with a reason
+code) and audited, then raised as domain errors the API maps to HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils import timezone
+
+from executions.models import Execution, ExecutionStatus
+from executions.services import notify
+from executions.services.records import audit_execution, cost_of, input_hash
+from executions.validation import validate_arguments
+from registry import access, crypto
+from registry.formats import secret_parameters
+from registry.models import Action, Tool
+from toolhub import context
+from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
+
+logger = logging.getLogger(__name__)
+
+
+class InvalidArguments(ToolHubError):
+    status_code = 422
+    code = "invalid_arguments"
+
+
+@dataclass
+class Caller:
+    """Who is calling: the authenticated user, the agent behind it, and the roles it acts with."""
+
+    user: Any
+    agent: Any
+    role: Group | None
+    role_ids: list[int] | None
+
+    @property
+    def name(self) -> str:
+        return self.agent.name if self.agent is not None else self.user.get_username()
+
+
+def _with_execution(exc: ToolHubError, execution: Execution) -> ToolHubError:
+    exc.extra = {"execution_id": str(execution.pk)}
+    return exc
+
+
+def _record_refusal(
+    *,
+    caller: Caller,
+    tool: Tool | None,
+    requested: str,
+    status: str,
+    reason: str,
+    message: str,
+    inputs: Any = None,
+    raw_input: str = "",
+) -> Execution:
+    ctx = context.current()
+    with transaction.atomic():
+        execution = Execution.objects.create(
+            tool=tool,
+            tool_name=tool.name if tool else "",
+            tool_version=tool.version if tool else "",
+            tool_type=tool.type if tool else "",
+            requested_tool=requested[:200],
+            agent=caller.agent,
+            principal=caller.user,
+            principal_name=caller.name,
+            role=caller.role,
+            roles_used=_role_names(caller),
+            status=status,
+            reason_code=reason,
+            input_data=inputs if isinstance(inputs, dict) else None,
+            raw_input=raw_input[:65536],
+            input_hash=input_hash(inputs) if isinstance(inputs, dict) else "",
+            error_message=message[:2000],
+            finished_at=timezone.now(),
+            request_id=ctx.request_id,
+            client_address=ctx.client_address,
+        )
+        audit_execution(execution, f"execution.{status}")
+    return execution
+
+
+def _role_names(caller: Caller) -> list[str]:
+    if caller.role is not None:
+        return [caller.role.name]
+    return sorted(caller.user.groups.values_list("name", flat=True)) if caller.user else []
+
+
+def resolve_caller(user, role_ref: Any = None) -> Caller:
+    agent = getattr(user, "agent", None)
+    if role_ref in (None, ""):
+        return Caller(user=user, agent=agent, role=None, role_ids=None)
+    qs = Group.objects.all()
+    role = (
+        qs.filter(pk=int(role_ref)).first()
+        if str(role_ref).isdigit()
+        else qs.filter(name=str(role_ref)).first()
+    )
+    caller = Caller(user=user, agent=agent, role=None, role_ids=None)
+    if role is None or role.pk not in access.role_ids_of(user):
+        # Same answer for an unknown role and one the caller is not in.
+        raise PermissionDenied(
+            f"You are not a member of role '{role_ref}'.", code="role_not_member"
+        )
+    caller.role, caller.role_ids = role, [role.pk]
+    return caller
+
+
+def _find_tool(caller: Caller, tool_ref: str) -> Tool | None:
+    readable = access.restrict(
+        Tool.objects.all(), caller.user, Action.READ, role_ids=caller.role_ids
+    )
+    try:
+        return readable.filter(pk=uuid.UUID(str(tool_ref))).first()
+    except ValueError:
+        return readable.filter(name=str(tool_ref)).first()
+
+
+def _admission_controls(*, caller: Caller, tool: Tool, inputs: dict) -> str:
+    """Governance checks after validation; returns the initial status of an admitted call.
+
+    Rate limits and the approval gate plug in here; the embedded default
+    admits straight to ``queued``.
+    """
+    return ExecutionStatus.QUEUED
+
+
+def execution_request(
+    *,
+    user,
+    tool_ref: str,
+    arguments: Any,
+    wait: float | bool | None = None,
+    role_ref: Any = None,
+) -> Execution:
+    """Decide on one call and, if admitted, run it. See the module docstring for the steps."""
+    try:
+        caller = resolve_caller(user, role_ref)
+    except PermissionDenied as exc:
+        caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
+        execution = _record_refusal(
+            caller=caller,
+            tool=None,
+            requested=str(tool_ref),
+            status=ExecutionStatus.DENIED,
+            reason="role_not_member",
+            message=exc.message,
+        )
+        raise _with_execution(exc, execution) from None
+
+    tool = _find_tool(caller, tool_ref)
+    if tool is None:
+        execution = _record_refusal(
+            caller=caller,
+            tool=None,
+            requested=str(tool_ref),
+            status=ExecutionStatus.DENIED,
+            reason="tool_not_found",
+            message="Tool not found.",
+        )
+        raise _with_execution(NotFound("Tool not found.", code="tool_not_found"), execution)
+    if not tool.is_active:
+        execution = _record_refusal(
+            caller=caller,
+            tool=tool,
+            requested=str(tool_ref),
+            status=ExecutionStatus.DENIED,
+            reason="tool_inactive",
+            message="This tool is deactivated.",
+        )
+        raise _with_execution(
+            Conflict(f"Tool '{tool.name}' is deactivated.", code="tool_inactive"), execution
+        )
+    if not access.can(caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids):
+        message = f"You may read '{tool.name}' but not execute it."
+        execution = _record_refusal(
+            caller=caller,
+            tool=tool,
+            requested=str(tool_ref),
+            status=ExecutionStatus.DENIED,
+            reason="permission_denied",
+            message=message,
+        )
+        raise _with_execution(PermissionDenied(message), execution)
+
+    outcome = validate_arguments(arguments, tool.input_schema())
+    secret_names = set(secret_parameters(tool)) if tool.type == "http" else set()
+    if not outcome.ok:
+        stored = (
+            {k: v for k, v in outcome.value.items() if k not in secret_names}
+            if isinstance(outcome.value, dict)
+            else None
+        )
+        execution = _record_refusal(
+            caller=caller,
+            tool=tool,
+            requested=str(tool_ref),
+            status=ExecutionStatus.INVALID,
+            reason="invalid_arguments",
+            message="; ".join(f"{e['path']}: {e['message']}" for e in outcome.errors),
+            inputs=stored,
+            raw_input=outcome.raw_text if stored is None else "",
+        )
+        count = len(outcome.errors)
+        raise _with_execution(
+            InvalidArguments(
+                f"The arguments do not match the tool's input schema ({count} problem{'s' if count != 1 else ''}).",
+                details=outcome.errors,
+            ),
+            execution,
+        )
+
+    inputs = outcome.value
+    secrets = {k: v for k, v in inputs.items() if k in secret_names}
+    stored = {k: v for k, v in inputs.items() if k not in secret_names}
+    status = _admission_controls(caller=caller, tool=tool, inputs=stored)
+    ctx = context.current()
+    now = timezone.now()
+    with transaction.atomic():
+        execution = Execution.objects.create(
+            tool=tool,
+            tool_name=tool.name,
+            tool_version=tool.version,
+            tool_type=tool.type,
+            requested_tool=str(tool_ref)[:200],
+            agent=caller.agent,
+            principal=caller.user,
+            principal_name=caller.name,
+            role=caller.role,
+            roles_used=_role_names(caller),
+            status=status,
+            input_data=stored,
+            input_hash=input_hash(stored),
+            sealed_secrets=crypto.encrypt_json(secrets) if secrets else "",
+            chars_in=len(_dumps(stored)),
+            cost=cost_of(tool),
+            queued_at=now if status == ExecutionStatus.QUEUED else None,
+            request_id=ctx.request_id,
+            client_address=ctx.client_address,
+        )
+        audit_execution(execution, f"execution.{status}")
+        if status == ExecutionStatus.QUEUED:
+            transaction.on_commit(lambda: enqueue(execution, tool))
+
+    if wait and status == ExecutionStatus.QUEUED:
+        limit = _wait_limit(tool, wait)
+        notify.wait_done(
+            execution.pk,
+            limit,
+            lambda: (
+                Execution.objects.filter(pk=execution.pk)
+                .exclude(status__in=[ExecutionStatus.QUEUED, ExecutionStatus.RUNNING])
+                .exists()
+            ),
+        )
+    execution.refresh_from_db()
+    return execution
+
+
+def _dumps(value) -> str:
+    from executions.services.records import canonical_json
+
+    return canonical_json(value)
+
+
+def total_budget_seconds(tool: Tool) -> float:
+    """How long one call may take at most, retries and backoff included."""
+    attempts = tool.max_retries + 1
+    return tool.timeout_seconds * attempts + min(30.0, 2.0 * tool.max_retries)
+
+
+def _wait_limit(tool: Tool, wait: float | bool) -> float:
+    budget = total_budget_seconds(tool) + 2.0
+    if wait is True:
+        return budget
+    return max(0.0, min(float(wait), budget))
+
+
+def enqueue(execution: Execution, tool: Tool) -> None:
+    from executions.tasks import run_execution
+
+    budget = total_budget_seconds(tool)
+    run_execution.apply_async(
+        args=[str(execution.pk), execution.request_id],
+        queue=tool.type,
+        soft_time_limit=budget + 5,
+        time_limit=budget + 15,
+    )
+
+
+def execution_cancel(*, actor, execution: Execution) -> Execution:
+    """Cancel a call that has not started (queued or waiting for approval)."""
+    claimed = Execution.objects.filter(
+        pk=execution.pk, status__in=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL]
+    ).update(status=ExecutionStatus.CANCELLED, finished_at=timezone.now(), sealed_secrets="")
+    execution.refresh_from_db()
+    if not claimed:
+        raise Conflict(
+            f"Execution is {execution.status}; only queued or pending calls can be cancelled.",
+            code="not_cancellable",
+        )
+    with transaction.atomic():
+        audit_execution(execution, "execution.cancelled", actor=actor)
+    notify.notify_done(execution.pk)
+    return execution

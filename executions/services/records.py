@@ -1,0 +1,59 @@
+"""Small helpers shared by the pipeline and the runner: hashing, snapshots, audit of decisions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from executions.models import Execution
+from registry.services.audit import audit_record
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def input_hash(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def cost_of(tool) -> Decimal | None:
+    raw = (tool.tool_metadata or {}).get("cost_per_call") if tool is not None else None
+    if raw is None:
+        return None
+    try:
+        return Decimal(str(raw))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def execution_summary(execution: Execution) -> dict:
+    """What the audit log keeps of an execution decision (never inputs or outputs)."""
+    return {
+        "execution_id": str(execution.pk),
+        "tool": execution.tool_name or execution.requested_tool,
+        "tool_version": execution.tool_version,
+        "agent_id": str(execution.agent_id) if execution.agent_id else None,
+        "principal": execution.principal_name,
+        "roles": execution.roles_used,
+        "status": execution.status,
+        "reason_code": execution.reason_code,
+        "error_type": execution.error_type,
+        "input_hash": execution.input_hash,
+        "attempts": execution.attempts,
+    }
+
+
+def audit_execution(execution: Execution, action: str, *, actor=None) -> None:
+    audit_record(
+        actor=actor if actor is not None else execution.principal,
+        action=action,
+        target_type="executions.execution",
+        target_id=str(execution.pk),
+        target_repr=f"{execution.tool_name or execution.requested_tool} by {execution.principal_name}"[
+            :200
+        ],
+        after=execution_summary(execution),
+    )

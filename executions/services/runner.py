@@ -1,0 +1,259 @@
+"""The worker side: claim an execution, run its executor, record the outcome.
+
+``execution_run`` is idempotent: it claims the row with a conditional UPDATE
+(``queued → running``) and does nothing when the claim fails, so a duplicate
+or redelivered task for a running or finished execution is harmless.
+``executions_reap`` ends executions a dead worker left ``running`` and
+re-queues admitted ones whose task was lost before it started.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from executions.executors import get_executor
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.jsonsafe import json_safe
+from executions.models import Execution, ExecutionStatus
+from executions.redaction import redact, redact_text
+from executions.services import notify
+from executions.services.pipeline import enqueue, total_budget_seconds
+from executions.services.records import audit_execution
+from registry import crypto
+from registry.models import Tool
+
+logger = logging.getLogger(__name__)
+WORKER_NAME = socket.gethostname()
+REAP_GRACE_SECONDS = 30
+REQUEUE_AFTER_SECONDS = 60
+PREVIEW_CHARS = 2000
+
+
+def _backoff(attempt: int, result: ExecutorResult) -> float:
+    retry_after = (result.metadata or {}).get("retry_after")
+    if isinstance(retry_after, int | float) and 0 <= retry_after <= 30:
+        return float(retry_after)
+    return min(0.2 * (2 ** (attempt - 1)), 5.0)
+
+
+def _secret_values(configs: dict[str, Any], tool: Tool, sealed: dict[str, Any]) -> tuple[str, ...]:
+    values: list[str] = []
+    for config in tool.configs.all():
+        if config.is_secret:
+            value = configs.get(config.config_key)
+            values.extend(_strings(value))
+    for value in sealed.values():
+        values.extend(_strings(value))
+    return tuple(v for v in values if v)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [str(value)]
+
+
+def _configs_for(tool: Tool) -> dict[str, Any]:
+    configs = {c.config_key: c.value for c in tool.configs.all()}
+    if tool.type == "mcp":
+        configs.update(_mcp_configs(tool, configs))
+    return configs
+
+
+def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
+    """Resolve the MCP server a synced tool belongs to into the executor's ``server`` mapping."""
+    if "server" in configs:
+        return {}
+    server_id = configs.get("server_id") or (tool.tool_metadata or {}).get("mcp_server_id")
+    if not server_id:
+        return {}
+    try:
+        from registry.services.mcp import mcp_server_spec
+
+        from registry.models import MCPServer
+    except ImportError:
+        return {}
+    server = MCPServer.objects.filter(pk=server_id).first()
+    if server is None:
+        return {}
+    return {"server": mcp_server_spec(server)}
+
+
+def _store_output(execution: Execution, tool: Tool, output: Any) -> dict[str, Any]:
+    """Cap what the row keeps at the tool's ``max_response_bytes``; keep the whole as an artifact."""
+    text = json.dumps(output, ensure_ascii=False, default=str)
+    size = len(text.encode())
+    fields: dict[str, Any] = {"output_size": size, "chars_out": len(text)}
+    if size <= tool.max_response_bytes:
+        fields.update(output_data=output, output_truncated=False)
+        return fields
+    name = default_storage.save(f"executions/{execution.pk}.json", ContentFile(text.encode()))
+    fields.update(
+        output_data={
+            "truncated": True,
+            "size_bytes": size,
+            "preview": text[: min(PREVIEW_CHARS, tool.max_response_bytes)],
+        },
+        output_truncated=True,
+        output_artifact=name,
+    )
+    return fields
+
+
+def execution_run(*, execution_id) -> Execution | None:
+    """Run one queued execution to a terminal status. Safe to call more than once."""
+    now = timezone.now()
+    row = Execution.objects.filter(pk=execution_id).select_related("tool").first()
+    if row is None or row.tool is None:
+        return None
+    budget = total_budget_seconds(row.tool)
+    claimed = Execution.objects.filter(pk=execution_id, status=ExecutionStatus.QUEUED).update(
+        status=ExecutionStatus.RUNNING,
+        started_at=now,
+        deadline_at=now + timedelta(seconds=budget + REAP_GRACE_SECONDS),
+        worker=WORKER_NAME[:200],
+    )
+    if not claimed:
+        logger.info("execution %s not queued (%s): nothing to do", execution_id, row.status)
+        return None
+    execution = Execution.objects.select_related("tool").get(pk=execution_id)
+    tool = execution.tool
+    result, attempts, elapsed_ms = _run_with_retries(execution, tool)
+    return _finish(execution, tool, result, attempts, elapsed_ms)
+
+
+def _run_with_retries(execution: Execution, tool: Tool) -> tuple[ExecutorResult, int, float]:
+    started = time.monotonic()
+    try:
+        sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
+        configs = _configs_for(tool)
+        secrets = _secret_values(configs, tool, sealed)
+        executor = get_executor(tool.type)
+    except Exception as exc:  # configuration that cannot even be loaded
+        logger.warning("execution %s: cannot prepare: %s", execution.pk, exc.__class__.__name__)
+        return (
+            ExecutorResult(ok=False, error_type=ErrorType.CONFIG, error_message=str(exc)[:500]),
+            0,
+            0.0,
+        )
+    inputs = {**(execution.input_data or {}), **sealed}
+    deadline = started + total_budget_seconds(tool)
+    attempt = 0
+    while True:
+        attempt += 1
+        Execution.objects.filter(pk=execution.pk).update(attempts=F("attempts") + 1)
+        call = ToolCall(
+            tool_name=tool.name,
+            tool_type=tool.type,
+            configs=configs,
+            inputs=inputs,
+            timeout_seconds=float(tool.timeout_seconds),
+            # The executor may read up to the artifact cap; the row keeps at most
+            # tool.max_response_bytes and the rest goes to the artifact.
+            max_response_bytes=max(tool.max_response_bytes, settings.TOOLHUB_MAX_ARTIFACT_BYTES),
+            execution_id=str(execution.pk),
+            attempt=attempt,
+            secret_values=secrets,
+        )
+        try:
+            result = executor.execute(call)
+        except Exception as exc:  # an executor bug must still end the execution
+            logger.exception("execution %s: executor crashed", execution.pk)
+            result = ExecutorResult(
+                ok=False,
+                error_type=ErrorType.TOOL,
+                error_message=redact_text(f"{exc.__class__.__name__}: {exc}", secrets)[:2000],
+            )
+        if result.ok or not result.retryable or attempt > tool.max_retries:
+            break
+        pause = _backoff(attempt, result)
+        if time.monotonic() + pause + tool.timeout_seconds > deadline:
+            break
+        time.sleep(pause)
+    result.output = redact(json_safe(result.output), secrets)
+    if result.error_message:
+        result.error_message = redact_text(result.error_message, secrets)
+    return result, attempt, (time.monotonic() - started) * 1000
+
+
+def _finish(
+    execution: Execution, tool: Tool, result: ExecutorResult, attempts: int, elapsed_ms: float
+):
+    status = ExecutionStatus.SUCCEEDED if result.ok else ExecutionStatus.FAILED
+    fields: dict[str, Any] = {}
+    if result.output is not None:
+        fields.update(_store_output(execution, tool, result.output))
+    if result.metadata.get("truncated"):
+        fields["output_truncated"] = True
+    with transaction.atomic():
+        done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.RUNNING).update(
+            status=status,
+            error_type=(result.error_type or "")[:40] if not result.ok else "",
+            error_message=(result.error_message or "")[:10000] if not result.ok else "",
+            upstream_status=result.upstream_status,
+            finished_at=timezone.now(),
+            execution_time_ms=round(elapsed_ms, 3),
+            sealed_secrets="",
+            **fields,
+        )
+        execution.refresh_from_db()
+        if done:
+            audit_execution(execution, f"execution.{status}")
+    notify.notify_done(execution.pk)
+    return execution
+
+
+def executions_reap(*, now=None) -> dict[str, int]:
+    """End executions whose worker died, and re-queue admitted ones whose task was lost."""
+    now = now or timezone.now()
+    failed = 0
+    for execution in Execution.objects.filter(
+        status=ExecutionStatus.RUNNING, deadline_at__lt=now
+    ).only("pk"):
+        with transaction.atomic():
+            claimed = Execution.objects.filter(
+                pk=execution.pk, status=ExecutionStatus.RUNNING, deadline_at__lt=now
+            ).update(
+                status=ExecutionStatus.FAILED,
+                error_type="worker_lost",
+                error_message="The worker running this execution stopped before it finished.",
+                finished_at=now,
+                sealed_secrets="",
+            )
+            if claimed:
+                failed += 1
+                audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")
+        notify.notify_done(execution.pk)
+    requeued = 0
+    stale = now - timedelta(seconds=REQUEUE_AFTER_SECONDS)
+    for execution in Execution.objects.filter(
+        status=ExecutionStatus.QUEUED, queued_at__lt=stale
+    ).select_related("tool"):
+        enqueue(execution, execution.tool)
+        Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
+            queued_at=now
+        )
+        requeued += 1
+    if failed or requeued:
+        logger.warning(
+            "reaper: %d execution(s) failed as worker_lost, %d re-queued", failed, requeued
+        )
+    return {"failed": failed, "requeued": requeued}

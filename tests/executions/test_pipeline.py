@@ -1,0 +1,295 @@
+"""execution_request end to end through the API (tasks in-process; the worker tests use a real one)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.storage import default_storage
+
+from executions.models import Execution
+from registry.models import AuditEvent
+from registry.services import access as access_services
+from registry.services import tools as tool_services
+from tests.conftest import token_client
+from tests.factories import make_user
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+CANARY = "canary-secret-7f3e1d"
+PER_CALL = "per-call-secret-9a8b7c"
+
+
+@pytest.fixture
+def world(upstream, allow_loopback, eager_tasks):
+    owner = make_user("owner-olga")
+    role = access_services.role_create(actor=None, name="callers")
+    readers = access_services.role_create(actor=None, name="readers")
+    agent = access_services.agent_create(
+        actor=None, name="agent-x", owner=owner, role_ids=[role.pk, readers.pk]
+    )
+    reader = access_services.agent_create(
+        actor=None, name="agent-r", owner=owner, role_ids=[readers.pk]
+    )
+    tool = tool_services.tool_create(
+        actor=None,
+        name="echo_tool",
+        type="http",
+        max_retries=2,
+        timeout_seconds=5,
+        tool_metadata={"cost_per_call": "0.0025"},
+        parameters=[
+            {"name": "path", "type": "string", "required": True},
+            {"name": "count", "type": "integer", "default": 1, "json_schema": {"minimum": 1}},
+            {"name": "token", "type": "string"},
+            {
+                "name": "filters",
+                "type": "object",
+                "json_schema": {
+                    "properties": {"kind": {"type": "string", "enum": ["a", "b"]}},
+                    "required": ["kind"],
+                    "additionalProperties": False,
+                },
+            },
+        ],
+        configs=[
+            {"config_key": "base_url", "config_value": upstream.url},
+            {"config_key": "endpoint", "config_value": "/{path}"},
+            {"config_key": "auth_type", "config_value": "bearer_token"},
+            {"config_key": "bearer_token", "config_value": CANARY, "is_secret": True},
+            {
+                "config_key": "headers_input_map",
+                "config_value": {"token": {"header": "X-Token", "template": "T {value}"}},
+            },
+        ],
+    )
+    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    access_services.grant_create(actor=None, role=readers, action="read", tool=tool)
+    return {
+        "client": token_client(agent.user),
+        "reader": token_client(reader.user),
+        "agent": agent,
+        "tool": tool,
+        "role": role,
+        "readers": readers,
+        "upstream": upstream,
+    }
+
+
+def run(client, **body):
+    return client.post("/api/v1/executions", body, format="json")
+
+
+def test_wait_returns_the_result_and_records_everything(world):
+    response = run(
+        world["client"],
+        tool_id=str(world["tool"].pk),
+        input_data={"path": "echo", "count": "3", "token": PER_CALL},
+        wait=True,
+        agent_id="someone-else",
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["status"] == "succeeded"
+    assert body["tool_name"] == "echo_tool" and body["agent_id"] == str(world["agent"].pk)
+    assert body["input_data"] == {"path": "echo", "count": 3}  # coerced, secret removed
+    assert body["output_data"]["status_code"] == 200
+    sent = world["upstream"].last
+    assert sent.headers["authorization"] == f"Bearer {CANARY}"
+    assert sent.headers["x-token"] == f"T {PER_CALL}"
+    assert sent.query == {"count": ["3"]}
+    execution = Execution.objects.get(pk=body["id"])
+    assert execution.attempts == 1 and execution.execution_time_ms > 0
+    assert str(execution.cost) == "0.002500" and execution.chars_in > 0 and execution.chars_out > 0
+    assert execution.sealed_secrets == "" and len(execution.input_hash) == 64
+    actions = list(
+        AuditEvent.objects.filter(target_id=body["id"])
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+    assert actions == ["execution.queued", "execution.succeeded"]
+    # The canary and the per-call secret appear nowhere.
+    for leak in (CANARY, PER_CALL):
+        assert leak not in json.dumps(body)
+        row = Execution.objects.filter(pk=body["id"]).values().get()
+        assert leak not in json.dumps(row, default=str)
+        assert leak not in json.dumps(list(AuditEvent.objects.values()), default=str)
+
+
+def test_without_wait_answers_202_and_polling_shows_the_result(world, eager_tasks):
+    eager_tasks.conf.task_always_eager = False  # nothing consumes the queue in this test
+    response = run(world["client"], tool="echo_tool", input_data={"path": "echo"})
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "queued" and body["links"]["self"].endswith(body["id"])
+    from executions.services.runner import execution_run
+
+    execution_run(execution_id=body["id"])
+    polled = world["client"].get(f"/api/v1/executions/{body['id']}").json()
+    assert polled["status"] == "succeeded"
+    assert execution_run(execution_id=body["id"]) is None  # a second task does nothing
+
+
+def test_arguments_as_json_text_are_parsed(world):
+    response = run(world["client"], tool="echo_tool", input_data='{"path": "echo"}', wait=True)
+    assert response.status_code == 200 and response.json()["status"] == "succeeded"
+
+
+def test_unparseable_arguments_keep_the_raw_text(world):
+    response = run(world["client"], tool="echo_tool", input_data='{"path": "echo"', wait=True)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["details"][0]["path"] == "$" and "not valid JSON" in error["details"][0]["message"]
+    execution = Execution.objects.get(pk=error["execution_id"])
+    assert execution.status == "invalid" and execution.raw_input == '{"path": "echo"'
+
+
+def test_every_problem_is_reported_with_path_and_expected(world):
+    response = run(
+        world["client"],
+        tool="echo_tool",
+        input_data={"count": "many", "extra": 1, "filters": {"kind": "z", "more": True}},
+    )
+    assert response.status_code == 422
+    error = response.json()["error"]
+    problems = {d["path"]: d for d in error["details"]}
+    assert set(problems) == {"path", "count", "extra", "filters.kind", "filters.more"}
+    assert problems["count"]["expected"] == "integer"
+    assert problems["filters.kind"]["expected"] == 'one of "a", "b"'
+    assert "Unknown argument 'extra'" in problems["extra"]["message"]
+    assert problems["path"]["message"] == "Missing required argument 'path'."
+    assert error["code"] == "invalid_arguments" and "5 problems" in error["message"]
+    assert world["upstream"].requests == []
+    assert AuditEvent.objects.filter(action="execution.invalid").count() == 1
+
+
+def test_refusals_are_recorded(world):
+    client, reader, tool = world["client"], world["reader"], world["tool"]
+    missing = run(client, tool="nope", input_data={})
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "tool_not_found"
+    forbidden = run(reader, tool="echo_tool", input_data={"path": "echo"})
+    assert forbidden.status_code == 403
+    wrong_role = run(client, tool="echo_tool", input_data={"path": "echo"}, role_id="admins")
+    assert wrong_role.status_code == 403 and wrong_role.json()["error"]["code"] == "role_not_member"
+    narrowed = run(
+        client, tool="echo_tool", input_data={"path": "echo"}, role_id=str(world["readers"].pk)
+    )
+    assert narrowed.status_code == 403  # the readers role alone may not execute
+    ok = run(client, tool="echo_tool", input_data={"path": "echo"}, role="callers", wait=True)
+    assert ok.status_code == 200 and ok.json()["role_id"] == world["role"].pk
+    tool_services.tool_deactivate(actor=None, tool=tool)
+    inactive = run(client, tool="echo_tool", input_data={"path": "echo"})
+    assert inactive.status_code == 409
+    reasons = list(Execution.objects.order_by("created_at").values_list("status", "reason_code"))
+    assert reasons == [
+        ("denied", "tool_not_found"),
+        ("denied", "permission_denied"),
+        ("denied", "role_not_member"),
+        ("denied", "permission_denied"),
+        ("succeeded", ""),
+        ("denied", "tool_inactive"),
+    ]
+    assert AuditEvent.objects.filter(action="execution.denied").count() == 5
+    for response in (missing, forbidden, wrong_role, inactive):
+        assert Execution.objects.filter(pk=response.json()["error"]["execution_id"]).exists()
+
+
+def test_upstream_4xx_is_a_failed_execution_with_status(world):
+    response = run(world["client"], tool="echo_tool", input_data={"path": "status/404"}, wait=True)
+    body = response.json()
+    assert body["status"] == "failed" and body["error_type"] == "upstream_error"
+    assert body["upstream_status"] == 404 and body["attempts"] == 1
+
+
+def test_retries_idempotent_5xx_up_to_max_retries(world):
+    world["upstream"].reset()
+    tool = world["tool"]
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="endpoint", config_value="/attempts/k2"
+    )
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="query_params", config_value={"fail": "2"}
+    )
+    body = run(world["client"], tool="echo_tool", input_data={"path": "x"}, wait=True).json()
+    assert body["status"] == "succeeded", body
+    assert body["attempts"] == 3 and world["upstream"].attempts["k2"] == 3
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="query_params", config_value={"fail": "9"}
+    )
+    body = run(world["client"], tool="echo_tool", input_data={"path": "x"}, wait=True).json()
+    assert body["status"] == "failed" and body["attempts"] == 3  # 1 + max_retries
+
+
+def test_large_output_is_capped_and_kept_as_artifact(world):
+    tool = world["tool"]
+    tool_services.tool_update(actor=None, tool=tool, data={"max_response_bytes": 1024})
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="query_params", config_value={"size": "5000"}
+    )
+    body = run(world["client"], tool="echo_tool", input_data={"path": "large"}, wait=True).json()
+    assert body["status"] == "succeeded"
+    assert body["output_truncated"] is True and "output" in body["links"]
+    assert body["output_data"]["truncated"] is True
+    assert len(json.dumps(body["output_data"])) < 1400
+    full = world["client"].get(f"/api/v1/executions/{body['id']}/output")
+    assert full.status_code == 200
+    data = json.loads(b"".join(full.streaming_content))
+    assert data["status_code"] == 200 and data["data"] == "x" * 5000
+    execution = Execution.objects.get(pk=body["id"])
+    assert default_storage.exists(execution.output_artifact) and execution.output_size > 5000
+    # Another agent cannot read it.
+    assert world["reader"].get(f"/api/v1/executions/{body['id']}/output").status_code == 404
+
+
+def test_listing_filters_and_visibility(world, staff_client):
+    client = world["client"]
+    for path in ("echo", "status/500"):
+        run(client, tool="echo_tool", input_data={"path": path}, wait=True)
+    run(client, tool="echo_tool", input_data={})
+    mine = client.get("/api/v1/executions").json()
+    assert len(mine["results"]) == 3 and mine["next"] is None
+    failed = client.get("/api/v1/executions?status=failed").json()["results"]
+    assert [e["input_data"]["path"] for e in failed] == ["status/500"]
+    assert len(client.get("/api/v1/executions?status=succeeded,invalid").json()["results"]) == 2
+    assert client.get("/api/v1/executions?status=done").status_code == 400
+    assert client.get("/api/v1/executions?created_after=yesterday").status_code == 400
+    assert client.get("/api/v1/executions?tool_id=x").status_code == 400
+    page = client.get("/api/v1/executions?page_size=2").json()
+    assert len(page["results"]) == 2 and page["next"]
+    rest = client.get(page["next"]).json()
+    assert len(rest["results"]) == 1
+    by_tool = client.get(f"/api/v1/executions/tool/{world['tool'].pk}").json()
+    assert len(by_tool["results"]) == 3
+    # Another agent sees none of them; a platform admin sees all.
+    assert world["reader"].get("/api/v1/executions").json()["results"] == []
+    assert (
+        len(staff_client.get(f"/api/v1/executions?agent_id={world['agent'].pk}").json()["results"])
+        == 3
+    )
+
+
+def test_request_errors_name_the_field(world):
+    client = world["client"]
+    assert run(client, input_data={}).json()["error"]["details"][0]["field"] == "tool_id"
+    both = run(client, tool="a", tool_id="b")
+    assert both.json()["error"]["details"][0]["field"] == "tool"
+    bad_wait = run(client, tool="echo_tool", wait="soon")
+    assert bad_wait.status_code == 400 and bad_wait.json()["error"]["details"][0]["field"] == "wait"
+    unknown = run(client, tool="echo_tool", inputs={})
+    assert unknown.status_code == 400 and unknown.json()["error"]["details"][0]["field"] == "inputs"
+
+
+def test_cancel_a_queued_call(world, eager_tasks):
+    eager_tasks.conf.task_always_eager = False
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}).json()
+    cancelled = world["client"].post(f"/api/v1/executions/{body['id']}/cancel")
+    assert cancelled.json()["status"] == "cancelled"
+    again = world["client"].post(f"/api/v1/executions/{body['id']}/cancel")
+    assert again.status_code == 409
+
+
+def test_egress_refusal_is_a_failed_execution(world, settings):
+    settings.TOOLHUB_EGRESS_ALLOW = []
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    assert body["status"] == "failed" and body["error_type"] == "egress_denied"
+    assert body["attempts"] == 1
