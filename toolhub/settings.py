@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from toolhub.env import env_bool, env_int, env_list, env_str
 
@@ -219,8 +220,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = "default"
-# One queue per executor kind (http, database, mcp, python) so each scales on its own workers.
-CELERY_TASK_CREATE_MISSING_QUEUES = True
+# One queue per executor kind (http, database, mcp, python) so each scales on its
+# own workers; "default" carries the periodic housekeeping tasks.
+CELERY_TASK_QUEUES = [Queue(name) for name in ("default", "http", "database", "mcp", "python")]
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose worker died unacknowledged is redelivered after this long; the
     # reaper has usually ended or re-queued its execution well before.
