@@ -118,6 +118,17 @@ class Execution(models.Model):
     chars_in = models.PositiveIntegerField(default=0)
     chars_out = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cached_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Answered from the cached result of this earlier execution.",
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last time a worker looked at this queued call."
+    )
     request_id = models.CharField(max_length=128, blank=True)
     client_address = models.GenericIPAddressField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
@@ -142,3 +153,47 @@ class Execution(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+
+class ApprovalStatus(models.TextChoices):
+    """pending → approved | rejected | expired | cancelled (each decided once)."""
+
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Approval(models.Model):
+    """A human decision on one call, bound to that execution and the hash of its arguments.
+
+    Decided once, by an approver who is neither the requester nor the
+    requesting agent's owner; a rejection carries a reason. An undecided
+    approval expires at ``expires_at``.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    execution = models.OneToOneField(Execution, on_delete=models.PROTECT, related_name="approval")
+    input_hash = models.CharField(max_length=64)
+    status = models.CharField(
+        max_length=12, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by_name = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["requested_at"]
+        indexes = [
+            models.Index(fields=["status", "requested_at"], name="approval_status_idx"),
+            models.Index(fields=["status", "expires_at"], name="approval_expiry_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"approval of {self.execution_id} ({self.status})"

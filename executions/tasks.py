@@ -23,3 +23,17 @@ def run_execution(execution_id: str, request_id: str = "") -> None:
 @shared_task(name="executions.reap", ignore_result=True)
 def reap_executions() -> dict:
     return runner.executions_reap()
+
+
+@shared_task(name="executions.expire_approvals", ignore_result=True)
+def expire_approvals() -> int:
+    from executions.services.approvals import approvals_expire
+
+    return approvals_expire()
+
+
+@shared_task(name="executions.deliver_webhook", ignore_result=True, max_retries=3)
+def deliver_webhook(execution_id: str) -> bool:
+    from executions.services.webhooks import deliver
+
+    return deliver(execution_id)

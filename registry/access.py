@@ -25,12 +25,14 @@ CODENAMES = {
     Action.READ: "view_tool",
     Action.EXECUTE: "execute_tool",
     Action.MANAGE: "manage_tool",
+    Action.APPROVE: "approve_tool",
 }
-# The codenames that satisfy each action (the hierarchy).
+# The codenames that satisfy each action (the hierarchy; approve stands apart).
 IMPLIED = {
-    Action.READ: ("view_tool", "execute_tool", "manage_tool"),
+    Action.READ: ("view_tool", "execute_tool", "manage_tool", "approve_tool"),
     Action.EXECUTE: ("execute_tool", "manage_tool"),
     Action.MANAGE: ("manage_tool",),
+    Action.APPROVE: ("approve_tool",),
 }
 RANK = {"view_tool": Action.READ, "execute_tool": Action.EXECUTE, "manage_tool": Action.MANAGE}
 _ORDER = [Action.READ, Action.EXECUTE, Action.MANAGE]
@@ -127,6 +129,11 @@ def granted_action(role: Group, tool: Tool) -> str | None:
     if not actions:
         return None
     return max(actions, key=_ORDER.index).value
+
+
+def role_can(role: Group, action: str, tool: Tool) -> bool:
+    """Does ``role`` hold ``action`` on ``tool`` (directly or through an all-tools grant)?"""
+    return tools_for_role(role, action).filter(pk=tool.pk).exists()
 
 
 def tools_for_role(role: Group, action: str = Action.READ) -> QuerySet[Tool]:

@@ -79,6 +79,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "toolhub.metrics.MetricsMiddleware",
     "toolhub.middleware.RequestIDMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's and Swagger UI's static files under gunicorn (no CDN, no nginx needed).
@@ -234,11 +235,18 @@ CELERY_BEAT_SCHEDULE = {
         "task": "executions.reap",
         "schedule": env_int("TOOLHUB_REAPER_INTERVAL", 30, minimum=5),
     },
+    "expire-approvals": {
+        "task": "executions.expire_approvals",
+        "schedule": env_int("TOOLHUB_APPROVAL_EXPIRY_INTERVAL", 60, minimum=5),
+    },
 }
 
 # Largest upstream response kept (as an artifact) for one execution; the row keeps
 # at most the tool's max_response_bytes of it.
 TOOLHUB_MAX_ARTIFACT_BYTES = env_int("TOOLHUB_MAX_ARTIFACT_BYTES", 64 * 1024 * 1024, minimum=1024)
+
+# How long an admitted call may wait in the queue for a concurrency slot.
+TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=1)
 
 # Egress guard: executors refuse private, loopback, link-local and metadata
 # addresses unless listed here (CIDR networks and exact host names).
@@ -265,7 +273,9 @@ SILENCED_SYSTEM_CHECKS = ["security.W021"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 # /healthz and /readyz are probed over plain HTTP inside the cluster.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+# Bearer token a Prometheus scraper presents at /metrics (empty: only reviewer/admin sessions).
+TOOLHUB_METRICS_TOKEN = env_str("TOOLHUB_METRICS_TOKEN") or ""
 
 LOGGING = {
     "version": 1,

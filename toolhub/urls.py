@@ -2,16 +2,23 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from executions.admin_dashboard import dashboard_view
+from executions.api import stats_views
 from toolhub import views
+from toolhub.metrics import metrics_view
 
 api_v1 = [
     path("", include("registry.api.urls")),
     path("", include("executions.api.urls")),
+    path("", include("executions.api_mcp")),
+    path("", include(stats_views.urlpatterns)),
 ]
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
+    path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="toolhub-dashboard"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from executions.api import views
+from executions.api import approval_views, views
 
 urlpatterns = [
     path("executions", views.ExecutionListView.as_view(), name="execution-list"),
@@ -23,5 +23,21 @@ urlpatterns = [
         "executions/<uuid:execution_id>/cancel",
         views.ExecutionCancelView.as_view(),
         name="execution-cancel",
+    ),
+    path("approvals", approval_views.ApprovalListView.as_view(), name="approval-list"),
+    path(
+        "approvals/<uuid:approval_id>",
+        approval_views.ApprovalDetailView.as_view(),
+        name="approval-detail",
+    ),
+    path(
+        "approvals/<uuid:approval_id>/approve",
+        approval_views.ApprovalDecisionView.as_view(),
+        name="approval-approve",
+    ),
+    path(
+        "approvals/<uuid:approval_id>/reject",
+        approval_views.ApprovalRejectView.as_view(),
+        name="approval-reject",
     ),
 ]

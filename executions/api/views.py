@@ -130,7 +130,9 @@ class ExecutionListView(BaseAPIView):
             role_ref=values.get("role_id") or values.get("role"),
         )
         body = ExecutionSerializer(execution, context={"request": request}).data
-        return Response(body, status=200 if execution.is_terminal else 202)
+        quota = getattr(execution, "quota", None)
+        headers = quota.headers() if quota else None
+        return Response(body, status=200 if execution.is_terminal else 202, headers=headers)
 
 
 class ExecutionsByToolView(BaseAPIView):
@@ -147,7 +149,7 @@ class ExecutionsByToolView(BaseAPIView):
         )
 
 
-class ExecutionDetailView(BaseAPIView):
+class ExecutionLookupMixin(BaseAPIView):
     def get_execution(self, execution_id):
         execution = (
             selectors.execution_visible_to(self.request.user).filter(pk=execution_id).first()
@@ -156,13 +158,15 @@ class ExecutionDetailView(BaseAPIView):
             raise NotFound("Execution not found.", code="execution_not_found")
         return execution
 
+
+class ExecutionDetailView(ExecutionLookupMixin):
     @extend_schema(responses=ExecutionSerializer)
     def get(self, request, execution_id):
         execution = self.get_execution(execution_id)
         return Response(ExecutionSerializer(execution, context={"request": request}).data)
 
 
-class ExecutionCancelView(ExecutionDetailView):
+class ExecutionCancelView(ExecutionLookupMixin):
     @extend_schema(request=None, responses=ExecutionSerializer)
     def post(self, request, execution_id):
         execution = self.get_execution(execution_id)
@@ -170,7 +174,7 @@ class ExecutionCancelView(ExecutionDetailView):
         return Response(ExecutionSerializer(execution, context={"request": request}).data)
 
 
-class ExecutionOutputView(ExecutionDetailView):
+class ExecutionOutputView(ExecutionLookupMixin):
     @extend_schema(responses={200: dict})
     def get(self, request, execution_id):
         execution = self.get_execution(execution_id)

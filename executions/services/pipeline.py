@@ -3,8 +3,8 @@
 The REST API, the admin's test run and (later) the MCP endpoint all call it.
 Steps, in order (DESIGN.md): resolve the tool among those the caller may read
 (404 otherwise) → active → ``execute`` permission (403) → validate and coerce
-the arguments (422) → governance controls (rate limits, approval: see
-``_admission_controls``) → write the Execution and enqueue it on commit →
+the arguments (422) → rate limits (429) → the approval gate (202
+``pending_approval``) → the result cache → write the Execution and enqueue it on commit →
 return at once, or wait until it is final.
 
 Refused calls are recorded too (status ``denied`` or ``invalid`` with a reason
@@ -16,15 +16,16 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
-from executions.models import Execution, ExecutionStatus
-from executions.services import notify
-from executions.services.records import audit_execution, cost_of, input_hash
+from executions.models import Approval, Execution, ExecutionStatus
+from executions.services import governance, notify
+from executions.services.records import audit_execution, canonical_json, cost_of, input_hash
 from executions.validation import validate_arguments
 from registry import access, crypto
 from registry.formats import secret_parameters
@@ -52,6 +53,9 @@ class Caller:
     @property
     def name(self) -> str:
         return self.agent.name if self.agent is not None else self.user.get_username()
+
+    def all_role_ids(self) -> list[int]:
+        return access.role_ids_of(self.user)
 
 
 def _with_execution(exc: ToolHubError, execution: Execution) -> ToolHubError:
@@ -131,15 +135,6 @@ def _find_tool(caller: Caller, tool_ref: str) -> Tool | None:
         return readable.filter(pk=uuid.UUID(str(tool_ref))).first()
     except ValueError:
         return readable.filter(name=str(tool_ref)).first()
-
-
-def _admission_controls(*, caller: Caller, tool: Tool, inputs: dict) -> str:
-    """Governance checks after validation; returns the initial status of an admitted call.
-
-    Rate limits and the approval gate plug in here; the embedded default
-    admits straight to ``queued``.
-    """
-    return ExecutionStatus.QUEUED
 
 
 def execution_request(
@@ -230,11 +225,34 @@ def execution_request(
     inputs = outcome.value
     secrets = {k: v for k, v in inputs.items() if k in secret_names}
     stored = {k: v for k, v in inputs.items() if k not in secret_names}
-    status = _admission_controls(caller=caller, tool=tool, inputs=stored)
+
+    # Governance controls, in order: rate limits, the approval gate, the result cache.
+    try:
+        quota = governance.rate_limit_admit(caller=caller, tool=tool)
+    except (governance.RateLimited, governance.ControlsUnavailable) as exc:
+        execution = _record_refusal(
+            caller=caller,
+            tool=tool,
+            requested=str(tool_ref),
+            status=ExecutionStatus.DENIED,
+            reason=exc.code,
+            message=exc.message,
+            inputs=stored,
+        )
+        raise _with_execution(exc, execution) from None
+
+    digest = input_hash(stored)
+    cached = None
+    if governance.needs_approval(tool, stored):
+        status = ExecutionStatus.PENDING_APPROVAL
+    else:
+        cached = governance.cached_result(tool, digest)
+        status = ExecutionStatus.SUCCEEDED if cached else ExecutionStatus.QUEUED
+
     ctx = context.current()
     now = timezone.now()
     with transaction.atomic():
-        execution = Execution.objects.create(
+        execution = Execution(
             tool=tool,
             tool_name=tool.name,
             tool_version=tool.version,
@@ -247,18 +265,35 @@ def execution_request(
             roles_used=_role_names(caller),
             status=status,
             input_data=stored,
-            input_hash=input_hash(stored),
-            sealed_secrets=crypto.encrypt_json(secrets) if secrets else "",
-            chars_in=len(_dumps(stored)),
+            input_hash=digest,
+            sealed_secrets=crypto.encrypt_json(secrets) if secrets and not cached else "",
+            chars_in=len(canonical_json(stored)),
             cost=cost_of(tool),
             queued_at=now if status == ExecutionStatus.QUEUED else None,
             request_id=ctx.request_id,
             client_address=ctx.client_address,
         )
+        if cached:
+            execution.cached_from_id = cached["execution_id"]
+            execution.output_data = cached["output_data"]
+            execution.output_truncated = cached["output_truncated"]
+            execution.output_artifact = cached["output_artifact"] or ""
+            execution.output_size = cached["output_size"]
+            execution.chars_out = cached["chars_out"] or 0
+            execution.started_at = execution.finished_at = now
+            execution.execution_time_ms = 0.0
+        execution.save(force_insert=True)
+        if status == ExecutionStatus.PENDING_APPROVAL:
+            Approval.objects.create(
+                execution=execution,
+                input_hash=digest,
+                expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
+            )
         audit_execution(execution, f"execution.{status}")
         if status == ExecutionStatus.QUEUED:
             transaction.on_commit(lambda: enqueue(execution, tool))
 
+    # A call waiting for a human answers at once, even when the caller asked to wait.
     if wait and status == ExecutionStatus.QUEUED:
         limit = _wait_limit(tool, wait)
         notify.wait_done(
@@ -270,14 +305,9 @@ def execution_request(
                 .exists()
             ),
         )
-    execution.refresh_from_db()
+        execution.refresh_from_db()
+    execution.quota = quota
     return execution
-
-
-def _dumps(value) -> str:
-    from executions.services.records import canonical_json
-
-    return canonical_json(value)
 
 
 def total_budget_seconds(tool: Tool) -> float:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any
+
+from django.db import transaction
 
 from executions.models import Execution
 from registry.services.audit import audit_record
+from toolhub.metrics import record_execution
 
 
 def canonical_json(value: Any) -> str:
@@ -47,6 +51,8 @@ def execution_summary(execution: Execution) -> dict:
 
 
 def audit_execution(execution: Execution, action: str, *, actor=None) -> None:
+    if execution.is_terminal:
+        transaction.on_commit(partial(record_execution, execution))
     audit_record(
         actor=actor if actor is not None else execution.principal,
         action=action,

@@ -20,25 +20,30 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from executions.executors import get_executor
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.jsonsafe import json_safe
-from executions.models import Execution, ExecutionStatus
+from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text
 from executions.services import notify
+from executions.services.governance import store_result
 from executions.services.pipeline import enqueue, total_budget_seconds
 from executions.services.records import audit_execution
+from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
+from executions.services.webhooks import notify_agent
 from registry import crypto
 from registry.models import Tool
+from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
 
 logger = logging.getLogger(__name__)
 WORKER_NAME = socket.gethostname()
 REAP_GRACE_SECONDS = 30
 REQUEUE_AFTER_SECONDS = 60
 PREVIEW_CHARS = 2000
+SLOT_RETRY_SECONDS = 0.2
 
 
 def _backoff(attempt: int, result: ExecutorResult) -> float:
@@ -82,16 +87,7 @@ def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
     """Resolve the MCP server a synced tool belongs to into the executor's ``server`` mapping."""
     if "server" in configs:
         return {}
-    server_id = configs.get("server_id") or (tool.tool_metadata or {}).get("mcp_server_id")
-    if not server_id:
-        return {}
-    try:
-        from registry.services.mcp import mcp_server_spec
-
-        from registry.models import MCPServer
-    except ImportError:
-        return {}
-    server = MCPServer.objects.filter(pk=server_id).first()
+    server = mcp_server_for_tool(tool)
     if server is None:
         return {}
     return {"server": mcp_server_spec(server)}
@@ -118,26 +114,119 @@ def _store_output(execution: Execution, tool: Tool, output: Any) -> dict[str, An
     return fields
 
 
-def execution_run(*, execution_id) -> Execution | None:
-    """Run one queued execution to a terminal status. Safe to call more than once."""
-    now = timezone.now()
-    row = Execution.objects.filter(pk=execution_id).select_related("tool").first()
-    if row is None or row.tool is None:
-        return None
-    budget = total_budget_seconds(row.tool)
-    claimed = Execution.objects.filter(pk=execution_id, status=ExecutionStatus.QUEUED).update(
-        status=ExecutionStatus.RUNNING,
-        started_at=now,
-        deadline_at=now + timedelta(seconds=budget + REAP_GRACE_SECONDS),
-        worker=WORKER_NAME[:200],
+def _slot_keys(tool: Tool) -> list[tuple[str, int]]:
+    """The concurrency limits that apply: the tool's, and its MCP server's."""
+    keys = []
+    if tool.max_concurrency:
+        keys.append((f"toolhub:slots:tool:{tool.pk}", tool.max_concurrency))
+    if tool.type == "mcp":
+        server = mcp_server_for_tool(tool)
+        if server is not None and server.max_concurrency:
+            keys.append((f"toolhub:slots:mcp:{server.pk}", server.max_concurrency))
+    return keys
+
+
+def _acquire_slots(execution: Execution, tool: Tool, lease: float) -> list[str] | None:
+    """Take every slot the call needs, or none (returns None when one is full)."""
+    holder = str(execution.pk)
+    taken: list[str] = []
+    for key, limit in _slot_keys(tool):
+        try:
+            ok = slot_acquire(key, holder, limit, lease)
+        except SharedStateUnavailable as exc:
+            if tool.is_high_risk:
+                ok = False
+            else:
+                logger.warning(
+                    "concurrency store unavailable (%s); running %s unguarded", exc, tool.name
+                )
+                ok = True
+        if not ok:
+            for held in taken:
+                _release(held, holder)
+            return None
+        taken.append(key)
+    return taken
+
+
+def _release(key: str, holder: str) -> None:
+    try:
+        slot_release(key, holder)
+    except SharedStateUnavailable as exc:
+        logger.warning("could not release slot %s (its lease frees it): %s", key, exc)
+
+
+def _queue_deadline(execution: Execution, tool: Tool):
+    queued = execution.queued_at or execution.created_at
+    return queued + timedelta(
+        seconds=max(settings.TOOLHUB_QUEUE_WAIT_SECONDS, tool.timeout_seconds)
     )
-    if not claimed:
-        logger.info("execution %s not queued (%s): nothing to do", execution_id, row.status)
+
+
+def execution_run(*, execution_id) -> Execution | None:
+    """Run one queued execution to a terminal status. Safe to call more than once.
+
+    When the tool (or its MCP server) is at its concurrency limit, the call
+    stays ``queued`` and the task comes back a moment later, until the
+    queue deadline; then it fails with ``queue_timeout``.
+    """
+    row = Execution.objects.filter(pk=execution_id).select_related("tool").first()
+    if row is None or row.tool is None or row.status != ExecutionStatus.QUEUED:
         return None
-    execution = Execution.objects.select_related("tool").get(pk=execution_id)
-    tool = execution.tool
-    result, attempts, elapsed_ms = _run_with_retries(execution, tool)
-    return _finish(execution, tool, result, attempts, elapsed_ms)
+    tool = row.tool
+    budget = total_budget_seconds(tool)
+    slots = _acquire_slots(row, tool, lease=budget + REAP_GRACE_SECONDS)
+    if slots is None:
+        return _wait_for_slot(row, tool)
+    try:
+        now = timezone.now()
+        claimed = Execution.objects.filter(pk=execution_id, status=ExecutionStatus.QUEUED).update(
+            status=ExecutionStatus.RUNNING,
+            started_at=now,
+            deadline_at=now + timedelta(seconds=budget + REAP_GRACE_SECONDS),
+            worker=WORKER_NAME[:200],
+        )
+        if not claimed:
+            logger.info("execution %s no longer queued: nothing to do", execution_id)
+            return None
+        execution = Execution.objects.select_related("tool").get(pk=execution_id)
+        result, attempts, elapsed_ms = _run_with_retries(execution, tool)
+        return _finish(execution, tool, result, attempts, elapsed_ms)
+    finally:
+        for key in slots:
+            _release(key, str(row.pk))
+
+
+def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
+    now = timezone.now()
+    if now >= _queue_deadline(execution, tool):
+        with transaction.atomic():
+            done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
+                status=ExecutionStatus.FAILED,
+                error_type="queue_timeout",
+                error_message="The tool stayed at its concurrency limit until this call's queue deadline.",
+                finished_at=now,
+                sealed_secrets="",
+            )
+            if done:
+                audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")
+        notify.notify_done(execution.pk)
+        return None
+    Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
+        heartbeat_at=now
+    )
+    from executions.tasks import run_execution
+
+    if run_execution.app.conf.task_always_eager:
+        # In-process (embedded): nobody else will pick it up, so wait here.
+        time.sleep(SLOT_RETRY_SECONDS)
+        return execution_run(execution_id=execution.pk)
+    run_execution.apply_async(
+        args=[str(execution.pk), execution.request_id],
+        queue=tool.type,
+        countdown=SLOT_RETRY_SECONDS,
+    )
+    return None
 
 
 def _run_with_retries(execution: Execution, tool: Tool) -> tuple[ExecutorResult, int, float]:
@@ -217,6 +306,10 @@ def _finish(
         execution.refresh_from_db()
         if done:
             audit_execution(execution, f"execution.{status}")
+    if done:
+        store_result(tool, execution)
+        if Approval.objects.filter(execution=execution).exists():
+            notify_agent(execution)
     notify.notify_done(execution.pk)
     return execution
 
@@ -244,9 +337,11 @@ def executions_reap(*, now=None) -> dict[str, int]:
         notify.notify_done(execution.pk)
     requeued = 0
     stale = now - timedelta(seconds=REQUEUE_AFTER_SECONDS)
-    for execution in Execution.objects.filter(
-        status=ExecutionStatus.QUEUED, queued_at__lt=stale
-    ).select_related("tool"):
+    for execution in (
+        Execution.objects.filter(status=ExecutionStatus.QUEUED, queued_at__lt=stale)
+        .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
+        .select_related("tool")
+    ):
         enqueue(execution, execution.tool)
         Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
             queued_at=now

@@ -12,8 +12,9 @@ from django.utils.html import format_html
 from registry.admin.access import ToolGrantInline
 from registry.admin.forms import ToolConfigForm, ToolParameterForm
 from registry.admin.mixins import report_service_error
-from registry.models import Tool, ToolConfig, ToolGrant, ToolParameter
+from registry.models import RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as access_services
+from registry.services import limits as limit_services
 from registry.services import tools as services
 from toolhub.exceptions import ToolHubError
 
@@ -38,6 +39,15 @@ class ToolConfigInline(admin.TabularInline):
             return "—"
         value = obj.display_value
         return value if isinstance(value, str) else json.dumps(value)
+
+
+class RateLimitRuleInline(admin.TabularInline):
+    model = RateLimitRule
+    extra = 0
+    fields = ["scope", "max_requests", "time_window_seconds", "is_active", "description"]
+    verbose_name_plural = (
+        "Rate limits (all must pass; rules for all tools are under Rate limit rules)"
+    )
 
 
 class CategoryFilter(admin.SimpleListFilter):
@@ -71,7 +81,7 @@ class ToolAdmin(admin.ModelAdmin):
     list_filter = ["type", "is_active", "requires_approval", CategoryFilter]
     search_fields = ["name", "description"]
     ordering = ["name"]
-    inlines = [ToolParameterInline, ToolConfigInline, ToolGrantInline]
+    inlines = [ToolParameterInline, ToolConfigInline, ToolGrantInline, RateLimitRuleInline]
     actions = ["activate_tools", "deactivate_tools"]
     readonly_fields = [
         "id",
@@ -80,6 +90,7 @@ class ToolAdmin(admin.ModelAdmin):
         "updated_at",
         "audit_trail",
         "input_schema_display",
+        "failure_mode",
     ]
     fieldsets = [
         (
@@ -96,6 +107,9 @@ class ToolAdmin(admin.ModelAdmin):
                     "max_concurrency",
                     "max_response_bytes",
                     "requires_approval",
+                    "approval_condition",
+                    "approval_ttl_seconds",
+                    "failure_mode",
                 ]
             },
         ),
@@ -113,6 +127,14 @@ class ToolAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    @admin.display(description="If the limits store is down")
+    def failure_mode(self, obj):
+        if obj is None or obj._state.adding:
+            return "—"
+        if obj.is_high_risk:
+            return "Fail closed: calls are refused (high-risk tool: tool_metadata risk high/critical or safety destructive)."
+        return "Fail open: calls are admitted uncounted and a warning is logged."
 
     @admin.display(description="Category")
     def category_display(self, obj):
@@ -170,6 +192,11 @@ class ToolAdmin(admin.ModelAdmin):
 
     def _save_inline(self, request, tool, inline_form):
         instance = inline_form.instance
+        if isinstance(instance, RateLimitRule):
+            data = {f: inline_form.cleaned_data[f] for f in limit_services.FIELDS}
+            if instance._state.adding:
+                return limit_services.rate_limit_create(actor=request.user, tool=tool, **data)
+            return limit_services.rate_limit_update(actor=request.user, rule=instance, data=data)
         if isinstance(instance, ToolGrant):
             grant, _ = access_services.grant_create(
                 actor=request.user,
@@ -206,7 +233,9 @@ class ToolAdmin(admin.ModelAdmin):
         return config
 
     def _delete_inline(self, request, instance):
-        if isinstance(instance, ToolGrant):
+        if isinstance(instance, RateLimitRule):
+            limit_services.rate_limit_delete(actor=request.user, rule=instance)
+        elif isinstance(instance, ToolGrant):
             access_services.grant_revoke(actor=request.user, grant=instance)
         elif isinstance(instance, ToolParameter):
             services.parameter_delete(actor=request.user, parameter=instance)

@@ -106,7 +106,9 @@ def _agent_qs():
     return Agent.objects.select_related("owner", "user").prefetch_related("user__groups")
 
 
-class AgentListView(BaseAPIView):
+class AgentAccessMixin(BaseAPIView):
+    """Which agents the caller sees, and who manages their tokens (no HTTP methods here)."""
+
     def visible_agents(self):
         user = self.request.user
         qs = _agent_qs()
@@ -115,6 +117,19 @@ class AgentListView(BaseAPIView):
         # People see the agents they own; an agent sees itself.
         return qs.filter(owner=user) | qs.filter(user=user)
 
+    def get_agent(self, agent_id) -> Agent:
+        agent = self.visible_agents().filter(pk=agent_id).first()
+        if agent is None:
+            raise NotFound("Agent not found.", code="agent_not_found")
+        return agent
+
+    def check_token_admin(self, agent: Agent) -> None:
+        user = self.request.user
+        if not (access.is_platform_admin(user) or agent.owner_id == user.pk):
+            raise PermissionDenied("Only platform admins and the agent's owner manage its tokens.")
+
+
+class AgentListView(AgentAccessMixin):
     @extend_schema(responses=s.AgentOutputSerializer(many=True))
     def get(self, request):
         return self.paginate(self.visible_agents().order_by("name"), s.AgentOutputSerializer)
@@ -130,13 +145,7 @@ class AgentListView(BaseAPIView):
         return Response(s.AgentOutputSerializer(_agent_qs().get(pk=agent.pk)).data, status=201)
 
 
-class AgentDetailView(AgentListView):
-    def get_agent(self, agent_id) -> Agent:
-        agent = self.visible_agents().filter(pk=agent_id).first()
-        if agent is None:
-            raise NotFound("Agent not found.", code="agent_not_found")
-        return agent
-
+class AgentDetailView(AgentAccessMixin):
     @extend_schema(responses=s.AgentOutputSerializer)
     def get(self, request, agent_id):
         return Response(s.AgentOutputSerializer(self.get_agent(agent_id)).data)
@@ -163,12 +172,7 @@ class AgentDetailView(AgentListView):
         return Response(status=204)
 
 
-class AgentTokenListView(AgentDetailView):
-    def check_token_admin(self, agent: Agent) -> None:
-        user = self.request.user
-        if not (access.is_platform_admin(user) or agent.owner_id == user.pk):
-            raise PermissionDenied("Only platform admins and the agent's owner manage its tokens.")
-
+class AgentTokenListView(AgentAccessMixin):
     @extend_schema(responses=s.TokenOutputSerializer(many=True))
     def get(self, request, agent_id):
         agent = self.get_agent(agent_id)
@@ -194,7 +198,7 @@ class AgentTokenListView(AgentDetailView):
         return Response(body, status=201)
 
 
-class AgentTokenDetailView(AgentTokenListView):
+class AgentTokenDetailView(AgentAccessMixin):
     @extend_schema(responses=s.TokenOutputSerializer, description="Revokes the token.")
     def delete(self, request, agent_id, token_id):
         agent = self.get_agent(agent_id)
@@ -399,10 +403,7 @@ class CheckPermissionView(BaseAPIView):
         role = RegistryByRoleView.role_from_kwargs(self, role_id=role_id)
         required = query_choice(request.query_params, "required_action", Action.values) or "read"
         granted = access.granted_action(role, tool)
-        order = [Action.READ, Action.EXECUTE, Action.MANAGE]
-        allowed = granted is not None and order.index(Action(granted)) >= order.index(
-            Action(required)
-        )
+        allowed = access.role_can(role, required, tool)
         return Response(
             {
                 "allowed": allowed,

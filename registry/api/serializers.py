@@ -83,6 +83,8 @@ class ToolOutputSerializer(serializers.ModelSerializer):
             "max_concurrency",
             "max_response_bytes",
             "requires_approval",
+            "approval_condition",
+            "approval_ttl_seconds",
             "created_at",
             "updated_at",
         ]
@@ -139,6 +141,10 @@ class ToolInputSerializer(StrictSerializer):
     max_concurrency = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     max_response_bytes = serializers.IntegerField(min_value=1024, required=False)
     requires_approval = serializers.BooleanField(required=False)
+    approval_condition = serializers.JSONField(required=False)
+    approval_ttl_seconds = serializers.IntegerField(
+        min_value=60, max_value=30 * 24 * 3600, required=False
+    )
     parameters = ParameterInputSerializer(many=True, required=False)
     configs = ConfigInputSerializer(many=True, required=False)
 

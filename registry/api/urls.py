@@ -59,3 +59,22 @@ urlpatterns += [
         name="registry-check-permission",
     ),
 ]
+
+from registry.api import import_views, mcp_views  # noqa: E402
+
+urlpatterns += [
+    path("mcp-servers", mcp_views.MCPServerListView.as_view(), name="mcp-server-list"),
+    path(
+        "mcp-servers/<uuid:server_id>",
+        mcp_views.MCPServerDetailView.as_view(),
+        name="mcp-server-detail",
+    ),
+    path("tools/import", import_views.ToolImportView.as_view(), name="tool-import"),
+]
+
+from registry.api import limits_views as lv  # noqa: E402
+
+urlpatterns += [
+    path("rate-limits", lv.RateLimitListView.as_view(), name="rate-limit-list"),
+    path("rate-limits/<uuid:rule_id>", lv.RateLimitDetailView.as_view(), name="rate-limit-detail"),
+]

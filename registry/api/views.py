@@ -87,14 +87,12 @@ class ToolDetailView(RegistryAPIView):
         data = s.ToolUpdateSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        if (
-            "requires_approval" in values
-            and values["requires_approval"] != tool.requires_approval
-            and not access.is_platform_admin(request.user)
-        ):
+        approval_fields = ("requires_approval", "approval_condition", "approval_ttl_seconds")
+        changed = [f for f in approval_fields if f in values and values[f] != getattr(tool, f)]
+        if changed and not access.is_platform_admin(request.user):
             raise PermissionDenied(
-                "Only platform admins may change whether a tool requires approval.",
-                details=[{"field": "requires_approval", "message": "Platform admins only."}],
+                "Only platform admins may change a tool's approval settings.",
+                details=[{"field": f, "message": "Platform admins only."} for f in changed],
             )
         services.tool_update(actor=request.user, tool=tool, data=values)
         return self._detail(tool_id)

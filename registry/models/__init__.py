@@ -8,6 +8,8 @@ from registry.models.access import (
     ToolUserObjectPermission,
 )
 from registry.models.audit import AuditEvent
+from registry.models.limits import RateLimitRule, RateLimitScope
+from registry.models.mcp import MCPServer as MCPServer
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
 
@@ -16,6 +18,8 @@ __all__ = [
     "Agent",
     "ApiToken",
     "AuditEvent",
+    "RateLimitRule",
+    "RateLimitScope",
     "Role",
     "RoleProfile",
     "Tool",

@@ -14,11 +14,16 @@ from registry.models.tools import Tool
 
 
 class Action(models.TextChoices):
-    """What a grant allows on a tool. ``manage`` implies ``execute`` implies ``read``."""
+    """What a grant allows on a tool. ``manage`` implies ``execute`` implies ``read``.
+
+    ``approve`` (decide on calls that need human approval) stands apart: it
+    implies ``read`` and nothing else, and no other right implies it.
+    """
 
     READ = "read", "Read"
     EXECUTE = "execute", "Execute"
     MANAGE = "manage", "Manage"
+    APPROVE = "approve", "Approve calls"
 
 
 class RoleProfile(models.Model):
@@ -63,6 +68,13 @@ class Agent(models.Model):
     )
     description = models.TextField(blank=True)
     is_active = models.BooleanField(default=True)
+    webhook_url = models.URLField(
+        blank=True,
+        help_text="Called (POST, signed with HMAC-SHA256) when a call that waited for approval ends.",
+    )
+    webhook_secret = models.TextField(
+        blank=True, default="", help_text="Encrypted signing secret for the webhook."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

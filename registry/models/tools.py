@@ -65,6 +65,20 @@ class Tool(models.Model):
         default=1024 * 1024, validators=[MinValueValidator(1024)]
     )
     requires_approval = models.BooleanField(default=False)
+    approval_condition = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=(
+            "JSON Schema tested against the call's arguments: approval is needed only when they "
+            'match (e.g. {"properties": {"amount": {"minimum": 1000}}, "required": ["amount"]}). '
+            "Empty: every call needs approval."
+        ),
+    )
+    approval_ttl_seconds = models.PositiveIntegerField(
+        default=24 * 3600,
+        validators=[MinValueValidator(60), MaxValueValidator(30 * 24 * 3600)],
+        help_text="A pending call expires after this long without a decision.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -77,10 +91,19 @@ class Tool(models.Model):
             ("execute_tool", "Can execute tool"),
             ("manage_tool", "Can manage tool"),
             ("grant_tool", "Can grant roles access to tools"),
+            ("approve_tool", "Can approve calls of tool"),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_high_risk(self) -> bool:
+        """High-risk tools fail closed when a control (e.g. the rate-limit cache) is unavailable."""
+        metadata = self.tool_metadata or {}
+        return (
+            metadata.get("risk") in ("high", "critical") or metadata.get("safety") == "destructive"
+        )
 
     @property
     def category(self) -> str | None:

@@ -26,6 +26,8 @@ TOOL_FIELDS = (
     "max_concurrency",
     "max_response_bytes",
     "requires_approval",
+    "approval_condition",
+    "approval_ttl_seconds",
 )
 PARAMETER_FIELDS = (
     "name",
@@ -62,6 +64,53 @@ def config_snapshot(config: ToolConfig) -> dict[str, Any]:
         "is_secret": config.is_secret,
         "config_value": config.display_value,
     }
+
+
+NON_IDEMPOTENT_METHODS = {"POST", "PATCH", "PUT", "DELETE"}
+
+
+def cacheability_problem(tool: Tool, configs: dict[str, Any] | None = None) -> str | None:
+    """Why results of ``tool`` must not be cached (None when they may)."""
+    if configs is None:
+        configs = {c.config_key: c for c in tool.configs.all()}
+    plain = {k: (c.plain_value if not c.is_secret else None) for k, c in configs.items()}
+    if tool.type == "http":
+        method = str(plain.get("method") or "GET").upper()
+        if method in NON_IDEMPOTENT_METHODS:
+            return f"its method {method} is not idempotent"
+        if "headers_input_map" in configs:
+            return "it takes per-call secrets (headers_input_map)"
+    if tool.type == "database" and str(plain.get("read_only", True)).lower() in (
+        "false",
+        "0",
+        "no",
+    ):
+        return "it may write (read_only is false)"
+    return None
+
+
+def _check_cacheable(tool: Tool, configs: dict | None = None) -> None:
+    if not tool.cache_ttl_seconds:
+        return
+    problem = cacheability_problem(tool, configs)
+    if problem:
+        raise_invalid(
+            [
+                {
+                    "field": "cache_ttl_seconds",
+                    "message": f"Results of this tool cannot be cached: {problem}. Set it to 0.",
+                    "code": "not_cacheable",
+                }
+            ]
+        )
+
+
+def _check_approval_condition(tool: Tool) -> None:
+    problems = schema_mod.fragment_errors(tool.approval_condition or {})
+    if problems:
+        raise_invalid(
+            [{"field": "approval_condition", "message": problems[0], "code": "invalid_schema"}]
+        )
 
 
 def _check_metadata(metadata: Any) -> None:
@@ -117,13 +166,15 @@ def tool_create(
         tool.created_by = actor
     _check_metadata(tool.tool_metadata)
     full_clean(tool, exclude=["created_by"])
+    _check_approval_condition(tool)
     _unique_name_or_conflict(name)
     _save(tool, f"A tool named '{name}' already exists.", "name")
     audit_record(actor=actor, action="tool.created", target=tool, after=tool_snapshot(tool))
     for index, spec in enumerate(parameters or []):
         parameter_create(actor=actor, tool=tool, _prefix=f"parameters[{index}]", **spec)
     for index, spec in enumerate(configs or []):
-        config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", **spec)
+        config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", _check=False, **spec)
+    _check_cacheable(tool)
     return tool
 
 
@@ -138,6 +189,8 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any]) -> Tool:
         setattr(tool, field, value)
     _check_metadata(tool.tool_metadata)
     full_clean(tool, exclude=["created_by"])
+    _check_approval_condition(tool)
+    _check_cacheable(tool)
     if "name" in data and data["name"] != before["name"]:
         _unique_name_or_conflict(tool.name, exclude_pk=tool.pk)
     after = tool_snapshot(tool)
@@ -329,6 +382,7 @@ def config_set(
     config_value: Any,
     is_secret: bool | None = None,
     _prefix: str = "",
+    _check: bool = True,
 ) -> tuple[ToolConfig, bool]:
     """Create or replace the config ``config_key`` of ``tool``. Returns ``(config, created)``.
 
@@ -347,6 +401,8 @@ def config_set(
     config.set_value(config_value)
     full_clean(config, exclude=["tool"], prefix=_prefix)
     _save(config, f"Duplicate config key '{config_key}'.", "config_key")
+    if _check:
+        _check_cacheable(tool)
     after = config_snapshot(config)
     action = "tool_config.created" if created else "tool_config.updated"
     audit_record(actor=actor, action=action, target=config, before=before, after=after)

@@ -79,9 +79,7 @@ def test_async_and_wait_through_a_real_worker(setup):
         )
         assert waited.status_code == 200, waited.json()
         assert waited.json()["status"] == "succeeded", waited.json()
-        assert waited.json()["output_data"]["data"] == {
-            "slept": 0.3
-        }
+        assert waited.json()["output_data"]["data"] == {"slept": 0.3}
         # Audit events written by the worker carry the admitting request's id.
         events = AuditEvent.objects.filter(target_id=waited.json()["id"]).order_by("id")
         assert [e.action for e in events] == ["execution.queued", "execution.succeeded"]

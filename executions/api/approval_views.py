@@ -1,0 +1,93 @@
+"""Approvals over the API: the queue for approvers, and decisions."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from executions.api.serializers import ExecutionSerializer
+from executions.models import Approval, ApprovalStatus
+from executions.services.approvals import approval_decide, approval_for, approvals_visible_to
+from toolhub.api.params import query_choice
+from toolhub.api.serializers import StrictSerializer
+from toolhub.api.views import BaseAPIView
+
+
+class ApprovalSerializer(serializers.ModelSerializer):
+    execution = ExecutionSerializer()
+    tool_metadata = serializers.SerializerMethodField()
+    agent_owner = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Approval
+        fields = [
+            "id",
+            "status",
+            "input_hash",
+            "requested_at",
+            "expires_at",
+            "decided_by_name",
+            "decided_at",
+            "reason",
+            "tool_metadata",
+            "agent_owner",
+            "execution",
+        ]
+
+    def get_tool_metadata(self, obj) -> dict:
+        tool = obj.execution.tool
+        return tool.tool_metadata if tool else {}
+
+    def get_agent_owner(self, obj) -> str | None:
+        agent = obj.execution.agent
+        return agent.owner.get_username() if agent else None
+
+
+class DecisionSerializer(StrictSerializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class ApprovalListView(BaseAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("status", str, enum=ApprovalStatus.values)],
+        responses=ApprovalSerializer(many=True),
+    )
+    def get(self, request):
+        qs = approvals_visible_to(request.user)
+        status = query_choice(request.query_params, "status", ApprovalStatus.values)
+        if status:
+            qs = qs.filter(status=status)
+        ordering = "requested_at" if status == ApprovalStatus.PENDING else "-requested_at"
+        return self.paginate(
+            qs.order_by(ordering), ApprovalSerializer, context={"request": request}
+        )
+
+
+class ApprovalDetailView(BaseAPIView):
+    @extend_schema(responses=ApprovalSerializer)
+    def get(self, request, approval_id):
+        approval = approval_for(request.user, approval_id)
+        return Response(ApprovalSerializer(approval, context={"request": request}).data)
+
+
+class ApprovalDecisionView(BaseAPIView):
+    approve = True
+
+    @extend_schema(request=DecisionSerializer, responses=ApprovalSerializer)
+    def post(self, request, approval_id):
+        approval = approval_for(request.user, approval_id)
+        data = DecisionSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        approval = approval_decide(
+            actor=request.user,
+            approval=approval,
+            approve=self.approve,
+            reason=data.validated_data["reason"],
+        )
+        approval = approval_for(request.user, approval.pk)
+        return Response(ApprovalSerializer(approval, context={"request": request}).data)
+
+
+class ApprovalRejectView(ApprovalDecisionView):
+    approve = False

@@ -1,0 +1,101 @@
+"""``GET /api/v1/stats``: usage statistics over the executions the caller may see."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from django.urls import path
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from executions import selectors, stats
+from toolhub.api.params import query_choice
+from toolhub.api.views import BaseAPIView
+
+STATS_PARAMETERS = [
+    OpenApiParameter(
+        "from",
+        str,
+        description="ISO 8601 date-time or date (UTC if no offset). Default: 7 days before to.",
+    ),
+    OpenApiParameter("to", str, description="ISO 8601, exclusive. Default: now."),
+    OpenApiParameter("group_by", str, enum=list(stats.GROUPINGS), description="Default: tool."),
+    OpenApiParameter(
+        "interval",
+        str,
+        enum=list(stats.INTERVALS),
+        description="Adds time series (UTC buckets; hourly for ranges up to 31 days).",
+    ),
+    OpenApiParameter("tool_id", OpenApiTypes.UUID),
+    OpenApiParameter("agent_id", OpenApiTypes.UUID),
+]
+
+
+def _time_param(params, name: str) -> datetime | None:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    # A '+' in an unencoded query string arrives as a space.
+    text = raw.strip().replace(" ", "+") if "T" in raw else raw.strip()
+    try:
+        value = parse_datetime(text)
+        if value is None:
+            day = parse_date(text)
+            value = datetime(day.year, day.month, day.day, tzinfo=UTC) if day else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise ValidationError({name: [f"'{raw}' is not an ISO 8601 date or date-time."]})
+    return value
+
+
+def _uuid_param(params, name: str) -> uuid.UUID | None:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise ValidationError({name: [f"'{raw}' is not a UUID."]}) from None
+
+
+class StatsView(BaseAPIView):
+    """Calls, outcomes, denials by reason, latency percentiles and cost, per tool or agent.
+
+    Reviewers and platform admins see every execution; other callers only
+    their own and their agents' (``execution_visible_to``).
+    """
+
+    @extend_schema(parameters=STATS_PARAMETERS, responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        params = request.query_params
+        group_by = query_choice(params, "group_by", stats.GROUPINGS) or "tool"
+        interval = query_choice(params, "interval", stats.INTERVALS)
+        start = _time_param(params, "from")
+        end = _time_param(params, "to")
+        tool_id = _uuid_param(params, "tool_id")
+        agent_id = _uuid_param(params, "agent_id")
+        try:
+            window = stats.stats_window(start=start, end=end, interval=interval)
+            report = stats.stats_report(
+                selectors.execution_visible_to(request.user),
+                window=window,
+                group_by=group_by,
+                interval=interval,
+                tool_id=tool_id,
+                agent_id=agent_id,
+            )
+        except stats.StatsParamError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None
+        report["filters"] = {
+            "tool_id": str(tool_id) if tool_id else None,
+            "agent_id": str(agent_id) if agent_id else None,
+        }
+        return Response(report)
+
+
+urlpatterns = [path("stats", StatsView.as_view(), name="execution-stats")]

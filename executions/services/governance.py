@@ -1,0 +1,182 @@
+"""Governance controls at admission: rate limits, the approval gate, the result cache."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.core.cache import cache
+from django.db.models import Q
+from jsonschema import Draft202012Validator
+
+from executions.services.shared_state import SharedStateUnavailable, counter_incr
+from registry.models import RateLimitRule, Tool
+from registry.models.limits import RateLimitScope
+from toolhub.exceptions import ToolHubError
+
+logger = logging.getLogger(__name__)
+
+
+class RateLimited(ToolHubError):
+    status_code = 429
+    code = "rate_limited"
+
+
+class ControlsUnavailable(ToolHubError):
+    status_code = 503
+    code = "controls_unavailable"
+
+
+@dataclass
+class Quota:
+    """The tightest rule's state after this call, for the X-RateLimit-* headers."""
+
+    limit: int
+    remaining: int
+    reset_seconds: int
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(max(self.remaining, 0)),
+            "X-RateLimit-Reset": str(self.reset_seconds),
+        }
+
+
+def applicable_rules(tool: Tool) -> list[RateLimitRule]:
+    return list(
+        RateLimitRule.objects.filter(Q(tool=tool) | Q(tool__isnull=True), is_active=True).order_by(
+            "time_window_seconds"
+        )
+    )
+
+
+def _subjects(rule: RateLimitRule, caller) -> list[str]:
+    if rule.scope == RateLimitScope.GLOBAL:
+        return ["all"]
+    if rule.scope == RateLimitScope.AGENT:
+        return [f"agent:{caller.agent.pk}" if caller.agent else f"user:{caller.user.pk}"]
+    if rule.scope == RateLimitScope.USER:
+        return [f"user:{caller.user.pk}"]
+    role_ids = caller.role_ids if caller.role_ids is not None else caller.all_role_ids()
+    return [f"role:{r}" for r in role_ids] or ["role:none"]
+
+
+def rate_limit_admit(*, caller, tool: Tool) -> Quota | None:
+    """Count this call against every applicable rule; refuse it if any is full.
+
+    Counting is atomic in the shared store (one INCR per counter), so
+    concurrent callers across processes admit exactly ``max_requests`` per
+    window. A refused call gives its increments back so it does not use up
+    the other rules' quota.
+    """
+    rules = applicable_rules(tool)
+    if not rules:
+        return None
+    now = time.time()
+    taken: list[tuple[str, int]] = []
+    tightest: Quota | None = None
+    try:
+        for rule in rules:
+            window = rule.time_window_seconds
+            window_start = math.floor(now / window) * window
+            reset = max(1, math.ceil(window_start + window - now))
+            tool_part = str(tool.pk) if rule.tool_id else "any"
+            for subject in _subjects(rule, caller):
+                key = f"toolhub:rl:{rule.pk}:{tool_part}:{subject}:{int(window_start)}"
+                count = counter_incr(key, window)
+                taken.append((key, window))
+                remaining = rule.max_requests - count
+                quota = Quota(limit=rule.max_requests, remaining=remaining, reset_seconds=reset)
+                if remaining < 0:
+                    for taken_key, taken_window in taken:
+                        counter_incr(taken_key, taken_window, delta=-1)
+                    error = RateLimited(
+                        f"Rate limit reached: {rule.max_requests} calls per {window} s "
+                        f"({rule.get_scope_display().lower()}). Retry in {reset} s.",
+                        details={
+                            "limit": rule.max_requests,
+                            "window_seconds": window,
+                            "scope": rule.scope,
+                        },
+                    )
+                    error.headers = {
+                        **Quota(rule.max_requests, 0, reset).headers(),
+                        "Retry-After": str(reset),
+                    }
+                    raise error
+                if tightest is None or quota.remaining < tightest.remaining:
+                    tightest = quota
+    except SharedStateUnavailable as exc:
+        if tool.is_high_risk:
+            raise ControlsUnavailable(
+                "Rate limits cannot be checked right now and this tool is high-risk: refused.",
+            ) from exc
+        logger.warning(
+            "rate-limit store unavailable (%s); admitting a call to %s without counting it",
+            exc,
+            tool.name,
+        )
+        return None
+    return tightest
+
+
+# Approval gate
+
+
+@lru_cache(maxsize=256)
+def _condition_validator(condition_json: str) -> Draft202012Validator:
+    import json
+
+    return Draft202012Validator(json.loads(condition_json))
+
+
+def needs_approval(tool: Tool, inputs: dict) -> bool:
+    if not tool.requires_approval:
+        return False
+    condition = tool.approval_condition or {}
+    if not condition:
+        return True
+    import json
+
+    return _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+
+
+# Result cache
+
+
+def result_cache_key(tool: Tool, input_hash: str) -> str:
+    return f"toolhub:result:{tool.pk}:{tool.version}:{input_hash}"
+
+
+def cached_result(tool: Tool, input_hash: str) -> dict | None:
+    if not tool.cache_ttl_seconds:
+        return None
+    try:
+        return cache.get(result_cache_key(tool, input_hash))
+    except Exception as exc:
+        logger.warning("result cache unavailable: %s", exc)
+        return None
+
+
+def store_result(tool: Tool, execution) -> None:
+    if not tool.cache_ttl_seconds or execution.status != "succeeded":
+        return
+    try:
+        cache.set(
+            result_cache_key(tool, execution.input_hash),
+            {
+                "execution_id": str(execution.pk),
+                "output_data": execution.output_data,
+                "output_truncated": execution.output_truncated,
+                "output_artifact": execution.output_artifact,
+                "output_size": execution.output_size,
+                "chars_out": execution.chars_out,
+            },
+            timeout=tool.cache_ttl_seconds,
+        )
+    except Exception as exc:
+        logger.warning("could not cache result of %s: %s", execution.pk, exc)

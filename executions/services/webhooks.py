@@ -1,0 +1,90 @@
+"""Telling an agent that a call which waited for a human has ended: a signed POST to its webhook.
+
+The body is JSON; ``X-ToolHub-Signature: t=<unix time>,v1=<hex>`` where
+``v1 = HMAC-SHA256(secret, f"{t}.{raw body}")``. The receiver recomputes it
+over the raw body and rejects old timestamps. Delivery goes through the
+egress guard and is pinned to the checked address; failures are logged,
+never retried forever, and never affect the execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+
+import httpx
+from django.db import transaction
+
+from executions import egress
+from executions.models import Execution
+from registry import crypto
+
+logger = logging.getLogger(__name__)
+TIMEOUT_SECONDS = 5.0
+
+
+def signature(secret: str, timestamp: int, body: bytes) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+def payload(execution: Execution) -> dict:
+    return {
+        "event": "execution.finished",
+        "execution": {
+            "id": str(execution.pk),
+            "tool_id": str(execution.tool_id) if execution.tool_id else None,
+            "tool_name": execution.tool_name,
+            "status": execution.status,
+            "error_type": execution.error_type,
+            "error_message": execution.error_message,
+            "finished_at": execution.finished_at.isoformat() if execution.finished_at else None,
+            "links": {"self": f"/api/v1/executions/{execution.pk}"},
+        },
+    }
+
+
+def notify_agent(execution: Execution) -> None:
+    """Queue the webhook after commit when the call's agent has one."""
+    agent = execution.agent
+    if agent is None or not agent.webhook_url:
+        return
+    from executions.tasks import deliver_webhook
+
+    transaction.on_commit(lambda: deliver_webhook.delay(str(execution.pk)))
+
+
+def deliver(execution_id) -> bool:
+    execution = Execution.objects.select_related("agent").filter(pk=execution_id).first()
+    if execution is None or execution.agent is None or not execution.agent.webhook_url:
+        return False
+    agent = execution.agent
+    url = httpx.URL(agent.webhook_url)
+    try:
+        destination = egress.check_url(url)
+    except Exception as exc:
+        logger.warning("webhook for agent %s refused: %s", agent.name, exc)
+        return False
+    body = json.dumps(payload(execution), separators=(",", ":")).encode()
+    secret = crypto.decrypt_json(agent.webhook_secret) if agent.webhook_secret else ""
+    timestamp = int(time.time())
+    headers = {"Content-Type": "application/json", "Host": url.netloc.decode()}
+    if secret:
+        headers["X-ToolHub-Signature"] = signature(secret, timestamp, body)
+    address = destination.address
+    pinned = url.copy_with(host=address if ":" not in address else f"[{address}]")
+    try:
+        with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
+            response = client.post(
+                pinned, content=body, headers=headers, extensions={"sni_hostname": url.host}
+            )
+        ok = response.status_code < 300
+        if not ok:
+            logger.warning("webhook for agent %s answered %s", agent.name, response.status_code)
+        return ok
+    except httpx.HTTPError as exc:
+        logger.warning("webhook for agent %s failed: %s", agent.name, exc.__class__.__name__)
+        return False

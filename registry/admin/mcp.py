@@ -1,0 +1,298 @@
+"""MCP servers in the admin, and the catalog import page.
+
+Every save goes through the MCP services (audited). The auth token is
+write-only: the form never renders it, an empty field keeps the stored token.
+"Sync tools now" runs the sync that ``executions`` registered with
+``registry.services.mcp`` (``registry`` does not import ``executions``).
+
+The import page (``Import tools…`` on the tool and MCP server lists) uploads a
+catalog or OpenAPI file and shows the report; it is for platform admins.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from registry import access
+from registry.admin.mixins import report_service_error
+from registry.importers.run import import_content
+from registry.models import MCPServer
+from registry.services import mcp as services
+from toolhub.exceptions import ToolHubError
+
+_KEPT = "•••••••• (stored; type to replace)"
+
+
+class MCPServerForm(forms.ModelForm):
+    auth_token = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Bearer token, stored encrypted and never shown. Leave empty to keep it.",
+    )
+    clear_auth_token = forms.BooleanField(required=False, label="Remove the stored token")
+
+    class Meta:
+        model = MCPServer
+        fields = [
+            "name",
+            "description",
+            "transport",
+            "url",
+            "command",
+            "args",
+            "env",
+            "auth_token",
+            "clear_auth_token",
+            "token_env_var",
+            "tools_allowed",
+            "tools_denied",
+            "timeout_seconds",
+            "max_concurrency",
+            "is_enabled",
+        ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A read-only view (reviewers) has no form fields at all.
+        if "auth_token" in self.fields and self.instance.pk and self.instance.has_auth_token:
+            self.fields["auth_token"].widget.attrs["placeholder"] = _KEPT
+        for name in ("args", "env", "tools_allowed", "tools_denied"):
+            if name in self.fields:
+                self.fields[name].required = False
+
+    def _post_clean(self):
+        # The model is validated by the services (with the token applied), not here:
+        # ModelForm's own full_clean would not know the token that is being set.
+        pass
+
+    def token_change(self) -> dict:
+        """The ``auth_token`` argument for the services: absent keeps the stored token."""
+        if self.cleaned_data.get("clear_auth_token"):
+            return {"auth_token": None}
+        token = self.cleaned_data.get("auth_token")
+        return {"auth_token": token} if token else {}
+
+
+@admin.register(MCPServer)
+class MCPServerAdmin(admin.ModelAdmin):
+    form = MCPServerForm
+    list_display = [
+        "name",
+        "transport",
+        "endpoint_display",
+        "is_enabled",
+        "tools_link",
+        "last_synced_at",
+        "sync_status",
+    ]
+    list_filter = ["transport", "is_enabled"]
+    search_fields = ["name", "description", "url", "command"]
+    ordering = ["name"]
+    actions = ["sync_tools_now", "enable_servers", "disable_servers"]
+    readonly_fields = [
+        "id",
+        "token_status",
+        "last_synced_at",
+        "last_sync_error",
+        "tools_link",
+        "created_at",
+        "updated_at",
+    ]
+    fieldsets = [
+        (None, {"fields": ["name", "description", "is_enabled"]}),
+        (
+            "Connection",
+            {"fields": ["transport", "url", "command", "args", "env", "timeout_seconds"]},
+        ),
+        (
+            "Authentication",
+            {"fields": ["token_status", "auth_token", "clear_auth_token", "token_env_var"]},
+        ),
+        ("Tools", {"fields": ["tools_allowed", "tools_denied", "max_concurrency", "tools_link"]}),
+        (
+            "Record",
+            {"fields": ["id", "last_synced_at", "last_sync_error", "created_at", "updated_at"]},
+        ),
+    ]
+
+    # Who may do what is decided by registry.access, like in the API: platform admins
+    # write, reviewers read.
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+
+    def has_add_permission(self, request):
+        return access.is_platform_admin(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)
+
+    def has_delete_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)
+
+    @admin.display(description="Endpoint")
+    def endpoint_display(self, obj):
+        return obj.endpoint or "—"
+
+    @admin.display(description="Stored token")
+    def token_status(self, obj):
+        if obj is None or obj._state.adding:
+            return "—"
+        if obj.token_env_var:
+            return f"read from ${obj.token_env_var} at call time"
+        return "set (hidden)" if obj.has_auth_token else "none"
+
+    @admin.display(description="Tools")
+    def tools_link(self, obj):
+        if obj is None or obj._state.adding:
+            return "—"
+        count = services.mcp_server_tools(obj).count()
+        url = reverse("admin:registry_tool_changelist")
+        return format_html('<a href="{}?q={}__">{} tool(s)</a>', url, obj.name, count)
+
+    @admin.display(description="Last sync")
+    def sync_status(self, obj):
+        if obj.last_sync_error:
+            return format_html('<span title="{}">failed</span>', obj.last_sync_error)
+        return "ok" if obj.last_synced_at else "never"
+
+    # Writes go through the services so every change is audited.
+
+    def save_model(self, request, obj, form, change):
+        data = {
+            f: form.cleaned_data[f] for f in services.MCP_SERVER_FIELDS if f in form.cleaned_data
+        }
+        for name, empty in (("args", []), ("env", {}), ("tools_allowed", []), ("tools_denied", [])):
+            if data.get(name) is None:
+                data[name] = empty
+        token = form.token_change()
+        if change:
+            original = MCPServer.objects.get(pk=obj.pk)
+            changed = {f: data[f] for f in form.changed_data if f in data}
+            server = services.mcp_server_update(
+                actor=request.user, server=original, data=changed, **token
+            )
+        else:
+            name = data.pop("name")
+            server = services.mcp_server_create(
+                actor=request.user, name=name, **data, auth_token=token.get("auth_token")
+            )
+        obj.pk = server.pk
+        obj._state.adding = False
+        obj.refresh_from_db()
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            with transaction.atomic():
+                return super().changeform_view(request, object_id, form_url, extra_context)
+        except ToolHubError as exc:
+            report_service_error(self, request, exc)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_model(self, request, obj):
+        services.mcp_server_delete(actor=request.user, server=obj)
+
+    def delete_queryset(self, request, queryset):
+        for server in queryset:
+            services.mcp_server_delete(actor=request.user, server=server)
+
+    # Actions
+
+    @admin.action(description="Sync tools now", permissions=["change"])
+    def sync_tools_now(self, request, queryset):
+        for server in queryset:
+            try:
+                report = services.mcp_server_sync_run(actor=request.user, server=server)
+            except ToolHubError as exc:
+                self.message_user(request, f"{server.name}: {exc.message}", messages.ERROR)
+                continue
+            level = messages.SUCCESS if report.ok else messages.ERROR
+            self.message_user(request, report.summary(), level)
+
+    @admin.action(description="Enable selected servers", permissions=["change"])
+    def enable_servers(self, request, queryset):
+        for server in queryset:
+            services.mcp_server_update(actor=request.user, server=server, data={"is_enabled": True})
+        self.message_user(
+            request, "Enabled; sync them to bring their tools back.", messages.SUCCESS
+        )
+
+    @admin.action(
+        description="Disable selected servers (deactivates their tools)", permissions=["change"]
+    )
+    def disable_servers(self, request, queryset):
+        for server in queryset:
+            services.mcp_server_update(
+                actor=request.user, server=server, data={"is_enabled": False}
+            )
+        self.message_user(request, "Disabled.", messages.SUCCESS)
+
+    # The import page
+
+    def get_urls(self):
+        urls = super().get_urls()
+        view = self.admin_site.admin_view(self.import_view)
+        return [path("import/", view, name="registry_tool_import"), *urls]
+
+    def import_view(self, request):
+        if not access.is_platform_admin(request.user):
+            raise PermissionDenied
+        report = None
+        if request.method == "POST":
+            form = ImportForm(request.POST, request.FILES)
+            if form.is_valid():
+                report = import_content(
+                    form.cleaned_data["text"],
+                    actor=request.user,
+                    fmt=form.cleaned_data["format"],
+                    dry_run=form.cleaned_data["dry_run"],
+                    base_url=form.cleaned_data["base_url"] or None,
+                    namespace=form.cleaned_data["namespace"] or None,
+                )
+        else:
+            form = ImportForm(initial={"dry_run": True})
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Import tools",
+            "form": form,
+            "report": report,
+            "report_text": report.text() if report else "",
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/registry/import_tools.html", context)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(
+        help_text="tools.yml / mcp.yml / single-tool YAML, or an OpenAPI 3 document (JSON or YAML)."
+    )
+    format = forms.ChoiceField(
+        choices=[("auto", "Detect"), ("openapi", "OpenAPI")], initial="auto", required=True
+    )
+    base_url = forms.CharField(required=False, help_text="OpenAPI only: the URL the tools call.")
+    namespace = forms.CharField(required=False, help_text="OpenAPI only: prefix of tool names.")
+    dry_run = forms.BooleanField(required=False, help_text="Show the report; write nothing.")
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > 5 * 1024 * 1024:
+                self.add_error("file", "The file is larger than 5 MB.")
+                return data
+            try:
+                data["text"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                self.add_error("file", "The file is not UTF-8 text.")
+        return data

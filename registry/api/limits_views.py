@@ -1,0 +1,139 @@
+"""Rate-limit rules over the API: all-tools rules for platform admins, a tool's rules for its managers."""
+
+from __future__ import annotations
+
+import uuid
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from registry import access
+from registry.models import Action, RateLimitRule, Tool
+from registry.models.limits import RateLimitScope
+from registry.services import limits as services
+from toolhub.api.serializers import StrictSerializer
+from toolhub.api.views import BaseAPIView
+from toolhub.exceptions import NotFound, PermissionDenied
+
+
+class RateLimitOutputSerializer(serializers.ModelSerializer):
+    tool_id = serializers.UUIDField(allow_null=True)
+    tool_name = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RateLimitRule
+        fields = [
+            "id",
+            "tool_id",
+            "tool_name",
+            "scope",
+            "max_requests",
+            "time_window_seconds",
+            "is_active",
+            "description",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_tool_name(self, obj) -> str | None:
+        return obj.tool.name if obj.tool_id else None
+
+
+class RateLimitInputSerializer(StrictSerializer):
+    tool_id = serializers.UUIDField(
+        required=False, allow_null=True, help_text="Omit for all tools."
+    )
+    scope = serializers.ChoiceField(choices=RateLimitScope.choices, default=RateLimitScope.AGENT)
+    max_requests = serializers.IntegerField(min_value=1)
+    time_window_seconds = serializers.IntegerField(min_value=1, max_value=31 * 24 * 3600)
+    is_active = serializers.BooleanField(required=False, default=True)
+    description = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default=""
+    )
+
+
+class RateLimitUpdateSerializer(RateLimitInputSerializer):
+    tool_id = None
+
+
+def _check_may_edit(user, tool: Tool | None) -> None:
+    if tool is None:
+        if not access.is_platform_admin(user):
+            raise PermissionDenied("Only platform admins may set limits for all tools.")
+    elif not access.can(user, Action.MANAGE, tool):
+        raise PermissionDenied("You may not manage this tool's limits.")
+
+
+class RateLimitListView(BaseAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("tool_id", str)],
+        responses=RateLimitOutputSerializer(many=True),
+    )
+    def get(self, request):
+        readable = self.tool_queryset()
+        qs = RateLimitRule.objects.select_related("tool").filter(tool__in=readable) | (
+            RateLimitRule.objects.select_related("tool").filter(tool__isnull=True)
+        )
+        raw = request.query_params.get("tool_id")
+        if raw:
+            try:
+                qs = qs.filter(tool_id=uuid.UUID(raw))
+            except ValueError:
+                raise ValidationError({"tool_id": [f"'{raw}' is not a UUID."]}) from None
+        return self.paginate(qs.order_by("-created_at"), RateLimitOutputSerializer)
+
+    @extend_schema(request=RateLimitInputSerializer, responses={201: RateLimitOutputSerializer})
+    def post(self, request):
+        data = RateLimitInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        tool_id = values.pop("tool_id", None)
+        tool = None
+        if tool_id:
+            tool = self.tool_queryset().filter(pk=tool_id).first()
+            if tool is None:
+                raise NotFound("Tool not found.", code="tool_not_found")
+        _check_may_edit(request.user, tool)
+        rule = services.rate_limit_create(actor=request.user, tool=tool, **values)
+        return Response(RateLimitOutputSerializer(rule).data, status=201)
+
+
+class RateLimitDetailView(BaseAPIView):
+    def get_rule(self, rule_id) -> RateLimitRule:
+        rule = RateLimitRule.objects.select_related("tool").filter(pk=rule_id).first()
+        if rule is None or (
+            rule.tool_id and not self.tool_queryset().filter(pk=rule.tool_id).exists()
+        ):
+            raise NotFound("Rate limit not found.", code="rate_limit_not_found")
+        return rule
+
+    @extend_schema(responses=RateLimitOutputSerializer)
+    def get(self, request, rule_id):
+        return Response(RateLimitOutputSerializer(self.get_rule(rule_id)).data)
+
+    def _update(self, request, rule_id, partial):
+        rule = self.get_rule(rule_id)
+        _check_may_edit(request.user, rule.tool)
+        data = RateLimitUpdateSerializer(data=request.data, partial=partial)
+        data.is_valid(raise_exception=True)
+        rule = services.rate_limit_update(
+            actor=request.user, rule=rule, data=dict(data.validated_data)
+        )
+        return Response(RateLimitOutputSerializer(rule).data)
+
+    @extend_schema(request=RateLimitUpdateSerializer, responses=RateLimitOutputSerializer)
+    def put(self, request, rule_id):
+        return self._update(request, rule_id, partial=False)
+
+    @extend_schema(request=RateLimitUpdateSerializer, responses=RateLimitOutputSerializer)
+    def patch(self, request, rule_id):
+        return self._update(request, rule_id, partial=True)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, rule_id):
+        rule = self.get_rule(rule_id)
+        _check_may_edit(request.user, rule.tool)
+        services.rate_limit_delete(actor=request.user, rule=rule)
+        return Response(status=204)

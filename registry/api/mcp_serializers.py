@@ -1,0 +1,73 @@
+"""Serializers of the MCP server API. The auth token is write-only: output shows ``has_auth_token``."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from registry.models import MCPServer
+from registry.models.mcp import MCPTransport
+from registry.services.mcp import mcp_server_tools
+from toolhub.api.serializers import StrictSerializer
+
+
+class StrictCharField(serializers.CharField):
+    """A string, and only a string (DRF's CharField would turn 1 into "1")."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class MCPServerOutputSerializer(serializers.ModelSerializer):
+    has_auth_token = serializers.BooleanField(read_only=True)
+    tool_count = serializers.SerializerMethodField()
+
+    class Meta:
+        model = MCPServer
+        fields = [
+            "id",
+            "name",
+            "description",
+            "transport",
+            "url",
+            "command",
+            "args",
+            "env",
+            "has_auth_token",
+            "token_env_var",
+            "tools_allowed",
+            "tools_denied",
+            "timeout_seconds",
+            "max_concurrency",
+            "is_enabled",
+            "last_synced_at",
+            "last_sync_error",
+            "tool_count",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_tool_count(self, obj) -> int:
+        return mcp_server_tools(obj).count()
+
+
+class MCPServerInputSerializer(StrictSerializer):
+    """``auth_token``: a new token replaces the stored one; ``null`` or ``""`` clears it; absent keeps it."""
+
+    name = serializers.CharField(max_length=40)
+    description = serializers.CharField(allow_blank=True, required=False)
+    transport = serializers.ChoiceField(choices=MCPTransport.choices)
+    url = serializers.CharField(allow_blank=True, max_length=2000, required=False)
+    command = serializers.CharField(allow_blank=True, max_length=500, required=False)
+    args = serializers.ListField(child=StrictCharField(allow_blank=True), required=False)
+    env = serializers.DictField(child=StrictCharField(allow_blank=True), required=False)
+    auth_token = serializers.CharField(
+        write_only=True, allow_null=True, allow_blank=True, required=False, trim_whitespace=True
+    )
+    token_env_var = serializers.CharField(allow_blank=True, max_length=128, required=False)
+    tools_allowed = serializers.ListField(child=StrictCharField(), required=False)
+    tools_denied = serializers.ListField(child=StrictCharField(), required=False)
+    timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
+    max_concurrency = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    is_enabled = serializers.BooleanField(required=False)

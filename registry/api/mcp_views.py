@@ -1,0 +1,73 @@
+"""The MCP server API: platform admins write; platform admins and reviewers read; others get 403.
+
+The sync endpoint (``POST mcp-servers/{id}/sync``) lives in ``executions.api_mcp``
+because it needs the MCP client.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from registry.api.access_views import require_admin_or_reviewer, require_platform_admin
+from registry.api.mcp_serializers import MCPServerInputSerializer, MCPServerOutputSerializer
+from registry.models import MCPServer
+from registry.services import mcp as services
+from toolhub.api.views import BaseAPIView
+from toolhub.exceptions import NotFound
+
+
+def get_mcp_server(server_id) -> MCPServer:
+    server = MCPServer.objects.filter(pk=server_id).first()
+    if server is None:
+        raise NotFound("MCP server not found.", code="mcp_server_not_found")
+    return server
+
+
+class MCPServerListView(BaseAPIView):
+    @extend_schema(responses=MCPServerOutputSerializer(many=True))
+    def get(self, request):
+        require_admin_or_reviewer(request.user)
+        return self.paginate(MCPServer.objects.order_by("name"), MCPServerOutputSerializer)
+
+    @extend_schema(request=MCPServerInputSerializer, responses={201: MCPServerOutputSerializer})
+    def post(self, request):
+        require_platform_admin(request.user)
+        data = MCPServerInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        server = services.mcp_server_create(actor=request.user, **data.validated_data)
+        return Response(MCPServerOutputSerializer(server).data, status=status.HTTP_201_CREATED)
+
+
+class MCPServerDetailView(BaseAPIView):
+    @extend_schema(responses=MCPServerOutputSerializer)
+    def get(self, request, server_id):
+        require_admin_or_reviewer(request.user)
+        return Response(MCPServerOutputSerializer(get_mcp_server(server_id)).data)
+
+    @extend_schema(request=MCPServerInputSerializer, responses=MCPServerOutputSerializer)
+    def put(self, request, server_id):
+        return self._update(request, server_id, partial=False)
+
+    @extend_schema(request=MCPServerInputSerializer, responses=MCPServerOutputSerializer)
+    def patch(self, request, server_id):
+        return self._update(request, server_id, partial=True)
+
+    def _update(self, request, server_id, *, partial: bool):
+        require_platform_admin(request.user)
+        server = get_mcp_server(server_id)
+        data = MCPServerInputSerializer(data=request.data, partial=partial)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        kwargs = {"auth_token": values.pop("auth_token")} if "auth_token" in values else {}
+        server = services.mcp_server_update(
+            actor=request.user, server=server, data=values, **kwargs
+        )
+        return Response(MCPServerOutputSerializer(server).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, server_id):
+        require_platform_admin(request.user)
+        services.mcp_server_delete(actor=request.user, server=get_mcp_server(server_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,334 @@
+"""OpenAPI 3.x: one ``http`` tool per operation.
+
+The tool is named ``<namespace>__<operationId>`` (or ``<method>_<path>`` when
+there is no operationId), sanitized to ``[a-zA-Z0-9_-]``, cut to 64 and made
+unique. Its description is the operation's summary (else its description). Its
+input parameters are the path and query parameters and the top-level
+properties of a JSON (or form) request body, with local ``$ref``s resolved.
+Configs: ``base_url``, ``endpoint`` (the path with its ``{placeholders}``) and
+``method``. Header and cookie parameters, and bodies that are not objects,
+are not mapped (each with a warning).
+
+Tools remember their namespace and operation in ``tool_metadata``
+(``openapi_namespace``, ``openapi_operation``), so a re-import updates them
+(even when an operationId changed) and deactivates the operations that left
+the specification.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from registry.importers import naming
+from registry.importers.catalog_files import Parsed
+from registry.importers.schema_rows import (
+    SchemaProblem,
+    json_pointer_get,
+    property_to_row,
+    resolve_refs,
+)
+from registry.importers.source import Document, pointer
+from registry.importers.specs import ToolSpec
+from registry.models.mcp import MCP_SERVER_NAME_PATTERN
+from registry.models.tools import ToolType
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+_PLACEHOLDER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+META_NAMESPACE = "openapi_namespace"
+META_OPERATION = "openapi_operation"
+META_REMOVED = "openapi_removed"
+FORM = "application/x-www-form-urlencoded"
+
+
+def check_target(base_url: Any, namespace: Any) -> list[str]:
+    problems = []
+    parts = urlsplit(base_url) if isinstance(base_url, str) else None
+    if not parts or parts.scheme not in ("http", "https") or not parts.hostname:
+        problems.append("base_url: give an absolute http(s) URL")
+    if not isinstance(namespace, str) or not re.match(MCP_SERVER_NAME_PATTERN, namespace):
+        problems.append("namespace: use 1 to 40 characters: letters, digits, '_' or '-'")
+    return problems
+
+
+class _Operation:
+    def __init__(self, doc: Document, parsed: Parsed, path: str):
+        self.doc = doc
+        self.parsed = parsed
+        self.path = path
+        self.failed = False
+
+    def error(self, where: str, message: str) -> None:
+        self.failed = True
+        self.parsed.errors.append(self.doc.problem(where, message))
+
+    def warn(self, where: str, message: str) -> None:
+        self.parsed.warnings.append(self.doc.problem(where, message, "openapi"))
+
+    def deref(self, node: Any, where: str) -> Any:
+        """Follow a ``$ref`` at the top of ``node`` only (path items, parameters, bodies)."""
+        for _ in range(20):
+            if not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
+                return node
+            ref = node["$ref"]
+            if not ref.startswith("#"):
+                self.error(where, f"remote $ref {ref!r} is not supported")
+                return None
+            try:
+                node = json_pointer_get(self.doc.data, ref)
+            except KeyError:
+                self.error(where, f"$ref {ref!r} points nowhere")
+                return None
+        self.error(where, "$ref chain too long")
+        return None
+
+    def resolve(self, node: Any, where: str) -> Any:
+        """``node`` with every local ``$ref`` inside it inlined (for schemas)."""
+        notes: list[str] = []
+        try:
+            resolved = resolve_refs(node, self.doc.data, notes, where=where)
+        except SchemaProblem as exc:
+            self.error(exc.path, exc.message)
+            return None
+        for note in notes:
+            self.warn(where, note)
+        return resolved
+
+
+def _flatten_object(schema: dict) -> dict:
+    """Merge ``allOf`` members into one object schema (properties and required)."""
+    members = schema.get("allOf")
+    if not isinstance(members, list):
+        return schema
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    properties = dict(merged.get("properties") or {})
+    required = list(merged.get("required") or [])
+    for member in members:
+        if isinstance(member, dict):
+            member = _flatten_object(member)
+            properties.update(member.get("properties") or {})
+            required += [r for r in member.get("required") or [] if r not in required]
+    merged["properties"] = properties
+    if required:
+        merged["required"] = required
+    merged.setdefault("type", "object")
+    return merged
+
+
+def _raw_name(method: str, path: str, operation: dict) -> str:
+    operation_id = operation.get("operationId")
+    if isinstance(operation_id, str) and operation_id.strip():
+        return operation_id.strip()
+    return re.sub(r"[^A-Za-z0-9]+", "_", f"{method}_{path}").strip("_")
+
+
+def parse_openapi(doc: Document, parsed: Parsed, *, base_url: str, namespace: str) -> None:
+    data = doc.data
+    if not isinstance(data, dict):
+        parsed.errors.append(doc.problem("", "an OpenAPI document must be a mapping"))
+        return
+    if "swagger" in data:
+        parsed.errors.append(
+            doc.problem("/swagger", "Swagger 2.0 is not supported: convert it to OpenAPI 3")
+        )
+        return
+    version = data.get("openapi")
+    if not isinstance(version, str) or not version.startswith("3."):
+        parsed.errors.append(doc.problem("/openapi", "must be an OpenAPI 3.x version string"))
+        return
+    paths = data.get("paths")
+    if not isinstance(paths, dict):
+        parsed.errors.append(doc.problem("/paths", "must be a mapping of paths to operations"))
+        return
+    used: set[str] = set()
+    for path, item in paths.items():
+        item_path = pointer("paths", path)
+        if not path.startswith("/"):
+            parsed.errors.append(doc.problem(item_path, "a path must start with '/'"))
+            continue
+        op = _Operation(doc, parsed, item_path)
+        item = op.deref(item, item_path)
+        if not isinstance(item, dict):
+            if not op.failed:
+                op.error(item_path, "must be a mapping of methods to operations")
+            continue
+        for method in METHODS:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            where = f"{item_path}/{method}"
+            if not isinstance(operation, dict):
+                parsed.errors.append(doc.problem(where, "an operation must be a mapping"))
+                continue
+            spec = _operation_spec(
+                _Operation(doc, parsed, where),
+                path=path,
+                method=method,
+                operation=operation,
+                shared=item.get("parameters") or [],
+                base_url=base_url,
+                namespace=namespace,
+            )
+            if spec is None:
+                continue
+            spec.name = naming.unique(spec.name, lambda n: n in used)
+            used.add(spec.name)
+            parsed.tools.append(spec)
+
+
+def _operation_spec(
+    op: _Operation,
+    *,
+    path: str,
+    method: str,
+    operation: dict,
+    shared: list,
+    base_url: str,
+    namespace: str,
+) -> ToolSpec | None:
+    where = op.path
+    parameters: dict[tuple[str, str], tuple[dict, str]] = {}
+    own = operation.get("parameters") or []
+    for label, items in (("shared", shared), ("own", own)):
+        if not isinstance(items, list):
+            op.error(f"{where}/parameters", "must be a list")
+            continue
+        for index, raw in enumerate(items):
+            at = (
+                f"{op.path.rsplit('/', 1)[0]}/parameters/{index}"
+                if label == "shared"
+                else (f"{where}/parameters/{index}")
+            )
+            param = op.deref(raw, at)
+            if not isinstance(param, dict) or not isinstance(param.get("name"), str):
+                op.error(at, "a parameter needs a name and 'in'")
+                continue
+            parameters[(param.get("in", ""), param["name"])] = (param, at)
+
+    endpoint = path
+    rows: list[dict] = []
+    taken: set[str] = set()
+    notes: list[str] = []
+    placeholders = _PLACEHOLDER.findall(path)
+    for (location, name), (param, at) in parameters.items():
+        if location not in ("path", "query"):
+            op.warn(at, f"{location} parameter '{name}' is not mapped to an input")
+            continue
+        row_name = name
+        if location == "path":
+            if name not in placeholders:
+                op.warn(at, f"path parameter '{name}' does not appear in the path; skipped")
+                continue
+            if not _PLACEHOLDER_NAME.match(name):
+                row_name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+                if row_name[0].isdigit():
+                    row_name = f"_{row_name}"
+                endpoint = endpoint.replace("{" + name + "}", "{" + row_name + "}")
+                op.warn(at, f"path parameter '{name}' renamed to '{row_name}'")
+        schema = param.get("schema")
+        if schema is None and isinstance(param.get("content"), dict) and param["content"]:
+            schema = next(iter(param["content"].values())).get("schema")
+        schema = op.resolve(schema, at) if isinstance(schema, dict) else {"type": "string"}
+        schema = dict(schema) if isinstance(schema, dict) else {"type": "string"}
+        if isinstance(param.get("description"), str):
+            schema["description"] = param["description"]
+        required = location == "path" or param.get("required") is True
+        row = _row(op, at, row_name, schema, required, len(rows), notes)
+        if row is not None and row_name not in taken:
+            taken.add(row_name)
+            rows.append(row)
+    for name in placeholders:
+        if name not in {k[1] for k in parameters if k[0] == "path"}:
+            if not _PLACEHOLDER_NAME.match(name):
+                op.error(where, f"path placeholder '{name}' has no parameter and no usable name")
+                continue
+            op.warn(where, f"path placeholder '{name}' is not declared; added as a string")
+            rows.append({"name": name, "type": "string", "required": True, "position": len(rows)})
+            taken.add(name)
+
+    configs: dict[str, Any] = {"base_url": base_url, "endpoint": endpoint, "method": method.upper()}
+    body = operation.get("requestBody")
+    if body is not None:
+        body_at = f"{where}/requestBody"
+        body = op.deref(body, body_at)
+        content = body.get("content") if isinstance(body, dict) else None
+        if not isinstance(content, dict):
+            op.error(body_at, "a request body needs 'content'")
+        else:
+            media = next((m for m in content if m.split(";")[0].strip().endswith("json")), None)
+            if media is None and FORM in content:
+                media = FORM
+                configs["headers"] = {"Content-Type": FORM}
+            if media is None:
+                op.warn(body_at, f"body types {sorted(content)} are not mapped to inputs")
+            else:
+                schema = op.resolve((content[media] or {}).get("schema"), body_at)
+                schema = _flatten_object(schema) if isinstance(schema, dict) else None
+                properties = schema.get("properties") if schema else None
+                if not isinstance(properties, dict) or not properties:
+                    op.warn(body_at, "the body is not an object with properties; not mapped")
+                else:
+                    body_required = body.get("required") is True
+                    required_names = schema.get("required") or []
+                    for prop_name, prop in properties.items():
+                        at = f"{body_at}/content/{pointer(media)[1:]}/schema/properties"
+                        at += pointer(prop_name)
+                        if prop_name in taken:
+                            op.warn(at, f"body property '{prop_name}' clashes with a parameter")
+                            continue
+                        required = body_required and prop_name in required_names
+                        row = _row(op, at, prop_name, prop, required, len(rows), notes)
+                        if row is not None:
+                            taken.add(prop_name)
+                            rows.append(row)
+    for note in notes:
+        op.warn(where, note)
+    if op.failed:
+        return None
+    summary = operation.get("summary")
+    description = operation.get("description")
+    text = summary if isinstance(summary, str) and summary.strip() else description
+    operation_key = f"{method.upper()} {path}"
+    metadata: dict[str, Any] = {
+        "source": "openapi",
+        META_NAMESPACE: namespace,
+        META_OPERATION: operation_key,
+    }
+    tags = operation.get("tags")
+    if isinstance(tags, list) and tags and isinstance(tags[0], str):
+        metadata["category"] = tags[0]
+    return ToolSpec(
+        path=where,
+        document=op.doc,
+        name=naming.namespaced(namespace, _raw_name(method, path, operation)),
+        type=ToolType.HTTP,
+        fields={"description": text.strip() if isinstance(text, str) else ""},
+        metadata=metadata,
+        parameters=rows,
+        configs=configs,
+        operation=operation_key,
+    )
+
+
+def _row(
+    op: _Operation, at: str, name: str, schema: Any, required: bool, position: int, notes
+) -> dict | None:
+    try:
+        row = property_to_row(
+            name,
+            schema,
+            required=required,
+            position=position,
+            warnings=notes,
+            label=name,
+        )
+    except SchemaProblem as exc:
+        if "parameter name" in exc.message:
+            op.warn(at, f"{exc.message}; skipped")
+        else:
+            op.error(at, exc.message)
+        return None
+    row["parameter_type"] = "input"
+    return row

@@ -1,0 +1,177 @@
+"""MCP servers: where the tools of type ``mcp`` live, and how to reach them."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from registry import crypto
+
+MCP_SERVER_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,40}$"
+ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+_ENV_VAR_RE = re.compile(ENV_VAR_PATTERN)
+
+
+class MCPTransport(models.TextChoices):
+    STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+    SSE = "sse", "Server-sent events (legacy)"
+    STDIO = "stdio", "Standard input/output (local process)"
+
+
+HTTP_TRANSPORTS = (MCPTransport.STREAMABLE_HTTP, MCPTransport.SSE)
+
+
+def _string_list_errors(value: Any) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return "Must be a list of strings."
+    return None
+
+
+class MCPServer(models.Model):
+    """An MCP server whose tools ToolHub governs; its ``name`` is the namespace of those tools.
+
+    A sync (``executions.mcp_sync``) lists the server's tools and upserts one
+    ``Tool`` of type ``mcp`` per tool, named ``<server>__<tool>`` and marked with
+    ``tool_metadata`` ``{"mcp_server", "mcp_server_id", "remote_tool_name"}`` and
+    the configs ``remote_tool_name`` and ``server_id``. ``tools_allowed`` (empty:
+    all) and ``tools_denied`` filter which tools are synced (exact names or
+    ``fnmatch`` patterns).
+
+    The bearer token is either stored encrypted (``encrypted_auth_token``,
+    write-only everywhere, like secret tool configs) or read at call time from
+    the environment variable named by ``token_env_var`` — never both.
+    ``env`` is passed to a stdio server's process and is not treated as secret.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(
+        max_length=40,
+        unique=True,
+        validators=[
+            RegexValidator(
+                MCP_SERVER_NAME_PATTERN,
+                "Use 1 to 40 characters: letters, digits, '_' or '-'.",
+                code="invalid_name",
+            )
+        ],
+        help_text="Namespace of the server's tools: they are named <name>__<tool>.",
+    )
+    description = models.TextField(blank=True)
+    transport = models.CharField(
+        max_length=16, choices=MCPTransport.choices, default=MCPTransport.STREAMABLE_HTTP
+    )
+    url = models.CharField(
+        max_length=2000, blank=True, help_text="http(s) URL, for the HTTP transports."
+    )
+    command = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Executable for stdio; it must be listed in TOOLHUB_MCP_STDIO_COMMANDS.",
+    )
+    args = models.JSONField(default=list, blank=True, help_text="List of strings (stdio).")
+    env = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Environment of the stdio process: an object of strings (not secret).",
+    )
+    encrypted_auth_token = models.TextField(blank=True, default="")
+    token_env_var = models.CharField(
+        max_length=128,
+        blank=True,
+        validators=[
+            RegexValidator(ENV_VAR_PATTERN, "Not an environment variable name.", code="invalid")
+        ],
+        help_text="Name of an environment variable holding the bearer token (instead of storing it).",
+    )
+    tools_allowed = models.JSONField(
+        default=list, blank=True, help_text="Tool names (or fnmatch patterns) to sync; empty: all."
+    )
+    tools_denied = models.JSONField(
+        default=list, blank=True, help_text="Tool names (or fnmatch patterns) never synced."
+    )
+    timeout_seconds = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(3600)]
+    )
+    max_concurrency = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Most calls to this server at once; empty means no limit.",
+    )
+    is_enabled = models.BooleanField(default=True, db_index=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    last_sync_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+        verbose_name_plural = "MCP servers"
+
+    def __str__(self) -> str:
+        return self.name
+
+    # The stored token: write-only, decrypted only to build a connection spec.
+
+    @property
+    def has_auth_token(self) -> bool:
+        return bool(self.encrypted_auth_token)
+
+    def set_auth_token(self, token: str | None) -> None:
+        self.encrypted_auth_token = crypto.encrypt_json(token) if token else ""
+
+    def stored_auth_token(self) -> str | None:
+        """The decrypted stored token. Only the connection spec should read this."""
+        if not self.encrypted_auth_token:
+            return None
+        return crypto.decrypt_json(self.encrypted_auth_token)
+
+    @property
+    def endpoint(self) -> str:
+        """Where the server is, for people: the URL or the command line."""
+        if self.transport == MCPTransport.STDIO:
+            return " ".join([self.command, *[str(a) for a in self.args or []]]).strip()
+        return self.url
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.transport in HTTP_TRANSPORTS:
+            if not self.url:
+                errors["url"] = f"The {self.transport} transport needs a URL."
+            else:
+                try:
+                    parts = urlsplit(self.url)
+                    host = parts.hostname
+                except ValueError:
+                    parts, host = None, None
+                if parts is None or parts.scheme not in ("http", "https") or not host:
+                    errors["url"] = "Give an absolute http:// or https:// URL."
+                elif parts.username or parts.password:
+                    errors["url"] = "Do not put credentials in the URL; use the auth token."
+        elif self.transport == MCPTransport.STDIO and not self.command:
+            errors["command"] = "The stdio transport needs a command."
+        for field in ("args", "tools_allowed", "tools_denied"):
+            problem = _string_list_errors(getattr(self, field))
+            if problem:
+                errors[field] = problem
+        env = self.env
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+        ):
+            errors["env"] = "Must be an object whose values are strings."
+        elif any(not _ENV_VAR_RE.match(k) for k in env):
+            errors["env"] = "Keys must be environment variable names."
+        if self.token_env_var and self.encrypted_auth_token:
+            both = (
+                "Use either a stored auth token or token_env_var, not both (clear the token first)."
+            )
+            errors["token_env_var"] = both
+        if errors:
+            raise ValidationError(errors)

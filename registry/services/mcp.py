@@ -1,0 +1,264 @@
+"""Writes for MCP servers, each audited with the token masked, and the server's connection spec.
+
+Deleting a server deactivates the tools synced from it (audited, one event per
+tool) and removes the server row; the tools stay, inactive, as history (their
+executions keep pointing at them). Disabling a server does the same to its
+tools without removing it; a later sync of the re-enabled server reactivates
+them.
+
+The sync itself needs the MCP client, which lives in ``executions`` (and
+``registry`` never imports ``executions``). ``executions`` registers its sync
+function here when its app is ready (``mcp_sync_handler_register``); the admin
+calls it through ``mcp_server_sync_run``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from registry import crypto
+from registry.models import MCPServer, Tool
+from registry.models.tools import ToolType
+from registry.services.audit import audit_record
+from registry.services.tools import tool_update
+from registry.services.validation import full_clean, raise_invalid
+from toolhub.exceptions import Conflict, ToolHubError
+
+MCP_SERVER_FIELDS = (
+    "name",
+    "description",
+    "transport",
+    "url",
+    "command",
+    "args",
+    "env",
+    "token_env_var",
+    "tools_allowed",
+    "tools_denied",
+    "timeout_seconds",
+    "max_concurrency",
+    "is_enabled",
+)
+# tool_metadata keys that tie a synced tool to its server.
+META_SERVER = "mcp_server"
+META_SERVER_ID = "mcp_server_id"
+META_REMOTE_NAME = "remote_tool_name"
+META_SYNC_STATE = "mcp_sync_state"  # set when a sync (or the server's removal) deactivated it
+
+
+class MCPServerUnavailable(ToolHubError):
+    """The server cannot be used now (disabled, token missing from the environment…)."""
+
+    status_code = 409
+    code = "mcp_server_unavailable"
+
+
+def mcp_server_snapshot(server: MCPServer) -> dict[str, Any]:
+    data = {field: getattr(server, field) for field in MCP_SERVER_FIELDS}
+    data["id"] = str(server.pk)
+    data["auth_token"] = crypto.MASK if server.has_auth_token else None
+    return data
+
+
+def mcp_server_tools(server: MCPServer | str) -> QuerySet[Tool]:
+    """The tools synced from ``server`` (by id, so they survive a rename)."""
+    server_id = str(server.pk if isinstance(server, MCPServer) else server)
+    return Tool.objects.filter(type=ToolType.MCP, **{f"tool_metadata__{META_SERVER_ID}": server_id})
+
+
+def mcp_server_for_tool(tool: Tool) -> MCPServer | None:
+    """The server an ``mcp`` tool was synced from (by its ``server_id`` config or metadata)."""
+    server_id = None
+    for config in tool.configs.all():
+        if config.config_key == "server_id" and not config.is_secret:
+            server_id = config.plain_value
+    server_id = server_id or (tool.tool_metadata or {}).get(META_SERVER_ID)
+    if not server_id:
+        return None
+    try:
+        return MCPServer.objects.filter(pk=server_id).first()
+    except (ValueError, TypeError, ValidationError):
+        return None
+
+
+def _unique_or_conflict(name: str, exclude_pk=None) -> None:
+    qs = MCPServer.objects.filter(name=name)
+    if exclude_pk is not None:
+        qs = qs.exclude(pk=exclude_pk)
+    if qs.exists():
+        raise Conflict(
+            f"An MCP server named '{name}' already exists.",
+            code="duplicate_name",
+            details=[{"field": "name", "message": "Already in use.", "code": "unique"}],
+        )
+
+
+def _save(server: MCPServer) -> None:
+    try:
+        with transaction.atomic():
+            server.save()
+    except IntegrityError as exc:
+        raise Conflict(
+            f"An MCP server named '{server.name}' already exists.",
+            code="duplicate_name",
+            details=[{"field": "name", "message": "Already in use.", "code": "unique"}],
+        ) from exc
+
+
+def _check_token(token: Any) -> None:
+    if token is not None and not isinstance(token, str):
+        raise_invalid([{"field": "auth_token", "message": "Must be a string.", "code": "invalid"}])
+
+
+@transaction.atomic
+def mcp_server_create(
+    *, actor, name: str, auth_token: str | None = None, **fields: Any
+) -> MCPServer:
+    unknown = set(fields) - set(MCP_SERVER_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown MCP server fields: {sorted(unknown)}")
+    _check_token(auth_token)
+    server = MCPServer(name=name, **fields)
+    server.set_auth_token(auth_token)
+    full_clean(server)
+    _unique_or_conflict(name)
+    _save(server)
+    audit_record(
+        actor=actor, action="mcp_server.created", target=server, after=mcp_server_snapshot(server)
+    )
+    return server
+
+
+_UNSET = object()
+
+
+@transaction.atomic
+def mcp_server_update(
+    *, actor, server: MCPServer, data: dict[str, Any], auth_token: Any = _UNSET
+) -> MCPServer:
+    """Change fields; ``auth_token`` replaces the stored token (``None`` or ``""`` clears it).
+
+    Disabling the server deactivates its tools. A rename reaches the tools'
+    names at the next sync (they are tied to the server by id).
+    """
+    unknown = set(data) - set(MCP_SERVER_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown MCP server fields: {sorted(unknown)}")
+    server = MCPServer.objects.select_for_update().get(pk=server.pk)
+    before = mcp_server_snapshot(server)
+    old_token = server.encrypted_auth_token
+    for field, value in data.items():
+        setattr(server, field, value)
+    token_changed = False
+    if auth_token is not _UNSET:
+        _check_token(auth_token)
+        if auth_token:
+            token_changed = auth_token != server.stored_auth_token()
+            if token_changed:
+                server.set_auth_token(auth_token)
+        else:
+            token_changed = bool(old_token)
+            server.set_auth_token(None)
+    full_clean(server)
+    if server.name != before["name"]:
+        _unique_or_conflict(server.name, exclude_pk=server.pk)
+    after = mcp_server_snapshot(server)
+    if after == before and not token_changed:
+        return server
+    _save(server)
+    if token_changed:
+        # Both snapshots show only the mask; say that the token itself changed.
+        after["auth_token_changed"] = True
+    audit_record(
+        actor=actor, action="mcp_server.updated", target=server, before=before, after=after
+    )
+    if before["is_enabled"] and not server.is_enabled:
+        _deactivate_tools(actor=actor, server=server, reason="server_disabled")
+    return server
+
+
+def _deactivate_tools(*, actor, server: MCPServer, reason: str) -> list[str]:
+    names = []
+    for tool in mcp_server_tools(server).filter(is_active=True):
+        meta = dict(tool.tool_metadata or {}, **{META_SYNC_STATE: reason})
+        tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})
+        names.append(tool.name)
+    return names
+
+
+@transaction.atomic
+def mcp_server_delete(*, actor, server: MCPServer) -> list[str]:
+    """Deactivate the server's tools, then remove the server. Returns the deactivated names."""
+    server = MCPServer.objects.select_for_update().get(pk=server.pk)
+    snapshot = mcp_server_snapshot(server)
+    deactivated = _deactivate_tools(actor=actor, server=server, reason="server_deleted")
+    snapshot["tools_deactivated"] = deactivated
+    server_id, server_repr = str(server.pk), str(server)
+    server.delete()
+    audit_record(
+        actor=actor,
+        action="mcp_server.deleted",
+        target_type=MCPServer._meta.label_lower,
+        target_id=server_id,
+        target_repr=server_repr,
+        before=snapshot,
+    )
+    return deactivated
+
+
+def mcp_server_token(server: MCPServer) -> str | None:
+    """The bearer token now: from ``token_env_var`` (read at call time) or the stored secret."""
+    if server.token_env_var:
+        token = os.environ.get(server.token_env_var)
+        if not token:
+            raise MCPServerUnavailable(
+                f"MCP server '{server.name}': environment variable {server.token_env_var} "
+                "(its token) is not set.",
+                code="mcp_token_missing",
+            )
+        return token
+    return server.stored_auth_token()
+
+
+def mcp_server_spec(server: MCPServer) -> dict[str, Any]:
+    """The mapping ``executions.mcp_client.MCPServerSpec.from_mapping`` takes (token resolved)."""
+    spec: dict[str, Any] = {
+        "name": server.name,
+        "transport": server.transport,
+        "timeout_seconds": server.timeout_seconds,
+        "auth_token": mcp_server_token(server),
+    }
+    if server.transport == "stdio":
+        spec.update(
+            command=server.command, args=list(server.args or []), env=dict(server.env or {})
+        )
+    else:
+        spec["url"] = server.url
+    return spec
+
+
+# Sync hook: executions registers the function that lists a server's tools and upserts them.
+
+_sync_handler: Callable[..., Any] | None = None
+
+
+def mcp_sync_handler_register(handler: Callable[..., Any]) -> None:
+    """Install ``handler(*, actor, server) -> report`` (called by executions when ready)."""
+    global _sync_handler
+    _sync_handler = handler
+
+
+def mcp_server_sync_run(*, actor, server: MCPServer):
+    """Sync ``server`` with the registered handler (its report has ``ok``, ``error``, ``summary()``)."""
+    if _sync_handler is None:
+        raise ToolHubError(
+            "Syncing MCP servers needs the executions app, which is not installed.",
+            code="mcp_sync_unavailable",
+        )
+    return _sync_handler(actor=actor, server=server)

@@ -1,0 +1,503 @@
+"""Rate limits, concurrency limits, result caching and human approval, on the real services."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from executions.models import Approval, Execution
+from executions.services import shared_state
+from executions.services.approvals import approvals_expire
+from registry.models import AuditEvent, RateLimitRule
+from registry.services import access as access_services
+from registry.services import limits as limit_services
+from registry.services import tools as tool_services
+from tests.conftest import token_client
+from tests.factories import make_user
+from tests.workers import _database_url, celery_worker, require_broker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _clean_shared_state():
+    client = shared_state.redis_client()
+    if client is not None:
+        for key in client.scan_iter("toolhub:*"):
+            client.delete(key)
+    shared_state._local_counters.clear()
+    shared_state._local_slots.clear()
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
+@pytest.fixture
+def world(upstream, allow_loopback, eager_tasks):
+    owner = make_user("owner-olga")
+    approver = make_user("ann-approver", is_staff=True)
+    role = access_services.role_create(actor=None, name="callers")
+    approvers = access_services.role_create(actor=None, name="approvers")
+    approver.groups.add(approvers)
+    agents = [
+        access_services.agent_create(actor=None, name=f"agent-{i}", owner=owner, role_ids=[role.pk])
+        for i in range(2)
+    ]
+    tool = tool_services.tool_create(
+        actor=None,
+        name="upstream",
+        type="http",
+        timeout_seconds=10,
+        parameters=[
+            {"name": "path", "type": "string", "required": True},
+            {"name": "arg", "type": "string", "default": "x"},
+            {"name": "amount", "type": "number", "default": 0},
+        ],
+        configs=[
+            {"config_key": "base_url", "config_value": upstream.url},
+            {"config_key": "endpoint", "config_value": "/{path}/{arg}"},
+        ],
+    )
+    for action in ("execute", "read"):
+        access_services.grant_create(actor=None, role=role, action=action, tool=tool)
+    access_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
+    owner_role = access_services.role_create(actor=None, name="owners")
+    owner.groups.add(owner_role)
+    access_services.grant_create(actor=None, role=owner_role, action="approve", tool=tool)
+    return {
+        "clients": [token_client(a.user) for a in agents],
+        "agents": agents,
+        "tool": tool,
+        "role": role,
+        "owner": owner,
+        "approver": approver,
+        "upstream": upstream,
+    }
+
+
+def call(client, wait=True, **inputs):
+    inputs.setdefault("path", "echo")
+    return client.post(
+        "/api/v1/executions",
+        {"tool": "upstream", "input_data": inputs, "wait": wait},
+        format="json",
+    )
+
+
+# Rate limits
+
+
+def test_refused_calls_get_429_headers_and_a_denied_record(world):
+    limit_services.rate_limit_create(
+        actor=None, tool=world["tool"], scope="agent", max_requests=2, time_window_seconds=60
+    )
+    client = world["clients"][0]
+    first = call(client)
+    assert first.status_code == 200
+    assert first["X-RateLimit-Limit"] == "2" and first["X-RateLimit-Remaining"] == "1"
+    assert call(client)["X-RateLimit-Remaining"] == "0"
+    refused = call(client)
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60 and refused["X-RateLimit-Remaining"] == "0"
+    error = refused.json()["error"]
+    assert error["code"] == "rate_limited"
+    execution = Execution.objects.get(pk=error["execution_id"])
+    assert execution.status == "denied" and execution.reason_code == "rate_limited"
+    assert AuditEvent.objects.filter(
+        action="execution.denied", target_id=str(execution.pk)
+    ).exists()
+    # Scopes are independent: the other agent has its own counter.
+    assert call(world["clients"][1]).status_code == 200
+
+
+def test_all_rules_must_pass_and_global_scope_counts_everyone(world):
+    limit_services.rate_limit_create(
+        actor=None, scope="agent", max_requests=5, time_window_seconds=60
+    )
+    limit_services.rate_limit_create(
+        actor=None, tool=world["tool"], scope="global", max_requests=3, time_window_seconds=60
+    )
+    a, b = world["clients"]
+    statuses = [call(c).status_code for c in (a, b, a, b)]
+    assert statuses == [200, 200, 200, 429]
+
+
+def test_window_resets(world):
+    limit_services.rate_limit_create(
+        actor=None, tool=world["tool"], scope="user", max_requests=1, time_window_seconds=1
+    )
+    client = world["clients"][0]
+    # Start at the beginning of a fresh one-second window.
+    time.sleep(1 - (time.time() % 1) + 0.02)
+    assert call(client, wait=False).status_code == 202
+    assert call(client, wait=False).status_code == 429
+    time.sleep(1.05)
+    assert call(client, wait=False).status_code == 202
+
+
+def test_role_scope(world):
+    limit_services.rate_limit_create(
+        actor=None, tool=world["tool"], scope="role", max_requests=1, time_window_seconds=60
+    )
+    a, b = world["clients"]
+    assert call(a, wait=False).status_code == 202
+    assert call(b, wait=False).status_code == 429  # same role
+
+
+def test_exactly_n_admitted_across_processes(world):
+    require_broker()
+    rule = limit_services.rate_limit_create(
+        actor=None, tool=world["tool"], scope="global", max_requests=20, time_window_seconds=60
+    )
+    script = f"""
+import os, sys, django, threading
+sys.path.insert(0, {str(ROOT)!r})
+os.environ["DJANGO_SETTINGS_MODULE"] = "toolhub.settings_test"
+django.setup()
+from concurrent.futures import ThreadPoolExecutor
+from django.contrib.auth import get_user_model
+from executions.services.governance import rate_limit_admit, RateLimited
+from executions.services.pipeline import resolve_caller
+from registry.models import Tool
+tool = Tool.objects.get(name="upstream")
+user = get_user_model().objects.get(username="agent.agent-0")
+caller = resolve_caller(user)
+barrier = threading.Barrier(10)
+def one(_):
+    try:
+        rate_limit_admit(caller=caller, tool=tool)
+        return 1
+    except RateLimited:
+        return 0
+with ThreadPoolExecutor(10) as pool:
+    print(sum(pool.map(one, range(100))))
+"""
+    env = {**os.environ, "DATABASE_URL": _database_url()}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    admitted = [int(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    assert sum(admitted) == 20, admitted
+    assert RateLimitRule.objects.get(pk=rule.pk).max_requests == 20
+
+
+def test_store_down_fails_closed_for_high_risk_and_open_otherwise(world, monkeypatch):
+    import redis
+
+    broken = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    monkeypatch.setattr(shared_state, "redis_client", lambda: broken)
+    monkeypatch.setattr(shared_state.settings, "REDIS_URL", "redis://127.0.0.1:1/0", raising=False)
+    limit_services.rate_limit_create(
+        actor=None, tool=world["tool"], scope="agent", max_requests=1, time_window_seconds=60
+    )
+    client = world["clients"][0]
+    assert call(client, wait=False).status_code == 202  # open: admitted uncounted
+    tool_services.tool_update(
+        actor=None, tool=world["tool"], data={"tool_metadata": {"risk": "high"}}
+    )
+    refused = call(client, wait=False)
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "controls_unavailable"
+
+
+def test_rate_limit_api_and_audit(world, staff_client):
+    tool_id = str(world["tool"].pk)
+    created = staff_client.post(
+        "/api/v1/rate-limits",
+        {"tool_id": tool_id, "scope": "agent", "max_requests": 5, "time_window_seconds": 60},
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    rule_id = created.json()["id"]
+    assert staff_client.get(f"/api/v1/rate-limits?tool_id={tool_id}").json()["count"] == 1
+    patched = staff_client.patch(
+        f"/api/v1/rate-limits/{rule_id}", {"max_requests": 9}, format="json"
+    )
+    assert patched.json()["max_requests"] == 9
+    bad = staff_client.post(
+        "/api/v1/rate-limits",
+        {"scope": "planet", "max_requests": 0, "time_window_seconds": 1},
+        format="json",
+    )
+    assert bad.status_code == 400
+    assert {d["field"] for d in bad.json()["error"]["details"]} == {"scope", "max_requests"}
+    # An agent that may only execute cannot change limits.
+    assert (
+        world["clients"][0]
+        .patch(f"/api/v1/rate-limits/{rule_id}", {"max_requests": 99}, format="json")
+        .status_code
+        == 403
+    )
+    assert staff_client.delete(f"/api/v1/rate-limits/{rule_id}").status_code == 204
+    actions = set(
+        AuditEvent.objects.filter(action__startswith="rate_limit.").values_list("action", flat=True)
+    )
+    assert actions == {"rate_limit.created", "rate_limit.updated", "rate_limit.deleted"}
+
+
+# Concurrency limits
+
+
+def test_semaphore_leases_free_a_dead_holders_slot():
+    key = "toolhub:slots:test"
+    assert shared_state.slot_acquire(key, "a", 1, lease_seconds=0.3)
+    assert not shared_state.slot_acquire(key, "b", 1, lease_seconds=5)
+    time.sleep(0.35)  # "a" died without releasing; its lease ran out
+    assert shared_state.slot_acquire(key, "b", 1, lease_seconds=5)
+
+
+@pytest.mark.slow
+def test_max_concurrency_holds_across_worker_processes(world, eager_tasks):
+    eager_tasks.conf.task_always_eager = False  # the real worker runs them
+    tool_services.tool_update(actor=None, tool=world["tool"], data={"max_concurrency": 2})
+    client = world["clients"][0]
+    with celery_worker(concurrency=4):
+        ids = [call(client, wait=False, path="slow", arg="0.4").json()["id"] for _ in range(8)]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            statuses = set(Execution.objects.filter(pk__in=ids).values_list("status", flat=True))
+            if statuses <= {"succeeded", "failed"}:
+                break
+            time.sleep(0.1)
+    assert statuses == {"succeeded"}
+    # Four worker processes were free, the tool allows two at once: never more than two.
+    assert world["upstream"].max_in_flight == 2
+
+
+# Result cache
+
+
+def test_cache_hit_miss_and_version_bump(world):
+    tool = world["tool"]
+    tool_services.tool_update(actor=None, tool=tool, data={"cache_ttl_seconds": 60})
+    client = world["clients"][0]
+    first = call(client).json()
+    second = call(client).json()
+    other = call(client, arg="y").json()
+    assert first["status"] == second["status"] == other["status"] == "succeeded"
+    assert second["output_data"] == first["output_data"]
+    assert Execution.objects.get(pk=second["id"]).cached_from_id is not None
+    assert str(Execution.objects.get(pk=second["id"]).cached_from_id) == first["id"]
+    assert len(world["upstream"].requests) == 2  # first and "y"; the second call was cached
+    tool_services.tool_update(actor=None, tool=tool, data={"version": "2.0.0"})
+    third = call(client).json()
+    assert Execution.objects.get(pk=third["id"]).cached_from_id is None
+    assert len(world["upstream"].requests) == 3
+    # Failures are never cached.
+    call(client, path="status", arg="500")
+    call(client, path="status", arg="500")
+    assert len(world["upstream"].requests) == 5
+
+
+def test_uncacheable_settings_are_refused(world, staff_client):
+    tool = world["tool"]
+    tool_services.config_set(actor=None, tool=tool, config_key="method", config_value="POST")
+    response = staff_client.patch(
+        f"/api/v1/tools/{tool.pk}", {"cache_ttl_seconds": 30}, format="json"
+    )
+    assert response.status_code == 400
+    assert "not idempotent" in response.json()["error"]["message"]
+    tool_services.config_set(actor=None, tool=tool, config_key="method", config_value="GET")
+    tool_services.tool_update(actor=None, tool=tool, data={"cache_ttl_seconds": 30})
+    refused = staff_client.post(
+        f"/api/v1/tools/{tool.pk}/configs",
+        {"config_key": "headers_input_map", "config_value": {"arg": "X-Secret"}},
+        format="json",
+    )
+    assert refused.status_code == 400 and "per-call secrets" in refused.json()["error"]["message"]
+
+
+# Approval
+
+
+def approval_client(user):
+    return token_client(user)
+
+
+@pytest.fixture
+def gated(world):
+    tool_services.tool_update(
+        actor=None,
+        tool=world["tool"],
+        data={
+            "requires_approval": True,
+            "approval_condition": {
+                "properties": {"amount": {"minimum": 1000}},
+                "required": ["amount"],
+            },
+            "tool_metadata": {"risk": "high", "safety": "destructive"},
+        },
+    )
+    return world
+
+
+def test_approval_happy_path_and_condition(gated):
+    client = gated["clients"][0]
+    small = call(client, amount=10)
+    assert small.status_code == 200 and small.json()["status"] == "succeeded"  # below the threshold
+    started = time.monotonic()
+    big = call(client, amount=5000, wait=30)
+    assert time.monotonic() - started < 5
+    assert big.status_code == 202 and big.json()["status"] == "pending_approval"
+    approvals = approval_client(gated["approver"])
+    queue = approvals.get("/api/v1/approvals?status=pending").json()
+    assert queue["count"] == 1
+    approval_id = queue["results"][0]["id"]
+    assert queue["results"][0]["execution"]["input_data"]["amount"] == 5000
+    assert queue["results"][0]["agent_owner"] == "owner-olga"
+    decided = approvals.post(f"/api/v1/approvals/{approval_id}/approve", {}, format="json")
+    assert decided.status_code == 200 and decided.json()["status"] == "approved"
+    execution = client.get(f"/api/v1/executions/{big.json()['id']}").json()
+    assert execution["status"] == "succeeded"
+    actions = list(
+        AuditEvent.objects.filter(target_id__in=[big.json()["id"], approval_id])
+        .order_by("id")
+        .values_list("action", "actor_name")
+    )
+    assert actions == [
+        ("execution.pending_approval", "agent.agent-0"),
+        ("approval.approved", "ann-approver"),
+        ("execution.queued", "ann-approver"),
+        ("execution.succeeded", "agent.agent-0"),
+    ]
+
+
+def test_reject_needs_a_reason(gated):
+    client = gated["clients"][0]
+    pending = call(client, amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    approvals = approval_client(gated["approver"])
+    no_reason = approvals.post(f"/api/v1/approvals/{approval.pk}/reject", {}, format="json")
+    assert (
+        no_reason.status_code == 400
+        and no_reason.json()["error"]["details"][0]["field"] == "reason"
+    )
+    rejected = approvals.post(
+        f"/api/v1/approvals/{approval.pk}/reject", {"reason": "Amount too large"}, format="json"
+    )
+    assert (
+        rejected.json()["status"] == "rejected" and rejected.json()["reason"] == "Amount too large"
+    )
+    execution = Execution.objects.get(pk=pending["id"])
+    assert execution.status == "rejected" and "Amount too large" in execution.error_message
+    assert gated["upstream"].requests == []
+
+
+def test_four_eyes(gated):
+    client = gated["clients"][0]
+    pending = call(client, amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    owner = approval_client(gated["owner"])
+    refused = owner.post(f"/api/v1/approvals/{approval.pk}/approve", {}, format="json")
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "four_eyes"
+    # The requesting agent cannot even see the queue entry.
+    assert (
+        client.post(f"/api/v1/approvals/{approval.pk}/approve", {}, format="json").status_code
+        == 404
+    )
+    # Someone without the approve right cannot either.
+    stranger = token_client(make_user("stranger"))
+    assert (
+        stranger.post(f"/api/v1/approvals/{approval.pk}/approve", {}, format="json").status_code
+        == 404
+    )
+    assert Approval.objects.get(pk=approval.pk).status == "pending"
+
+
+def test_two_approvers_at_once_exactly_one_wins(gated):
+    second = make_user("bea-approver")
+    second.groups.add(gated["approver"].groups.get(name="approvers"))
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    results = []
+    barrier = threading.Barrier(2)
+
+    def decide(user, approve):
+        client = approval_client(user)
+        barrier.wait()
+        path = "approve" if approve else "reject"
+        results.append(
+            client.post(
+                f"/api/v1/approvals/{approval.pk}/{path}", {"reason": "race"}, format="json"
+            ).status_code
+        )
+        connection.close()
+
+    threads = [
+        threading.Thread(target=decide, args=(gated["approver"], True)),
+        threading.Thread(target=decide, args=(second, False)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [200, 409], results
+    decided = Approval.objects.get(pk=approval.pk)
+    assert decided.status in ("approved", "rejected")
+    assert (
+        AuditEvent.objects.filter(action__in=["approval.approved", "approval.rejected"]).count()
+        == 1
+    )
+
+
+def test_expiry(gated):
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    assert approvals_expire() == 0
+    assert approvals_expire(now=approval.expires_at + timedelta(seconds=1)) == 1
+    assert Execution.objects.get(pk=pending["id"]).status == "expired"
+    late = approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
+    )
+    assert late.status_code == 409
+    assert AuditEvent.objects.filter(action="approval.expired").count() == 1
+
+
+def test_changed_arguments_cannot_be_approved(gated):
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    # Someone edits the stored arguments behind the API's back.
+    Execution.objects.filter(pk=pending["id"]).update(
+        input_data={"path": "echo", "arg": "x", "amount": 999999}
+    )
+    refused = approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
+    )
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "arguments_changed"
+    assert gated["upstream"].requests == []
+
+
+def test_webhook_is_signed_and_sent_on_the_outcome(gated, upstream2):
+    import hashlib
+    import hmac
+
+    from registry import crypto
+
+    agent = gated["agents"][0]
+    agent.webhook_url = f"{upstream2.url}/echo/hook"
+    agent.webhook_secret = crypto.encrypt_json("whsec-test")
+    agent.save()
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/reject", {"reason": "no"}, format="json"
+    )
+    hook = upstream2.last
+    body = hook.body
+    timestamp, signature = (
+        part.split("=", 1)[1] for part in hook.headers["x-toolhub-signature"].split(",")
+    )
+    expected = hmac.new(b"whsec-test", f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    assert signature == expected
+    assert json.loads(body)["execution"]["status"] == "rejected"

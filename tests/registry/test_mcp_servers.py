@@ -1,0 +1,374 @@
+"""MCP servers: API (who may read and write), validation, the write-only token, the admin."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from registry.models import AuditEvent, MCPServer, Tool
+from registry.services import mcp as services
+from registry.services.catalog import tool_upsert
+
+pytestmark = pytest.mark.django_db
+
+CANARY = f"mcp-canary-{uuid.uuid4().hex}"
+LIST = "/api/v1/mcp-servers"
+
+
+def detail(server) -> str:
+    return f"{LIST}/{server.pk}"
+
+
+def payload(**overrides) -> dict:
+    data = {
+        "name": "docs",
+        "description": "Documentation search",
+        "transport": "streamable_http",
+        "url": "https://mcp.docs.example/mcp",
+        "auth_token": CANARY,
+        "tools_allowed": ["search", "fetch_*"],
+        "tools_denied": ["fetch_private"],
+        "timeout_seconds": 20,
+        "max_concurrency": 4,
+    }
+    data.update(overrides)
+    return data
+
+
+def audit_text() -> str:
+    return json.dumps(list(AuditEvent.objects.values("before", "after", "target_repr")))
+
+
+@pytest.fixture
+def server(db) -> MCPServer:
+    return services.mcp_server_create(
+        actor=None,
+        name="search",
+        transport="streamable_http",
+        url="https://mcp.search.example/mcp",
+        auth_token=CANARY,
+    )
+
+
+def synced_tool(server: MCPServer, remote: str) -> Tool:
+    """A tool as a sync leaves it (what the executor uses to find the server)."""
+    return tool_upsert(
+        actor=None,
+        name=f"{server.name}__{remote}",
+        type="mcp",
+        metadata={
+            services.META_SERVER: server.name,
+            services.META_SERVER_ID: str(server.pk),
+            services.META_REMOTE_NAME: remote,
+        },
+        configs={"remote_tool_name": remote, "server_id": str(server.pk)},
+    ).tool
+
+
+# --------------------------------------------------------------------------- API
+
+
+def test_platform_admin_manages_servers_and_token_stays_write_only(staff_client):
+    response = staff_client.post(LIST, payload(), format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["has_auth_token"] is True
+    assert "auth_token" not in body and "encrypted_auth_token" not in body
+    assert body["tools_allowed"] == ["search", "fetch_*"]
+    assert body["tool_count"] == 0
+    server = MCPServer.objects.get(name="docs")
+    assert server.stored_auth_token() == CANARY
+    assert CANARY not in server.encrypted_auth_token  # encrypted at rest
+
+    listing = staff_client.get(LIST)
+    assert listing.status_code == 200
+    assert [s["name"] for s in listing.json()["results"]] == ["docs"]
+    assert staff_client.get(detail(server)).json()["has_auth_token"] is True
+
+    # PATCH and PUT without auth_token keep the stored token.
+    response = staff_client.patch(detail(server), {"description": "new"}, format="json")
+    assert response.status_code == 200
+    full = payload(description="put")
+    del full["auth_token"]
+    response = staff_client.put(detail(server), full, format="json")
+    assert response.status_code == 200, response.content
+    server.refresh_from_db()
+    assert server.stored_auth_token() == CANARY and server.description == "put"
+
+    # A new token replaces it; null clears it.
+    staff_client.patch(detail(server), {"auth_token": "another-secret-value"}, format="json")
+    server.refresh_from_db()
+    assert server.stored_auth_token() == "another-secret-value"
+    response = staff_client.patch(detail(server), {"auth_token": None}, format="json")
+    assert response.json()["has_auth_token"] is False
+
+    actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
+    assert actions.count("mcp_server.created") == 1
+    assert actions.count("mcp_server.updated") == 4
+    token_changes = AuditEvent.objects.filter(after__auth_token_changed=True)
+    assert token_changes.count() == 2
+
+    assert staff_client.delete(detail(server)).status_code == 204
+    assert not MCPServer.objects.exists()
+    assert AuditEvent.objects.filter(action="mcp_server.deleted").exists()
+    # The canary never reached a response or the audit log.
+    text = audit_text()
+    assert CANARY not in text and "another-secret-value" not in text
+    assert CANARY not in listing.content.decode()
+
+
+def test_unchanged_update_is_not_audited(staff_client, server):
+    before = AuditEvent.objects.count()
+    response = staff_client.patch(detail(server), {"url": server.url}, format="json")
+    assert response.status_code == 200
+    response = staff_client.patch(detail(server), {"auth_token": CANARY}, format="json")
+    assert response.status_code == 200
+    assert AuditEvent.objects.count() == before
+
+
+def test_reviewer_reads_but_cannot_write(reviewer_client, server):
+    assert reviewer_client.get(LIST).status_code == 200
+    body = reviewer_client.get(detail(server)).json()
+    assert body["has_auth_token"] is True and CANARY not in json.dumps(body)
+    assert reviewer_client.post(LIST, payload(name="x"), format="json").status_code == 403
+    assert (
+        reviewer_client.patch(detail(server), {"description": "x"}, format="json").status_code
+        == 403
+    )
+    assert reviewer_client.delete(detail(server)).status_code == 403
+    assert MCPServer.objects.filter(pk=server.pk).exists()
+
+
+def test_other_users_are_refused(plain_client, server, anon_client):
+    for response in (
+        plain_client.get(LIST),
+        plain_client.get(detail(server)),
+        plain_client.post(LIST, payload(name="x"), format="json"),
+        plain_client.delete(detail(server)),
+    ):
+        assert response.status_code == 403
+        assert response.json()["error"]["code"] == "permission_denied"
+    assert anon_client.get(LIST).status_code in (401, 403)
+
+
+def test_unknown_server_is_404(staff_client):
+    response = staff_client.get(f"{LIST}/{uuid.uuid4()}")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "mcp_server_not_found"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"url": ""}, "url"),
+        ({"url": "ftp://files.example/mcp"}, "url"),
+        ({"url": "https://user:pw@mcp.example/mcp"}, "url"),
+        ({"transport": "stdio", "url": ""}, "command"),
+        ({"transport": "carrier-pigeon"}, "transport"),
+        ({"name": "bad name!"}, "name"),
+        ({"name": "n" * 41}, "name"),
+        ({"args": [1, 2]}, "args[0]"),
+        ({"args": "--verbose"}, "args"),
+        ({"env": {"1BAD": "x"}}, "env"),
+        ({"env": {"LEVEL": 3}}, "env.LEVEL"),
+        ({"tools_allowed": "search"}, "tools_allowed"),
+        ({"timeout_seconds": 0}, "timeout_seconds"),
+        ({"max_concurrency": 0}, "max_concurrency"),
+        ({"token_env_var": "NOT A VAR"}, "token_env_var"),
+        ({"token_env_var": "DOCS_TOKEN"}, "token_env_var"),  # and a stored token: not both
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_validation_errors_name_the_field(staff_client, changes, field):
+    response = staff_client.post(LIST, payload(**changes), format="json")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert field in [d["field"] for d in error["details"]], error
+    assert not MCPServer.objects.exists()
+    assert CANARY not in response.content.decode()
+
+
+def test_stdio_server_and_duplicate_name(staff_client):
+    data = payload(
+        name="local", transport="stdio", url="", command="/usr/bin/mcp-local", args=["--x"]
+    )
+    data["env"] = {"LOG_LEVEL": "debug"}
+    del data["auth_token"]
+    response = staff_client.post(LIST, data, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["args"] == ["--x"] and response.json()["has_auth_token"] is False
+    again = staff_client.post(LIST, data, format="json")
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "duplicate_name"
+
+
+def test_deleting_a_server_deactivates_its_tools(staff_client, server):
+    tool = synced_tool(server, "lookup")
+    other = tool_upsert(actor=None, name="unrelated", type="http").tool
+    assert staff_client.delete(detail(server)).status_code == 204
+    tool.refresh_from_db()
+    other.refresh_from_db()
+    assert tool.is_active is False and other.is_active is True
+    assert tool.tool_metadata[services.META_SYNC_STATE] == "server_deleted"
+    deleted = AuditEvent.objects.get(action="mcp_server.deleted")
+    assert deleted.before["tools_deactivated"] == [tool.name]
+    assert deleted.before["auth_token"] == "********"
+
+
+def test_disabling_a_server_deactivates_its_tools(staff_client, server):
+    tool = synced_tool(server, "lookup")
+    response = staff_client.patch(detail(server), {"is_enabled": False}, format="json")
+    assert response.status_code == 200
+    tool.refresh_from_db()
+    assert tool.is_active is False
+
+
+def test_tool_count_and_server_for_tool(staff_client, server):
+    tool = synced_tool(server, "lookup")
+    assert staff_client.get(detail(server)).json()["tool_count"] == 1
+    assert services.mcp_server_for_tool(tool) == server
+
+
+def test_spec_reads_the_token_from_the_environment_at_call_time(server, monkeypatch):
+    spec = services.mcp_server_spec(server)
+    assert spec == {
+        "name": "search",
+        "transport": "streamable_http",
+        "timeout_seconds": 30,
+        "auth_token": CANARY,
+        "url": "https://mcp.search.example/mcp",
+    }
+    services.mcp_server_update(
+        actor=None, server=server, data={"token_env_var": "SEARCH_MCP_TOKEN"}, auth_token=None
+    )
+    server.refresh_from_db()
+    monkeypatch.delenv("SEARCH_MCP_TOKEN", raising=False)
+    with pytest.raises(services.MCPServerUnavailable) as excinfo:
+        services.mcp_server_spec(server)
+    assert "SEARCH_MCP_TOKEN" in excinfo.value.message
+    monkeypatch.setenv("SEARCH_MCP_TOKEN", "from-the-environment")
+    assert services.mcp_server_spec(server)["auth_token"] == "from-the-environment"
+
+    stdio = services.mcp_server_create(
+        actor=None, name="local", transport="stdio", command="/bin/srv", args=["-v"], env={"A": "b"}
+    )
+    assert services.mcp_server_spec(stdio) == {
+        "name": "local",
+        "transport": "stdio",
+        "timeout_seconds": 30,
+        "auth_token": None,
+        "command": "/bin/srv",
+        "args": ["-v"],
+        "env": {"A": "b"},
+    }
+
+
+# --------------------------------------------------------------------------- admin
+
+
+@pytest.fixture
+def admin_client(superuser) -> Client:
+    client = Client()
+    client.force_login(superuser)
+    return client
+
+
+def admin_form(**overrides) -> dict:
+    data = {
+        "name": "wiki",
+        "description": "",
+        "transport": "streamable_http",
+        "url": "https://mcp.wiki.example/mcp",
+        "command": "",
+        "args": "[]",
+        "env": "{}",
+        "auth_token": "",
+        "token_env_var": "",
+        "tools_allowed": "[]",
+        "tools_denied": "[]",
+        "timeout_seconds": "30",
+        "max_concurrency": "",
+        "is_enabled": "on",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_admin_token_is_write_only(admin_client):
+    add = reverse("admin:registry_mcpserver_add")
+    response = admin_client.post(add, admin_form(auth_token=CANARY))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    server = MCPServer.objects.get(name="wiki")
+    assert server.stored_auth_token() == CANARY
+
+    change = reverse("admin:registry_mcpserver_change", args=[server.pk])
+    page = admin_client.get(change).content.decode()
+    assert CANARY not in page and server.encrypted_auth_token not in page
+    assert "set (hidden)" in page
+
+    # Saving with the token field empty keeps the token.
+    response = admin_client.post(change, admin_form(description="edited"))
+    assert response.status_code == 302
+    server.refresh_from_db()
+    assert server.description == "edited" and server.stored_auth_token() == CANARY
+
+    # "Remove the stored token" clears it.
+    admin_client.post(change, admin_form(description="edited", clear_auth_token="on"))
+    server.refresh_from_db()
+    assert not server.has_auth_token
+
+    changelist = admin_client.get(reverse("admin:registry_mcpserver_changelist"))
+    assert changelist.status_code == 200 and "wiki" in changelist.content.decode()
+    filtered = admin_client.get(reverse("admin:registry_mcpserver_changelist") + "?transport=sse")
+    assert filtered.status_code == 200
+    assert CANARY not in audit_text()
+    assert AuditEvent.objects.filter(action="mcp_server.created", actor__isnull=False).exists()
+
+
+def test_admin_validation_error_is_shown_not_500(admin_client):
+    response = admin_client.post(
+        reverse("admin:registry_mcpserver_add"), admin_form(url="ftp://nope"), follow=True
+    )
+    assert response.status_code == 200
+    assert "http" in response.content.decode()
+    assert not MCPServer.objects.exists()
+
+
+def test_admin_delete_deactivates_tools(admin_client, server):
+    tool = synced_tool(server, "lookup")
+    url = reverse("admin:registry_mcpserver_delete", args=[server.pk])
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    tool.refresh_from_db()
+    assert not MCPServer.objects.exists() and tool.is_active is False
+
+
+def test_admin_rights_follow_the_platform_roles(staff_user, reviewer_user, server):
+    changelist = reverse("admin:registry_mcpserver_changelist")
+    change = reverse("admin:registry_mcpserver_change", args=[server.pk])
+
+    platform_admin = Client()
+    platform_admin.force_login(staff_user)  # not a superuser: rights come from the role
+    assert platform_admin.get(reverse("admin:registry_mcpserver_add")).status_code == 200
+    page = platform_admin.get(changelist).content.decode()
+    assert "sync_tools_now" in page and "Import tools" in page
+    response = platform_admin.post(change, admin_form(name="search", url=server.url))
+    assert response.status_code == 302
+
+    reviewer = Client()
+    reviewer.force_login(reviewer_user)
+    page = reviewer.get(changelist).content.decode()
+    assert "search" in page and "sync_tools_now" not in page and "Import tools" not in page
+    view = reviewer.get(change)  # a read-only view
+    assert view.status_code == 200
+    assert CANARY not in view.content.decode()
+    assert server.encrypted_auth_token not in view.content.decode()
+    assert reviewer.get(reverse("admin:registry_mcpserver_add")).status_code == 403
+    response = reviewer.post(change, admin_form(name="renamed", url=server.url))
+    assert response.status_code == 403
+    server.refresh_from_db()
+    assert server.name == "search" and CANARY not in page
