@@ -201,8 +201,11 @@ def test_database_gauges(client, token):
     Approval.objects.create(execution=waiting, input_hash="x", expires_at=now + timedelta(hours=1))
     Execution.objects.create(tool_name="t", status="running")
     Execution.objects.create(tool_name="t", status="succeeded")
-    old = Execution.objects.create(tool_name="t", status="succeeded")
-    Execution.objects.filter(pk=old.pk).update(created_at=now - timedelta(hours=2))
+    old = Execution.objects.create(tool_name="t", status="queued")
+    # Written while still queued: a finished execution can no longer be changed.
+    Execution.objects.filter(pk=old.pk).update(
+        created_at=now - timedelta(hours=2), status="succeeded"
+    )
     values = scraped(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}"))
     assert values[("toolhub_approvals_pending", ())] == 1
     assert values[("toolhub_executions_last_hour", (("status", "succeeded"),))] == 1

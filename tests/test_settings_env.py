@@ -19,7 +19,15 @@ def run_settings(tmp_path, **environ) -> subprocess.CompletedProcess:
     clean = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "SECRET_KEY", "TOOLHUB_ENCRYPTION_KEYS", "DEBUG", "REDIS_URL"}
+        if k
+        not in {
+            "DATABASE_URL",
+            "SECRET_KEY",
+            "TOOLHUB_ENCRYPTION_KEYS",
+            "TOOLHUB_AUDIT_SIGNING_KEY",
+            "DEBUG",
+            "REDIS_URL",
+        }
     }
     clean.update(
         TOOLHUB_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="toolhub.settings", **environ
@@ -59,6 +67,17 @@ def test_debug_off_without_encryption_key_is_a_startup_error(tmp_path):
     assert "TOOLHUB_ENCRYPTION_KEYS must be set" in result.stderr
 
 
+def test_debug_off_without_audit_signing_key_is_a_startup_error(tmp_path):
+    result = run_settings(
+        tmp_path,
+        DEBUG="false",
+        SECRET_KEY="x" * 50,
+        TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
+    )
+    assert result.returncode != 0
+    assert "TOOLHUB_AUDIT_SIGNING_KEY must be set" in result.stderr
+
+
 def test_bad_encryption_key_is_refused(tmp_path):
     result = run_settings(tmp_path, TOOLHUB_ENCRYPTION_KEYS="not-a-key")
     assert result.returncode != 0
@@ -71,6 +90,7 @@ def test_database_url_switches_to_production_shape(tmp_path):
         DATABASE_URL="postgres://u@127.0.0.1:5432/x",
         SECRET_KEY="y" * 50,
         TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
+        TOOLHUB_AUDIT_SIGNING_KEY="z" * 32,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[:2] == ["False", "django.db.backends.postgresql"]

@@ -59,6 +59,15 @@ for _key in TOOLHUB_ENCRYPTION_KEYS:
             "(32 url-safe base64-encoded bytes)."
         ) from exc
 
+# Signs the audit chain's head (manage.py audit_head) so it can be checked later.
+TOOLHUB_AUDIT_SIGNING_KEY = env_str("TOOLHUB_AUDIT_SIGNING_KEY") or ""
+if not TOOLHUB_AUDIT_SIGNING_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("TOOLHUB_AUDIT_SIGNING_KEY must be set when DEBUG is off.")
+    TOOLHUB_AUDIT_SIGNING_KEY = _dev_secret(
+        "dev-audit-signing-key", lambda: secrets.token_urlsafe(32)
+    )
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
@@ -234,6 +243,10 @@ CELERY_BEAT_SCHEDULE = {
     "reap-executions": {
         "task": "executions.reap",
         "schedule": env_int("TOOLHUB_REAPER_INTERVAL", 30, minimum=5),
+    },
+    "seal-audit-log": {
+        "task": "registry.seal_audit",
+        "schedule": float(env_int("TOOLHUB_AUDIT_SEAL_INTERVAL", 2, minimum=1)),
     },
     "expire-approvals": {
         "task": "executions.expire_approvals",

@@ -33,6 +33,37 @@ def cost_of(tool) -> Decimal | None:
         return None
 
 
+def execution_content_hash(execution: Execution) -> str:
+    """A hash of everything the execution record says, so the audit chain covers it."""
+    output = canonical_json(execution.output_data) if execution.output_data is not None else ""
+    content = {
+        "id": str(execution.pk),
+        "tool_id": str(execution.tool_id) if execution.tool_id else None,
+        "tool_name": execution.tool_name,
+        "tool_version": execution.tool_version,
+        "agent_id": str(execution.agent_id) if execution.agent_id else None,
+        "principal_name": execution.principal_name,
+        "roles_used": execution.roles_used,
+        "status": execution.status,
+        "reason_code": execution.reason_code,
+        "input_hash": execution.input_hash,
+        "raw_input": execution.raw_input,
+        "output_sha256": hashlib.sha256(output.encode()).hexdigest(),
+        "output_truncated": execution.output_truncated,
+        "output_artifact": execution.output_artifact,
+        "error_type": execution.error_type,
+        "error_message": execution.error_message,
+        "upstream_status": execution.upstream_status,
+        "attempts": execution.attempts,
+        "created_at": execution.created_at,
+        "started_at": execution.started_at,
+        "finished_at": execution.finished_at,
+        "cached_from": str(execution.cached_from_id) if execution.cached_from_id else None,
+        "cost": execution.cost,
+    }
+    return hashlib.sha256(canonical_json(content).encode()).hexdigest()
+
+
 def execution_summary(execution: Execution) -> dict:
     """What the audit log keeps of an execution decision (never inputs or outputs)."""
     return {
@@ -47,6 +78,7 @@ def execution_summary(execution: Execution) -> dict:
         "error_type": execution.error_type,
         "input_hash": execution.input_hash,
         "attempts": execution.attempts,
+        "content_hash": execution_content_hash(execution),
     }
 
 

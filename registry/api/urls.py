@@ -78,3 +78,10 @@ urlpatterns += [
     path("rate-limits", lv.RateLimitListView.as_view(), name="rate-limit-list"),
     path("rate-limits/<uuid:rule_id>", lv.RateLimitDetailView.as_view(), name="rate-limit-detail"),
 ]
+
+from registry.api import audit_chain_views as acv  # noqa: E402
+
+urlpatterns += [
+    path("audit/verify", acv.AuditVerifyView.as_view(), name="audit-verify"),
+    path("audit/head", acv.AuditHeadView.as_view(), name="audit-head"),
+]

@@ -7,7 +7,7 @@ from registry.models.access import (
     ToolGroupObjectPermission,
     ToolUserObjectPermission,
 )
-from registry.models.audit import AuditEvent
+from registry.models.audit import AuditChainHead, AuditCheckpoint, AuditEvent
 from registry.models.limits import RateLimitRule, RateLimitScope
 from registry.models.mcp import MCPServer as MCPServer
 from registry.models.tokens import ApiToken
@@ -17,6 +17,8 @@ __all__ = [
     "Action",
     "Agent",
     "ApiToken",
+    "AuditChainHead",
+    "AuditCheckpoint",
     "AuditEvent",
     "RateLimitRule",
     "RateLimitScope",

@@ -45,6 +45,12 @@ class AuditEvent(models.Model):
     after = models.JSONField(null=True, blank=True)
     request_id = models.CharField(max_length=128, blank=True, db_index=True)
     client_address = models.GenericIPAddressField(null=True, blank=True)
+    # The hash chain, filled in by the sealer (registry.services.audit_chain):
+    # each sealed event's hash covers its content and the previous event's hash.
+    sequence = models.BigIntegerField(null=True, blank=True, unique=True)
+    prev_hash = models.CharField(max_length=64, blank=True)
+    hash = models.CharField(max_length=64, blank=True)
+    sealed_at = models.DateTimeField(null=True, blank=True)
 
     objects = AuditEventQuerySet.as_manager()
 
@@ -54,6 +60,13 @@ class AuditEvent(models.Model):
         indexes = [
             models.Index(fields=["target_type", "target_id"], name="audit_target_idx"),
             models.Index(fields=["actor", "-occurred_at"], name="audit_actor_time_idx"),
+            models.Index(fields=["action", "-occurred_at"], name="audit_action_time_idx"),
+            models.Index(fields=["actor_name", "-occurred_at"], name="audit_actorname_time_idx"),
+            models.Index(
+                fields=["id"],
+                name="audit_unsealed_idx",
+                condition=models.Q(sequence__isnull=True),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -66,3 +79,38 @@ class AuditEvent(models.Model):
 
     def delete(self, *args, **kwargs):
         raise PermissionError("Audit events are append-only; they cannot be deleted.")
+
+
+class AuditChainHead(models.Model):
+    """The last sealed event of the chain (one row). Sealers lock it to append in order."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    sequence = models.BigIntegerField(default=0)
+    hash = models.CharField(max_length=64, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"head #{self.sequence}"
+
+
+class AuditCheckpoint(models.Model):
+    """Where verification starts after retention removed older events (after exporting them).
+
+    ``sequence``/``hash`` are those of the last removed event; the export file
+    holds the removed events and can itself be verified against them.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    sequence = models.BigIntegerField(unique=True)
+    hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    removed_before = models.DateTimeField()
+    events_removed = models.PositiveBigIntegerField(default=0)
+    executions_removed = models.PositiveBigIntegerField(default=0)
+    export_path = models.CharField(max_length=500)
+
+    class Meta:
+        ordering = ["-sequence"]
+
+    def __str__(self) -> str:
+        return f"checkpoint at #{self.sequence}"

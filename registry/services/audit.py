@@ -7,6 +7,9 @@ import decimal
 import uuid
 from typing import Any
 
+from django.conf import settings
+from django.db import transaction
+
 from registry.models import AuditEvent
 from toolhub import context
 
@@ -50,6 +53,9 @@ def audit_record(
         target_id = target_id or str(target.pk)
         target_repr = target_repr or str(target)
     real_actor = actor if getattr(actor, "is_authenticated", False) and actor.pk else None
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        # Embedded mode has no beat: seal right after the commit instead.
+        transaction.on_commit(_seal_now)
     return AuditEvent.objects.create(
         actor=real_actor,
         actor_name=actor_label(real_actor),
@@ -62,3 +68,16 @@ def audit_record(
         request_id=ctx.request_id,
         client_address=ctx.client_address,
     )
+
+
+def _seal_now() -> None:
+    from datetime import timedelta
+
+    from registry.services.audit_chain import audit_seal_all
+
+    try:
+        audit_seal_all(grace=timedelta(0))
+    except Exception:  # sealing later is fine; never fail the request that wrote the event
+        import logging
+
+        logging.getLogger(__name__).exception("sealing the audit log failed")

@@ -35,12 +35,22 @@ def expected_percentile(values, fraction):
 
 
 def seed(rows):
-    """bulk_create the rows, then set created_at (auto_now_add overrides it on insert)."""
+    """Insert the rows as queued, then set created_at and the final status in one update.
+
+    auto_now_add overrides created_at on insert, and a finished execution can
+    no longer be changed (a database trigger refuses it), so the past is
+    written while the row is still queued.
+    """
     made = Execution.objects.bulk_create(
-        [Execution(**{k: v for k, v in row.items() if k != "at"}) for row in rows]
+        [
+            Execution(
+                **{k: v for k, v in row.items() if k not in ("at", "status")}, status="queued"
+            )
+            for row in rows
+        ]
     )
     for execution, row in zip(made, rows, strict=True):
-        Execution.objects.filter(pk=execution.pk).update(created_at=row["at"])
+        Execution.objects.filter(pk=execution.pk).update(created_at=row["at"], status=row["status"])
     return made
 
 

@@ -115,7 +115,7 @@ def test_editing_through_the_admin_is_audited_and_keeps_the_secret(admin_client,
     )
     response = admin_client.post(reverse("admin:registry_tool_change", args=[tool.pk]), data)
     assert response.status_code == 302, [
-        l for l in response.content.decode().splitlines() if "error" in l.lower()
+        line for line in response.content.decode().splitlines() if "error" in line.lower()
     ][:20]
     tool.refresh_from_db()
     assert tool.description == "FX rates, hourly"

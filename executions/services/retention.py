@@ -1,0 +1,107 @@
+"""Retention: the only way old audit events and executions leave the database.
+
+Events up to a cut point are first exported (JSON Lines, with the chain
+fields and a closing line holding the head at the cut), then a checkpoint
+records the last removed event's sequence and hash, so verification of what
+remains starts there and still passes. Finished executions older than the
+cut are exported and removed with them; their approvals go too.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from executions.models import TERMINAL_STATUSES, Approval, Execution
+from registry.models import AuditCheckpoint, AuditEvent
+from registry.services.audit import audit_record
+from registry.services.audit_chain import audit_seal_all
+
+
+def _dump(value) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+
+
+def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditCheckpoint | None:
+    """Export and remove sealed events and finished executions older than ``before``."""
+    audit_seal_all()
+    export_dir.mkdir(parents=True, exist_ok=True)
+    first_kept = (
+        AuditEvent.objects.filter(sequence__isnull=False, occurred_at__gte=before)
+        .order_by("sequence")
+        .values_list("sequence", flat=True)
+        .first()
+    )
+    last_sealed = (
+        AuditEvent.objects.filter(sequence__isnull=False)
+        .order_by("-sequence")
+        .values_list("sequence", flat=True)
+        .first()
+    )
+    if last_sealed is None:
+        return None
+    cut = (first_kept - 1) if first_kept is not None else last_sealed
+    previous = AuditCheckpoint.objects.order_by("-sequence").first()
+    if cut <= (previous.sequence if previous else 0):
+        return None
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    path = export_dir / f"toolhub-retention-{stamp}-upto-{cut}.jsonl"
+    events = AuditEvent.objects.filter(sequence__lte=cut).order_by("sequence")
+    executions = Execution.objects.filter(created_at__lt=before, status__in=TERMINAL_STATUSES)
+    with transaction.atomic():
+        with path.open("w", encoding="utf-8") as out:
+            count_events = 0
+            last = None
+            for row in events.values().iterator(chunk_size=5000):
+                out.write(_dump({"type": "audit_event", **row}) + "\n")
+                count_events += 1
+                last = row
+            count_executions = 0
+            for row in executions.values().iterator(chunk_size=2000):
+                row.pop("sealed_secrets", None)
+                out.write(_dump({"type": "execution", **row}) + "\n")
+                count_executions += 1
+            out.write(
+                _dump(
+                    {"type": "head", "sequence": cut, "hash": last["hash"], "events": count_events}
+                )
+                + "\n"
+            )
+        checkpoint = AuditCheckpoint.objects.create(
+            sequence=cut,
+            hash=last["hash"],
+            removed_before=before,
+            events_removed=count_events,
+            executions_removed=count_executions,
+            export_path=str(path),
+        )
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL toolhub.retention = 'on'")
+        ids = list(executions.values_list("pk", flat=True))
+        Approval.objects.filter(execution_id__in=ids).delete()
+        Execution.objects.filter(cached_from_id__in=ids).exclude(pk__in=ids).update(
+            cached_from=None
+        )
+        Execution.objects.filter(pk__in=ids).delete()
+        # The model refuses deletes of audit rows; retention is the one exception.
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE sequence <= %s", [cut])  # noqa: S608
+        audit_record(
+            actor=actor,
+            action="audit.retention",
+            target=checkpoint,
+            after={
+                "checkpoint_sequence": cut,
+                "checkpoint_hash": last["hash"],
+                "events_removed": count_events,
+                "executions_removed": count_executions,
+                "removed_before": before.isoformat(),
+                "export": str(path),
+            },
+        )
+    return checkpoint

@@ -1,0 +1,272 @@
+"""The audit log's hash chain: sealing, verification, and a signed head to anchor outside.
+
+Events are written without a hash (so writers never wait on each other) and
+a sealer appends them to the chain in id order, in batches: each sealed event
+gets the next ``sequence``, the previous event's hash as ``prev_hash``, and
+``hash = sha256(prev_hash + "|" + canonical JSON of its content)``. The sealer
+runs every few seconds (beat) and in-process after each commit in the
+embedded mode. ``audit_verify`` recomputes the chain from the start or from
+the latest retention checkpoint and names the first event that does not fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
+
+logger = logging.getLogger(__name__)
+GENESIS = "0" * 64
+SEAL_GRACE = timedelta(seconds=1)
+CONTENT_FIELDS = (
+    "id",
+    "occurred_at",
+    "actor_name",
+    "action",
+    "target_type",
+    "target_id",
+    "target_repr",
+    "before",
+    "after",
+    "request_id",
+    "client_address",
+)
+
+
+def _iso(value) -> str:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat(timespec="microseconds")
+    return str(value)
+
+
+def canonical_content(row: dict, sequence: int) -> str:
+    content = {name: row[name] for name in CONTENT_FIELDS}
+    content["occurred_at"] = _iso(row["occurred_at"])
+    content["sequence"] = sequence
+    return json.dumps(
+        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+
+
+def event_hash(prev_hash: str, row: dict, sequence: int) -> str:
+    digest = hashlib.sha256()
+    digest.update(prev_hash.encode())
+    digest.update(b"|")
+    digest.update(canonical_content(row, sequence).encode())
+    return digest.hexdigest()
+
+
+def audit_seal(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None) -> int:
+    """Append unsealed events (older than ``grace``) to the chain. Returns how many were sealed."""
+    now = now or timezone.now()
+    sealed = 0
+    with transaction.atomic():
+        head, _ = AuditChainHead.objects.select_for_update().get_or_create(
+            pk=1, defaults={"sequence": 0, "hash": GENESIS}
+        )
+        rows = list(
+            AuditEvent.objects.filter(sequence__isnull=True, occurred_at__lte=now - grace)
+            .order_by("id")
+            .values(*CONTENT_FIELDS)[:batch]
+        )
+        if not rows:
+            return 0
+        sequence, prev = head.sequence, head.hash or GENESIS
+        updates = []
+        for row in rows:
+            sequence += 1
+            digest = event_hash(prev, row, sequence)
+            updates.append((sequence, prev, digest, now, row["id"]))
+            prev = digest
+        table = AuditEvent._meta.db_table
+        with connection.cursor() as cursor:
+            # Raw UPDATE: the model refuses updates on purpose; sealing is the one exception,
+            # and the PostgreSQL trigger only lets it fill the chain columns of unsealed rows.
+            cursor.executemany(
+                f"UPDATE {table} SET sequence = %s, prev_hash = %s, hash = %s, sealed_at = %s "  # noqa: S608
+                "WHERE id = %s AND sequence IS NULL",
+                updates,
+            )
+        AuditChainHead.objects.filter(pk=1).update(sequence=sequence, hash=prev)
+        sealed = len(updates)
+    return sealed
+
+
+def audit_seal_all(**kwargs) -> int:
+    total = 0
+    while True:
+        count = audit_seal(**kwargs)
+        total += count
+        if count == 0:
+            return total
+
+
+@dataclass
+class Problem:
+    kind: str  # altered | broken_link | missing | unsealed
+    sequence: int | None
+    event_id: int | None
+    message: str
+
+
+@dataclass
+class VerifyReport:
+    ok: bool = True
+    checked: int = 0
+    started_at_sequence: int = 0
+    head_sequence: int = 0
+    head_hash: str = GENESIS
+    checkpoint: int | None = None
+    problem: Problem | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        return data
+
+
+def _rows_from(sequence: int, chunk: int = 5000) -> Iterator[dict]:
+    qs = (
+        AuditEvent.objects.filter(sequence__gt=sequence)
+        .order_by("sequence")
+        .values("sequence", "prev_hash", "hash", *CONTENT_FIELDS)
+    )
+    return qs.iterator(chunk_size=chunk)
+
+
+def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
+    """Recompute the chain and name the first event that was altered, deleted, inserted or moved."""
+    report = VerifyReport()
+    start_sequence, expected_prev = 0, GENESIS
+    checkpoint = AuditCheckpoint.objects.order_by("-sequence").first() if from_checkpoint else None
+    if checkpoint is not None:
+        start_sequence, expected_prev = checkpoint.sequence, checkpoint.hash
+        report.checkpoint = checkpoint.sequence
+    report.started_at_sequence = start_sequence
+    expected_sequence = start_sequence + 1
+    for row in _rows_from(start_sequence):
+        sequence = row["sequence"]
+        if sequence != expected_sequence:
+            report.problem = Problem(
+                "missing",
+                expected_sequence,
+                None,
+                f"Event #{expected_sequence} is missing (the chain jumps to #{sequence}, event id "
+                f"{row['id']}): events were deleted or renumbered.",
+            )
+            break
+        if row["prev_hash"] != expected_prev:
+            report.problem = Problem(
+                "broken_link",
+                sequence,
+                row["id"],
+                f"Event #{sequence} (id {row['id']}) does not follow event #{sequence - 1}: an "
+                "event before it was deleted, inserted or moved.",
+            )
+            break
+        recomputed = event_hash(expected_prev, row, sequence)
+        if recomputed != row["hash"]:
+            report.problem = Problem(
+                "altered",
+                sequence,
+                row["id"],
+                f"Event #{sequence} (id {row['id']}, {row['action']}) was altered: its content no "
+                "longer matches its hash.",
+            )
+            break
+        expected_prev = row["hash"]
+        expected_sequence += 1
+        report.checked += 1
+    report.head_sequence = expected_sequence - 1
+    report.head_hash = expected_prev
+    if report.problem is None:
+        head = AuditChainHead.objects.filter(pk=1).first()
+        if head is not None and head.sequence > report.head_sequence:
+            report.problem = Problem(
+                "missing",
+                report.head_sequence + 1,
+                None,
+                f"The chain ends at #{report.head_sequence} but was sealed up to #{head.sequence}: "
+                "the latest events were deleted.",
+            )
+    stale = AuditEvent.objects.filter(
+        sequence__isnull=True, occurred_at__lt=timezone.now() - timedelta(minutes=5)
+    ).count()
+    if stale:
+        report.warnings.append(
+            f"{stale} event(s) older than five minutes are not sealed yet: is the sealer running?"
+        )
+    report.ok = report.problem is None
+    return report
+
+
+# The head, signed so it can be stored outside the database and checked later.
+
+
+def _signing_key() -> bytes:
+    key = settings.TOOLHUB_AUDIT_SIGNING_KEY
+    return key.encode()
+
+
+def _signature(sequence: int, digest: str, at: str) -> str:
+    return hmac.new(
+        _signing_key(), f"{sequence}:{digest}:{at}".encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def audit_head() -> dict:
+    head = AuditChainHead.objects.filter(pk=1).first()
+    sequence, digest = (head.sequence, head.hash) if head else (0, GENESIS)
+    at = timezone.now().astimezone(UTC).isoformat(timespec="seconds")
+    return {
+        "sequence": sequence,
+        "hash": digest,
+        "at": at,
+        "signature": _signature(sequence, digest, at),
+    }
+
+
+def audit_head_check(head: dict) -> tuple[bool, str]:
+    """Is ``head`` authentic, and does the chain still contain it?"""
+    try:
+        sequence, digest, at, signature = (
+            int(head["sequence"]),
+            str(head["hash"]),
+            str(head["at"]),
+            str(head["signature"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return False, "Not a head: it needs sequence, hash, at and signature."
+    if not hmac.compare_digest(_signature(sequence, digest, at), signature):
+        return (
+            False,
+            "The signature does not match: the head was altered or signed with another key.",
+        )
+    if sequence == 0:
+        return True, "The head is the empty chain."
+    event = AuditEvent.objects.filter(sequence=sequence).values("hash").first()
+    if event is None:
+        checkpoint = (
+            AuditCheckpoint.objects.filter(sequence__gte=sequence).order_by("sequence").first()
+        )
+        if checkpoint is not None:
+            if checkpoint.sequence == sequence and checkpoint.hash != digest:
+                return False, f"Checkpoint #{sequence} has another hash: the history was rewritten."
+            return True, (
+                f"Event #{sequence} was removed by retention (checkpoint #{checkpoint.sequence}, "
+                f"export {checkpoint.export_path}); check it against that export."
+            )
+        return False, f"Event #{sequence} is no longer in the audit log."
+    if event["hash"] != digest:
+        return False, f"Event #{sequence} now has another hash: the history was rewritten."
+    return True, f"Event #{sequence} still has this hash."

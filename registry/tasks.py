@@ -1,0 +1,12 @@
+"""Periodic registry tasks: thin adapters around services."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from registry.services.audit_chain import audit_seal_all
+
+
+@shared_task(name="registry.seal_audit", ignore_result=True)
+def seal_audit() -> int:
+    return audit_seal_all()

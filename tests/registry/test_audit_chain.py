@@ -1,0 +1,296 @@
+"""Tamper evidence: the hash chain, verification, the signed head, triggers and retention."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import IntegrityError, InternalError, ProgrammingError, connection, transaction
+from django.utils import timezone
+
+from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
+from registry.services.audit import audit_record
+from registry.services.audit_chain import (
+    audit_head,
+    audit_head_check,
+    audit_seal_all,
+    audit_verify,
+    event_hash,
+)
+
+pytestmark = pytest.mark.django_db
+PG = pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL triggers")
+
+
+def write_events(n: int = 10) -> list[AuditEvent]:
+    events = [
+        audit_record(
+            actor=None, action=f"test.event{i}", target_type="t", target_id=str(i), after={"i": i}
+        )
+        for i in range(n)
+    ]
+    AuditEvent.objects.filter(pk__in=[e.pk for e in events])
+    assert audit_seal_all(grace=timedelta(0)) >= n
+    return events
+
+
+def tamper(sql: str, params=()) -> None:
+    """Change the table behind the application's back (triggers off, as a DBA could)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET session_replication_role = replica")
+        try:
+            cursor.execute(sql, params)
+        finally:
+            if connection.vendor == "postgresql":
+                cursor.execute("SET session_replication_role = origin")
+
+
+def seq_id(sequence: int) -> int:
+    return AuditEvent.objects.get(sequence=sequence).pk
+
+
+def test_an_untouched_chain_verifies():
+    write_events()
+    report = audit_verify()
+    assert report.ok and report.checked >= 10 and report.problem is None
+    head = AuditChainHead.objects.get()
+    assert (report.head_sequence, report.head_hash) == (head.sequence, head.hash)
+
+
+def test_sealing_is_idempotent_and_in_order():
+    write_events(5)
+    assert audit_seal_all(grace=timedelta(0)) == 0
+    sequences = list(AuditEvent.objects.order_by("id").values_list("sequence", flat=True))
+    assert sequences == sorted(sequences) and sequences[0] == 1
+
+
+def test_a_changed_field_is_found_at_that_event():
+    write_events()
+    tamper("UPDATE registry_auditevent SET target_repr = 'nothing to see' WHERE sequence = 5")
+    report = audit_verify()
+    assert not report.ok
+    assert (report.problem.kind, report.problem.sequence) == ("altered", 5)
+    assert report.problem.event_id == seq_id(5)
+
+
+def test_a_changed_json_value_is_found():
+    write_events()
+    tamper("UPDATE registry_auditevent SET after = %s WHERE sequence = 3", [json.dumps({"i": 999})])
+    assert (audit_verify().problem.kind, audit_verify().problem.sequence) == ("altered", 3)
+
+
+def test_a_deleted_event_is_found():
+    write_events()
+    tamper("DELETE FROM registry_auditevent WHERE sequence = 4")
+    problem = audit_verify().problem
+    assert (problem.kind, problem.sequence) == ("missing", 4)
+
+
+def test_deleting_the_latest_events_is_found():
+    write_events()
+    head = AuditChainHead.objects.get().sequence
+    tamper("DELETE FROM registry_auditevent WHERE sequence >= %s", [head - 1])
+    problem = audit_verify().problem
+    assert problem.kind == "missing" and problem.sequence == head - 1
+
+
+def test_two_swapped_events_are_found():
+    write_events()
+    tamper("UPDATE registry_auditevent SET sequence = -1 WHERE sequence = 3")
+    tamper("UPDATE registry_auditevent SET sequence = 3 WHERE sequence = 6")
+    tamper("UPDATE registry_auditevent SET sequence = 6 WHERE sequence = -1")
+    problem = audit_verify().problem
+    assert problem.sequence == 3 and problem.kind in ("broken_link", "altered")
+
+
+def test_an_inserted_event_is_found_even_with_a_well_formed_hash():
+    write_events()
+    head = AuditChainHead.objects.get().sequence
+    for sequence in range(head, 5, -1):  # make room after #5
+        tamper(
+            "UPDATE registry_auditevent SET sequence = sequence + 1 WHERE sequence = %s", [sequence]
+        )
+    previous = AuditEvent.objects.get(sequence=5)
+    forged = dict(
+        id=10**9,
+        occurred_at=previous.occurred_at,
+        actor_name="intruder",
+        action="tool.deleted",
+        target_type="registry.tool",
+        target_id="x",
+        target_repr="forged",
+        before=None,
+        after=None,
+        request_id="",
+        client_address=None,
+    )
+    digest = event_hash(previous.hash, forged, 6)
+    tamper(
+        "INSERT INTO registry_auditevent (id, occurred_at, actor_name, action, target_type, target_id,"
+        " target_repr, request_id, sequence, prev_hash, hash) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+        [
+            10**9,
+            previous.occurred_at,
+            "intruder",
+            "tool.deleted",
+            "registry.tool",
+            "x",
+            "forged",
+            "",
+            6,
+            previous.hash,
+            digest,
+        ],
+    )
+    problem = audit_verify().problem
+    # The forged event itself chains correctly; the next real one no longer does.
+    assert (problem.kind, problem.sequence) == ("broken_link", 7)
+
+
+def test_verify_command_exit_status_and_api(reviewer_client, plain_client):
+    write_events()
+    out = io.StringIO()
+    call_command("audit_verify", stdout=out)
+    assert "PASS" in out.getvalue()
+    assert reviewer_client.get("/api/v1/audit/verify").json()["ok"] is True
+    assert plain_client.get("/api/v1/audit/verify").status_code == 403
+    tamper("UPDATE registry_auditevent SET action = 'x' WHERE sequence = 2")
+    with pytest.raises(CommandError) as failure:
+        call_command("audit_verify", stdout=io.StringIO())
+    assert failure.value.returncode == 1 and "#2" in str(failure.value)
+    body = reviewer_client.get("/api/v1/audit/verify").json()
+    assert body["ok"] is False and body["problem"]["sequence"] == 2
+
+
+def test_signed_head_can_be_checked_later():
+    write_events()
+    head = audit_head()
+    assert audit_head_check(head)[0]
+    write_events(3)
+    assert audit_head_check(head)[0]  # still in the (longer) chain
+    forged = {**head, "hash": "f" * 64}
+    ok, message = audit_head_check(forged)
+    assert not ok and "signature" in message
+    tamper(
+        "UPDATE registry_auditevent SET hash = %s WHERE sequence = %s", ["e" * 64, head["sequence"]]
+    )
+    ok, message = audit_head_check(head)
+    assert not ok and "rewritten" in message
+
+
+def test_head_command_prints_and_verifies(tmp_path):
+    write_events()
+    out = io.StringIO()
+    call_command("audit_head", stdout=out)
+    head = json.loads(out.getvalue())
+    assert set(head) == {"sequence", "hash", "at", "signature"}
+    saved = tmp_path / "head.json"
+    saved.write_text(json.dumps(head))
+    verified = io.StringIO()
+    call_command("audit_head", "--verify", str(saved), stdout=verified)
+    assert "PASS" in verified.getvalue()
+    saved.write_text(json.dumps({**head, "sequence": head["sequence"] - 1}))
+    with pytest.raises(CommandError):
+        call_command("audit_head", "--verify", str(saved), stdout=io.StringIO())
+
+
+@PG
+def test_triggers_refuse_updates_and_deletes_of_audit_events():
+    write_events(3)
+    for sql in (
+        "UPDATE registry_auditevent SET action = 'x' WHERE sequence = 1",
+        "DELETE FROM registry_auditevent WHERE sequence = 1",
+        "UPDATE registry_auditevent SET hash = 'x' WHERE sequence = 1",
+    ):
+        with pytest.raises((InternalError, ProgrammingError, IntegrityError)) as refused:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(sql)
+        assert "append-only" in str(refused.value)
+    assert audit_verify().ok
+
+
+@PG
+def test_triggers_let_sealing_and_user_deletion_through(django_user_model):
+    user = django_user_model.objects.create_user("gone")
+    audit_record(actor=user, action="test.by_user", target_type="t", target_id="1")
+    audit_seal_all(grace=timedelta(0))
+    user.delete()  # sets actor to NULL; the denormalized name stays and is what the hash covers
+    event = AuditEvent.objects.get(action="test.by_user")
+    assert event.actor_id is None and event.actor_name == "gone"
+    assert audit_verify().ok
+
+
+def test_retention_exports_checkpoints_and_keeps_verification_green(tmp_path):
+    old = write_events(6)
+    long_ago = timezone.now() - timedelta(days=400)
+    for event in old:
+        tamper(
+            "UPDATE registry_auditevent SET occurred_at = %s WHERE id = %s", [long_ago, event.pk]
+        )
+    # Re-seal from scratch is not possible: the chain covers occurred_at; rebuild it for the test.
+    tamper("UPDATE registry_auditevent SET sequence = NULL, prev_hash = '', hash = ''")
+    tamper("DELETE FROM registry_auditchainhead")
+    audit_seal_all(grace=timedelta(0))
+    write_events(4)
+    old_head_sequence = (
+        AuditEvent.objects.filter(pk=old[-1].pk).values_list("sequence", flat=True).get()
+    )
+    old_head = {"sequence": old_head_sequence}
+    out = io.StringIO()
+    call_command(
+        "audit_retention",
+        "--before",
+        (timezone.now() - timedelta(days=30)).isoformat(),
+        "--export-dir",
+        str(tmp_path),
+        stdout=out,
+    )
+    checkpoint = AuditCheckpoint.objects.get()
+    assert checkpoint.events_removed >= 6
+    assert not AuditEvent.objects.filter(pk__in=[e.pk for e in old]).exists()
+    lines = [json.loads(line) for line in open(checkpoint.export_path)]
+    exported = {line["id"] for line in lines if line["type"] == "audit_event"}
+    assert {e.pk for e in old} <= exported
+    assert lines[-1]["type"] == "head" and lines[-1]["hash"] == checkpoint.hash
+    audit_seal_all(grace=timedelta(0))
+    report = audit_verify()
+    assert report.ok, report.problem
+    assert report.checkpoint == checkpoint.sequence
+    assert AuditEvent.objects.filter(action="audit.retention").exists()
+    # From the very start, the removed part is gone: verification says so.
+    assert not audit_verify(from_checkpoint=False).ok
+    assert old_head["sequence"] <= checkpoint.sequence
+
+
+def test_execution_audit_events_carry_the_execution_content_hash(db):
+    from executions.models import Execution
+    from executions.services.records import audit_execution, execution_content_hash
+
+    execution = Execution.objects.create(status="denied", tool_name="x", principal_name="p")
+    audit_execution(execution, "execution.denied")
+    event = AuditEvent.objects.get(action="execution.denied")
+    assert event.after["content_hash"] == execution_content_hash(execution)
+
+
+@PG
+def test_triggers_refuse_edits_and_deletes_of_finished_executions():
+    from executions.models import Execution
+
+    execution = Execution.objects.create(status="queued", tool_name="x", principal_name="p")
+    Execution.objects.filter(pk=execution.pk).update(status="running")
+    Execution.objects.filter(pk=execution.pk).update(status="succeeded", output_data={"a": 1})
+    for attempt in (
+        lambda: Execution.objects.filter(pk=execution.pk).update(output_data={"a": 2}),
+        lambda: Execution.objects.filter(pk=execution.pk).update(status="failed"),
+        lambda: Execution.objects.filter(pk=execution.pk).delete(),
+    ):
+        with pytest.raises((InternalError, ProgrammingError, IntegrityError)) as refused:
+            with transaction.atomic():
+                attempt()
+        assert "immutable" in str(refused.value)
+    assert Execution.objects.get(pk=execution.pk).output_data == {"a": 1}
