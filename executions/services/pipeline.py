@@ -58,7 +58,28 @@ class Caller:
         return access.role_ids_of(self.user)
 
 
-def _with_execution(exc: ToolHubError, execution: Execution) -> ToolHubError:
+def _refuse(
+    exc: ToolHubError,
+    *,
+    caller: Caller,
+    tool: Tool | None,
+    tool_ref: Any,
+    status: str = ExecutionStatus.DENIED,
+    message: str | None = None,
+    inputs: Any = None,
+    raw_input: str = "",
+) -> ToolHubError:
+    """Record a refused call (reason = the error's code) and return the error to raise."""
+    execution = _record_refusal(
+        caller=caller,
+        tool=tool,
+        requested=str(tool_ref),
+        status=status,
+        reason=exc.code,
+        message=message or exc.message,
+        inputs=inputs,
+        raw_input=raw_input,
+    )
     exc.extra = {"execution_id": str(execution.pk)}
     return exc
 
@@ -150,50 +171,30 @@ def execution_request(
         caller = resolve_caller(user, role_ref)
     except PermissionDenied as exc:
         caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
-        execution = _record_refusal(
-            caller=caller,
-            tool=None,
-            requested=str(tool_ref),
-            status=ExecutionStatus.DENIED,
-            reason="role_not_member",
-            message=exc.message,
-        )
-        raise _with_execution(exc, execution) from None
+        raise _refuse(exc, caller=caller, tool=None, tool_ref=tool_ref) from None
 
     tool = _find_tool(caller, tool_ref)
     if tool is None:
-        execution = _record_refusal(
+        raise _refuse(
+            NotFound("Tool not found.", code="tool_not_found"),
             caller=caller,
             tool=None,
-            requested=str(tool_ref),
-            status=ExecutionStatus.DENIED,
-            reason="tool_not_found",
-            message="Tool not found.",
+            tool_ref=tool_ref,
         )
-        raise _with_execution(NotFound("Tool not found.", code="tool_not_found"), execution)
     if not tool.is_active:
-        execution = _record_refusal(
+        raise _refuse(
+            Conflict(f"Tool '{tool.name}' is deactivated.", code="tool_inactive"),
             caller=caller,
             tool=tool,
-            requested=str(tool_ref),
-            status=ExecutionStatus.DENIED,
-            reason="tool_inactive",
-            message="This tool is deactivated.",
-        )
-        raise _with_execution(
-            Conflict(f"Tool '{tool.name}' is deactivated.", code="tool_inactive"), execution
+            tool_ref=tool_ref,
         )
     if not access.can(caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids):
-        message = f"You may read '{tool.name}' but not execute it."
-        execution = _record_refusal(
+        raise _refuse(
+            PermissionDenied(f"You may read '{tool.name}' but not execute it."),
             caller=caller,
             tool=tool,
-            requested=str(tool_ref),
-            status=ExecutionStatus.DENIED,
-            reason="permission_denied",
-            message=message,
+            tool_ref=tool_ref,
         )
-        raise _with_execution(PermissionDenied(message), execution)
 
     outcome = validate_arguments(arguments, tool.input_schema())
     secret_names = set(secret_parameters(tool)) if tool.type == "http" else set()
@@ -203,23 +204,20 @@ def execution_request(
             if isinstance(outcome.value, dict)
             else None
         )
-        execution = _record_refusal(
+        count = len(outcome.errors)
+        raise _refuse(
+            InvalidArguments(
+                f"The arguments do not match the tool's input schema "
+                f"({count} problem{'s' if count != 1 else ''}).",
+                details=outcome.errors,
+            ),
             caller=caller,
             tool=tool,
-            requested=str(tool_ref),
+            tool_ref=tool_ref,
             status=ExecutionStatus.INVALID,
-            reason="invalid_arguments",
             message="; ".join(f"{e['path']}: {e['message']}" for e in outcome.errors),
             inputs=stored,
             raw_input=outcome.raw_text if stored is None else "",
-        )
-        count = len(outcome.errors)
-        raise _with_execution(
-            InvalidArguments(
-                f"The arguments do not match the tool's input schema ({count} problem{'s' if count != 1 else ''}).",
-                details=outcome.errors,
-            ),
-            execution,
         )
 
     inputs = outcome.value
@@ -230,16 +228,7 @@ def execution_request(
     try:
         quota = governance.rate_limit_admit(caller=caller, tool=tool)
     except (governance.RateLimited, governance.ControlsUnavailable) as exc:
-        execution = _record_refusal(
-            caller=caller,
-            tool=tool,
-            requested=str(tool_ref),
-            status=ExecutionStatus.DENIED,
-            reason=exc.code,
-            message=exc.message,
-            inputs=stored,
-        )
-        raise _with_execution(exc, execution) from None
+        raise _refuse(exc, caller=caller, tool=tool, tool_ref=tool_ref, inputs=stored) from None
 
     digest = input_hash(stored)
     cached = None
