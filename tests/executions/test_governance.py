@@ -185,10 +185,20 @@ with ThreadPoolExecutor(10) as pool:
 """
     env = {**os.environ, "DATABASE_URL": _database_url()}
     procs = [
-        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(2)
     ]
-    admitted = [int(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    admitted = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+        admitted.append(int(out.strip().splitlines()[-1]))
     assert sum(admitted) == 20, admitted
     assert RateLimitRule.objects.get(pk=rule.pk).max_requests == 20
 
