@@ -141,6 +141,8 @@ class Execution(models.Model):
             models.Index(fields=["-created_at"], name="exec_created_idx"),
             models.Index(fields=["tool", "-created_at"], name="exec_tool_time_idx"),
             models.Index(fields=["agent", "-created_at"], name="exec_agent_time_idx"),
+            # "Every call of tool X by agent Y last quarter."
+            models.Index(fields=["tool", "agent", "-created_at"], name="exec_tool_agent_time_idx"),
             models.Index(fields=["principal", "-created_at"], name="exec_principal_time_idx"),
             models.Index(fields=["status", "-created_at"], name="exec_status_time_idx"),
             models.Index(fields=["role", "-created_at"], name="exec_role_time_idx"),

@@ -8,10 +8,16 @@ from rest_framework.response import Response
 
 from executions.api.serializers import ExecutionSerializer
 from executions.models import Approval, ApprovalStatus
-from executions.services.approvals import approval_decide, approval_for, approvals_visible_to
+from executions.services.approvals import (
+    approval_decide,
+    approval_for,
+    approvals_visible_to,
+    may_decide,
+)
 from toolhub.api.params import query_choice
 from toolhub.api.serializers import StrictSerializer
 from toolhub.api.views import BaseAPIView
+from toolhub.exceptions import PermissionDenied
 
 
 class ApprovalSerializer(serializers.ModelSerializer):
@@ -77,6 +83,11 @@ class ApprovalDecisionView(BaseAPIView):
     @extend_schema(request=DecisionSerializer, responses=ApprovalSerializer)
     def post(self, request, approval_id):
         approval = approval_for(request.user, approval_id)
+        refusal = may_decide(request.user, approval)
+        if refusal:  # refuse before looking at the body
+            raise PermissionDenied(
+                refusal, code="four_eyes" if "Four eyes" in refusal else "permission_denied"
+            )
         data = DecisionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         approval = approval_decide(

@@ -41,3 +41,9 @@ urlpatterns = [
         name="approval-reject",
     ),
 ]
+
+from executions.api import export_views  # noqa: E402
+
+urlpatterns += [
+    path("executions/export", export_views.ExecutionExportView.as_view(), name="execution-export"),
+]

@@ -61,7 +61,10 @@ def _time_param(params, name):
     raw = params.get(name)
     if not raw:
         return None
-    value = parse_datetime(raw)
+    try:
+        value = parse_datetime(raw)
+    except ValueError:
+        value = None
     if value is None:
         raise ValidationError({name: [f"'{raw}' is not an ISO 8601 date-time."]})
     return value

@@ -59,6 +59,11 @@ def _approval_snapshot(approval: Approval) -> dict:
 
 def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "") -> Approval:
     """Approve (the call is queued and runs) or reject (with a reason). Exactly one decision wins."""
+    refusal = may_decide(actor, approval)
+    if refusal:
+        raise PermissionDenied(
+            refusal, code="four_eyes" if "Four eyes" in refusal else "permission_denied"
+        )
     reason = (reason or "").strip()
     if not approve and not reason:
         raise InvalidInput(
@@ -73,11 +78,6 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             details=[
                 {"field": "reason", "message": "At most 2000 characters.", "code": "max_length"}
             ],
-        )
-    refusal = may_decide(actor, approval)
-    if refusal:
-        raise PermissionDenied(
-            refusal, code="four_eyes" if "Four eyes" in refusal else "permission_denied"
         )
     now = timezone.now()
     execution = approval.execution

@@ -325,7 +325,18 @@ def enqueue(execution: Execution, tool: Tool) -> None:
 
 
 def execution_cancel(*, actor, execution: Execution) -> Execution:
-    """Cancel a call that has not started (queued or waiting for approval)."""
+    """Cancel a call that has not started (queued or waiting for approval).
+
+    Only the caller, the agent's owner and platform admins may cancel; a
+    reviewer sees every call but changes none.
+    """
+    allowed = (
+        execution.principal_id == actor.pk
+        or (execution.agent_id is not None and execution.agent.owner_id == actor.pk)
+        or access.is_platform_admin(actor)
+    )
+    if not allowed:
+        raise PermissionDenied("Only the caller, the agent's owner or a platform admin may cancel.")
     claimed = Execution.objects.filter(
         pk=execution.pk, status__in=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL]
     ).update(status=ExecutionStatus.CANCELLED, finished_at=timezone.now(), sealed_secrets="")

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.models import Group, Permission
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import transaction
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -46,10 +47,21 @@ class AgentForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if not self.instance._state.adding:
+        # View-only users get a form without editable fields.
+        if "roles" in self.fields and not self.instance._state.adding:
             self.fields["roles"].initial = list(self.instance.user.groups.all())
+        if "name" in self.fields and not self.instance._state.adding:
             self.fields["name"].disabled = True
-        self.fields["owner"].queryset = self.fields["owner"].queryset.filter(agent__isnull=True)
+        if "owner" in self.fields:
+            self.fields["owner"].queryset = self.fields["owner"].queryset.filter(agent__isnull=True)
+
+
+class AgentViewForm(forms.ModelForm):
+    """The agent page for those who may only view it."""
+
+    class Meta:
+        model = Agent
+        fields = ["name", "owner", "description", "is_active"]
 
 
 @admin.register(Agent)
@@ -64,6 +76,17 @@ class AgentAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("user__groups")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is not None and not self.has_change_permission(request, obj):
+            kwargs["form"] = AgentViewForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and not self.has_change_permission(request, obj):
+            fields.append("role_names")
+        return fields
 
     @admin.display(description="Roles")
     def role_names(self, obj):
@@ -129,7 +152,7 @@ class AgentAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # deactivate instead: agents appear in the audit trail
 
-    @admin.action(description="Issue a token (shown once)")
+    @admin.action(description="Issue a token (shown once)", permissions=["change"])
     def issue_token(self, request, queryset):
         issued = []
         with transaction.atomic():
@@ -143,12 +166,14 @@ class AgentAdmin(admin.ModelAdmin):
                 issued.append((agent.name, token, raw))
         return token_page(request, issued, reverse("admin:registry_agent_changelist"))
 
-    @admin.action(description="Deactivate selected agents (their tokens stop working)")
+    @admin.action(
+        description="Deactivate selected agents (their tokens stop working)", permissions=["change"]
+    )
     def deactivate_agents(self, request, queryset):
         for agent in queryset:
             services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
 
-    @admin.action(description="Activate selected agents")
+    @admin.action(description="Activate selected agents", permissions=["change"])
     def activate_agents(self, request, queryset):
         for agent in queryset:
             services.agent_update(actor=request.user, agent=agent, data={"is_active": True})
@@ -212,6 +237,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return False  # revoke instead: tokens stay in the record
 
     def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise DjangoPermissionDenied
         if request.method == "POST":
             form = ApiTokenAddForm(request.POST)
             if form.is_valid():
@@ -229,7 +256,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
                 )
         return super().add_view(request, form_url, extra_context)
 
-    @admin.action(description="Revoke selected tokens")
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke_tokens(self, request, queryset):
         count = 0
         for token in queryset:

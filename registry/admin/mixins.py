@@ -1,11 +1,29 @@
-"""Admin plumbing shared by the registry and executions admins."""
+"""Admin plumbing shared by the registry and executions admins.
+
+Big tables (executions, audit events) use ``NoCountAdminMixin``: no
+``COUNT(*)`` for the paginator, no facet counts, no "show all", no
+``date_hierarchy`` (its ``SELECT DISTINCT`` dates scan the whole table) but a
+``TimeRangeFilter`` instead, and filters that never load every related row
+(``InputFilter``: a small text box). ``ExportAdminMixin`` streams the current
+changelist, exactly as filtered, as CSV or JSON Lines.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.http import Http404, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.functional import cached_property
 
+from registry.exports import FORMATS, Column, export_response
 from toolhub.exceptions import ToolHubError
 
 
@@ -26,23 +44,47 @@ class NoCountPaginator(Paginator):
     """Never ``COUNT(*)`` a big table: count only as far as the page after this one.
 
     The changelist learns "there is a next page" from one extra row, so page
-    links stop one past the current page instead of at the true total.
+    links stop one past the current page instead of at the true total. The
+    rows read for that are the page itself: one query per page.
     """
 
     def __init__(self, *args, page_number: int = 1, **kwargs):
         super().__init__(*args, **kwargs)
         self._page_number = max(page_number, 1)
+        self._window: list | None = None
 
     @cached_property
     def count(self):
         offset = (self._page_number - 1) * self.per_page
-        seen = len(self.object_list[offset : offset + self.per_page + 1])
-        return offset + seen
+        self._window = list(self.object_list[offset : offset + self.per_page + 1])
+        return offset + len(self._window)
+
+    def page(self, number):
+        number = self.validate_number(number)  # computes count, and so the window
+        if number == self._page_number and self._window is not None:
+            return self._get_page(self._window[: self.per_page], number, self)
+        return super().page(number)
+
+
+class NoCountChangeList(ChangeList):
+    def get_results(self, request):
+        super().get_results(request)
+        window = getattr(self.paginator, "_window", None)
+        if window is not None and self.page_num == 1 and not self.multi_page:
+            # A single short page: the paginator has read it already; don't read it again.
+            self.result_list = window
 
 
 class NoCountAdminMixin:
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # facets COUNT every choice over the table
+    # "Show all" would load the whole table: the paginator's count is only a lower bound.
+    list_max_show_all = 0
+    date_hierarchy = None  # use TimeRangeFilter: the hierarchy runs DISTINCT over all rows
     paginator = NoCountPaginator
+
+    def get_changelist(self, request, **kwargs):
+        return NoCountChangeList
 
     def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
         try:
@@ -56,6 +98,248 @@ class NoCountAdminMixin:
             allow_empty_first_page=allow_empty_first_page,
             page_number=page_number,
         )
+
+
+def _hidden_params(changelist, own: list[str]) -> list[tuple[str, str]]:
+    """The changelist's other query parameters, to carry through a filter's GET form."""
+    hidden = []
+    for key, values in sorted(changelist.filter_params.items()):
+        if key in own:
+            continue
+        for value in values if isinstance(values, list) else [values]:
+            hidden.append((key, value))
+    return hidden
+
+
+class InputFilter(admin.SimpleListFilter):
+    """A filter typed into a small box (a name or an id) instead of a list of every row.
+
+    ``lookups`` may offer a few quick links; subclasses implement ``filter``.
+    """
+
+    template = "admin/toolhub/input_filter.html"
+    placeholder = ""
+
+    def lookups(self, request, model_admin):
+        return []
+
+    def has_output(self):
+        return True
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        if not value:
+            return queryset
+        return self.filter(queryset, value)
+
+    def filter(self, queryset, value: str):
+        raise NotImplementedError
+
+    def choices(self, changelist):
+        yield from super().choices(changelist)
+        yield {
+            "form": True,
+            "name": self.parameter_name,
+            "value": self.value() or "",
+            "placeholder": self.placeholder,
+            "hidden": _hidden_params(changelist, [self.parameter_name]),
+        }
+
+
+def quarter_start(moment: dt.datetime) -> dt.datetime:
+    local = timezone.localtime(moment)
+    month = 3 * ((local.month - 1) // 3) + 1
+    return local.replace(month=month, day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def previous_quarter_start(start: dt.datetime) -> dt.datetime:
+    if start.month == 1:
+        return start.replace(year=start.year - 1, month=10)
+    return start.replace(month=start.month - 3)
+
+
+def _parse_bound(raw: str, *, end: bool) -> dt.datetime:
+    """A date (a whole day: from its start, or to the end of it) or a date-time."""
+    message = f"'{raw}' is not a date (YYYY-MM-DD) or date-time."
+    try:
+        # A bare date first: parse_datetime would also read it, as midnight.
+        day = parse_date(raw)
+        value = None if day else parse_datetime(raw)
+    except ValueError:  # well-formed but impossible, e.g. month 13
+        raise IncorrectLookupParameters(message) from None
+    if day is not None:
+        if end:
+            day += dt.timedelta(days=1)
+        value = dt.datetime.combine(day, dt.time.min)
+    elif value is None:
+        raise IncorrectLookupParameters(message)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    return value
+
+
+class TimeRangeFilter(admin.ListFilter):
+    """Last 24 h / 7 / 30 days, this or last quarter, or a custom from-to (GET parameters).
+
+    Filters one indexed date-time column with a range; never asks the
+    database which dates exist (what ``date_hierarchy`` does).
+    """
+
+    template = "admin/toolhub/time_range_filter.html"
+    field_name = ""
+    parameter_name = ""
+    PERIODS = [
+        ("24h", "Last 24 hours"),
+        ("7d", "Last 7 days"),
+        ("30d", "Last 30 days"),
+        ("this_quarter", "This quarter"),
+        ("last_quarter", "Last quarter"),
+    ]
+
+    def __init__(self, request, params, model, model_admin):
+        super().__init__(request, params, model, model_admin)
+        for name in self.expected_parameters():
+            if name in params:
+                values = params.pop(name)
+                value = values[-1] if isinstance(values, list) else values
+                if value:
+                    self.used_parameters[name] = value
+
+    @property
+    def from_parameter(self) -> str:
+        return f"{self.parameter_name}_from"
+
+    @property
+    def to_parameter(self) -> str:
+        return f"{self.parameter_name}_to"
+
+    def expected_parameters(self):
+        return [self.parameter_name, self.from_parameter, self.to_parameter]
+
+    def has_output(self):
+        return True
+
+    def bounds(self, now: dt.datetime | None = None):
+        """(start, end) of the chosen range; either may be None (open)."""
+        now = now or timezone.now()
+        period = self.used_parameters.get(self.parameter_name)
+        start = end = None
+        if period == "24h":
+            start = now - dt.timedelta(hours=24)
+        elif period == "7d":
+            start = now - dt.timedelta(days=7)
+        elif period == "30d":
+            start = now - dt.timedelta(days=30)
+        elif period == "this_quarter":
+            start = quarter_start(now)
+        elif period == "last_quarter":
+            end = quarter_start(now)
+            start = previous_quarter_start(end)
+        elif period:
+            raise IncorrectLookupParameters(f"Unknown period '{period}'.")
+        if self.from_parameter in self.used_parameters:
+            start = _parse_bound(self.used_parameters[self.from_parameter], end=False)
+        if self.to_parameter in self.used_parameters:
+            end = _parse_bound(self.used_parameters[self.to_parameter], end=True)
+        return start, end
+
+    def queryset(self, request, queryset):
+        start, end = self.bounds()
+        if start is not None:
+            queryset = queryset.filter(**{f"{self.field_name}__gte": start})
+        if end is not None:
+            queryset = queryset.filter(**{f"{self.field_name}__lt": end})
+        return queryset
+
+    def choices(self, changelist):
+        period = self.used_parameters.get(self.parameter_name)
+        custom = self.from_parameter in self.used_parameters or (
+            self.to_parameter in self.used_parameters
+        )
+        yield {
+            "selected": not period and not custom,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": "Any time",
+        }
+        for key, label in self.PERIODS:
+            yield {
+                "selected": period == key and not custom,
+                "query_string": changelist.get_query_string(
+                    {self.parameter_name: key},
+                    remove=[self.from_parameter, self.to_parameter],
+                ),
+                "display": label,
+            }
+        yield {
+            "form": True,
+            "from_name": self.from_parameter,
+            "to_name": self.to_parameter,
+            "from_value": self.used_parameters.get(self.from_parameter, ""),
+            "to_value": self.used_parameters.get(self.to_parameter, ""),
+            "hidden": _hidden_params(changelist, self.expected_parameters()),
+        }
+
+
+def time_range_filter(field_name: str, parameter_name: str, title: str) -> type[TimeRangeFilter]:
+    return type(
+        f"{parameter_name.title()}RangeFilter",
+        (TimeRangeFilter,),
+        {"field_name": field_name, "parameter_name": parameter_name, "title": title},
+    )
+
+
+class ExportAdminMixin:
+    """'Export CSV' / 'Export JSON Lines' of the filtered changelist, and of selected rows.
+
+    The export link carries the changelist's query string; the export view
+    rebuilds the same ChangeList from it, so the file holds exactly the rows
+    the filters, search and ordering select, streamed in constant memory.
+    """
+
+    export_columns: list[Column] = []
+    export_basename = "export"
+    export_chunk_size = 1000
+    change_list_template = "admin/toolhub/export_change_list.html"
+    actions = ["export_selected_csv", "export_selected_jsonl"]
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        export = path(
+            "export/<str:fmt>/",
+            self.admin_site.admin_view(self.export_view),
+            name="{}_{}_export".format(*info),
+        )
+        return [export, *super().get_urls()]
+
+    def export_queryset(self, request, queryset, fmt: str):
+        return export_response(
+            queryset,
+            columns=self.export_columns,
+            fmt=fmt,
+            basename=self.export_basename,
+            chunk_size=self.export_chunk_size,
+        )
+
+    def export_view(self, request, fmt: str):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if fmt not in FORMATS:
+            raise Http404(f"Unknown export format '{fmt}'.")
+        try:
+            changelist = self.get_changelist_instance(request)
+        except IncorrectLookupParameters as exc:
+            self.message_user(request, f"Cannot export: {exc}", messages.ERROR)
+            info = self.opts.app_label, self.opts.model_name
+            return HttpResponseRedirect(reverse("admin:{}_{}_changelist".format(*info)))
+        return self.export_queryset(request, changelist.get_queryset(request), fmt)
+
+    @admin.action(description="Export selected as CSV", permissions=["view"])
+    def export_selected_csv(self, request, queryset):
+        return self.export_queryset(request, queryset, "csv")
+
+    @admin.action(description="Export selected as JSON Lines", permissions=["view"])
+    def export_selected_jsonl(self, request, queryset):
+        return self.export_queryset(request, queryset, "jsonl")
 
 
 def report_service_error(modeladmin: admin.ModelAdmin, request, exc: ToolHubError) -> None:

@@ -33,6 +33,14 @@ class ToolConfigInline(admin.TabularInline):
     fields = ["config_key", "value", "is_secret", "shown_value"]
     readonly_fields = ["shown_value"]
 
+    def get_fields(self, request, obj=None):
+        # Read-only inlines render fields from the object, and ToolConfig.value is the
+        # decrypted secret: people who cannot change configs see only the masked value.
+        fields = list(super().get_fields(request, obj))
+        if not self.has_change_permission(request, obj):
+            fields = [f for f in fields if f != "value"]
+        return fields
+
     @admin.display(description="Current value")
     def shown_value(self, obj):
         if obj is None or obj._state.adding:
@@ -269,13 +277,13 @@ class ToolAdmin(admin.ModelAdmin):
 
             return HttpResponseRedirect(reverse("admin:registry_tool_change", args=[object_id]))
 
-    @admin.action(description="Activate selected tools")
+    @admin.action(description="Activate selected tools", permissions=["change"])
     def activate_tools(self, request, queryset):
         for tool in queryset:
             services.tool_activate(actor=request.user, tool=tool)
         self.message_user(request, f"Activated {queryset.count()} tool(s).", messages.SUCCESS)
 
-    @admin.action(description="Deactivate selected tools")
+    @admin.action(description="Deactivate selected tools", permissions=["change"])
     def deactivate_tools(self, request, queryset):
         for tool in queryset:
             services.tool_deactivate(actor=request.user, tool=tool)

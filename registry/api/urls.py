@@ -85,3 +85,10 @@ urlpatterns += [
     path("audit/verify", acv.AuditVerifyView.as_view(), name="audit-verify"),
     path("audit/head", acv.AuditHeadView.as_view(), name="audit-head"),
 ]
+
+from registry.api import audit_views  # noqa: E402
+
+urlpatterns += [
+    path("audit", audit_views.AuditListView.as_view(), name="audit-list"),
+    path("audit/export", audit_views.AuditExportView.as_view(), name="audit-export"),
+]

@@ -66,6 +66,11 @@ REVIEWER_PERMISSIONS = [
     "registry.view_role",
     "registry.view_toolgrant",
     "registry.view_auditevent",
+    "registry.view_ratelimitrule",
+    "registry.view_mcpserver",
+    "executions.view_execution",
+    "executions.view_approval",
+    "auth.view_user",
 ]
 TOOL_ACCESS_CODENAMES = set(CODENAMES.values())
 

@@ -1,0 +1,3 @@
+"""Admin for executions, approvals, and the tool page's test run."""
+
+from executions.admin import approvals, executions, tools  # noqa: F401

@@ -1,0 +1,287 @@
+"""Execution records in the admin: read-only, filterable at scale, exportable."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+
+from executions import selectors
+from executions.exports import CHUNK_SIZE as EXPORT_CHUNK_SIZE
+from executions.exports import EXECUTION_COLUMNS
+from executions.models import Approval, Execution
+from registry import access
+from registry.admin.audit import audit_changelist_url, pretty_json
+from registry.admin.mixins import (
+    ExportAdminMixin,
+    InputFilter,
+    NoCountAdminMixin,
+    ReadOnlyAdminMixin,
+    time_range_filter,
+)
+from registry.models import Agent, AuditEvent, Tool
+
+EXECUTION_TARGET = "executions.execution"  # audit events of an execution have this target_type
+AUDIT_ROWS_SHOWN = 50
+
+
+def _uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+class ToolFilter(InputFilter):
+    """By tool: a name or an id, resolved to the tool's id (the (tool, -created_at) index)."""
+
+    title = "tool"
+    parameter_name = "tool"
+    placeholder = "tool name or id"
+
+    def filter(self, queryset, value):
+        tool_id = _uuid(value)
+        if tool_id:
+            return queryset.filter(tool_id=tool_id)
+        return queryset.filter(
+            tool_id__in=list(Tool.objects.filter(name=value).values_list("pk", flat=True))
+        )
+
+
+class AgentFilter(InputFilter):
+    title = "agent"
+    parameter_name = "agent"
+    placeholder = "agent name or id"
+
+    def filter(self, queryset, value):
+        agent_id = _uuid(value)
+        if agent_id:
+            return queryset.filter(agent_id=agent_id)
+        return queryset.filter(
+            agent_id__in=list(Agent.objects.filter(name=value).values_list("pk", flat=True))
+        )
+
+
+class RoleFilter(InputFilter):
+    title = "role"
+    parameter_name = "role"
+    placeholder = "role name or id"
+
+    def filter(self, queryset, value):
+        if value.isdigit():
+            return queryset.filter(role_id=int(value))
+        return queryset.filter(
+            role_id__in=list(Group.objects.filter(name=value).values_list("pk", flat=True))
+        )
+
+
+class PrincipalFilter(InputFilter):
+    title = "principal"
+    parameter_name = "principal"
+    placeholder = "user name"
+
+    def filter(self, queryset, value):
+        users = get_user_model().objects.filter(username=value).values_list("pk", flat=True)
+        return queryset.filter(principal_id__in=list(users))
+
+
+def executions_changelist_url(**params) -> str:
+    return reverse("admin:executions_execution_changelist") + "?" + urlencode(params)
+
+
+@admin.register(Execution)
+class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Execution records for millions of rows: indexed filters, exact search, no counts."""
+
+    list_display = [
+        "created_at",
+        "tool_name",
+        "principal_name",
+        "status",
+        "reason_code",
+        "error_type",
+        "execution_time_ms",
+        "short_id",
+    ]
+    # Each filter matches an index of executions_execution: (status|tool|agent|role|principal,
+    # -created_at) and (-created_at). Nothing here lists every tool or agent.
+    list_filter = [
+        time_range_filter("created_at", "created", "time"),
+        "status",
+        ToolFilter,
+        AgentFilter,
+        RoleFilter,
+        PrincipalFilter,
+    ]
+    # Exact matches only (see get_search_results): the primary key and exec_request_idx.
+    search_fields = ["=id", "=request_id"]
+    search_help_text = "Exact execution id or request id."
+    list_select_related = False
+    list_per_page = 50
+    ordering = ["-created_at"]
+    fields = [
+        "id",
+        "status",
+        "reason_code",
+        "tool_link",
+        "tool_name",
+        "tool_version",
+        "agent_link",
+        "principal_name",
+        "role_link",
+        "roles_used",
+        "approval_link",
+        "cached_from_link",
+        "input_pretty",
+        "raw_input",
+        "output_pretty",
+        "output_truncated",
+        "output_artifact",
+        "error_type",
+        "error_message",
+        "upstream_status",
+        "attempts",
+        "created_at",
+        "queued_at",
+        "started_at",
+        "finished_at",
+        "deadline_at",
+        "execution_time_ms",
+        "chars_in",
+        "chars_out",
+        "cost",
+        "input_hash",
+        "request_id",
+        "client_address",
+        "worker",
+        "audit_link",
+    ]
+    readonly_fields = fields
+    export_columns = EXECUTION_COLUMNS
+    export_basename = "executions"
+    export_chunk_size = EXPORT_CHUNK_SIZE
+
+    # Inputs and outputs can be large; the list never shows them, the detail page does.
+    LIST_DEFERRED = ("input_data", "output_data", "raw_input", "sealed_secrets", "error_message")
+
+    def get_queryset(self, request):
+        # Who sees which executions is decided once, for the API and the admin alike.
+        visible = selectors.execution_visible_to(request.user)
+        return visible.select_related(None).defer(*self.LIST_DEFERRED)
+
+    def get_object(self, request, object_id, from_field=None):
+        execution_id = _uuid(str(object_id))
+        if execution_id is None:
+            return None
+        return selectors.execution_visible_to(request.user).filter(pk=execution_id).first()
+
+    def has_view_permission(self, request, obj=None):
+        user = request.user
+        return (
+            access.is_reviewer(user)
+            or access.is_platform_admin(user)
+            or super().has_view_permission(request, obj)
+        )
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        condition = Q(request_id=term)
+        execution_id = _uuid(term)
+        if execution_id:
+            condition |= Q(pk=execution_id)
+        return queryset.filter(condition), False
+
+    @admin.display(description="id")
+    def short_id(self, obj):
+        return str(obj.pk)[:8]
+
+    @admin.display(description="Tool")
+    def tool_link(self, obj):
+        if not obj.tool_id:
+            return obj.requested_tool or "—"
+        url = reverse("admin:registry_tool_change", args=[obj.tool_id])
+        return format_html(
+            '<a href="{}">{}</a> (<a href="{}">its executions</a>)',
+            url,
+            obj.tool_name,
+            executions_changelist_url(tool=obj.tool_id),
+        )
+
+    @admin.display(description="Agent")
+    def agent_link(self, obj):
+        if not obj.agent_id:
+            return "— (a person)"
+        url = reverse("admin:registry_agent_change", args=[obj.agent_id])
+        return format_html(
+            '<a href="{}">{}</a> (<a href="{}">its executions</a>)',
+            url,
+            obj.agent.name,
+            executions_changelist_url(agent=obj.agent_id),
+        )
+
+    @admin.display(description="Role used")
+    def role_link(self, obj):
+        if not obj.role_id:
+            return "— (all of the caller's roles)"
+        url = reverse("admin:registry_role_change", args=[obj.role_id])
+        return format_html('<a href="{}">{}</a>', url, obj.role.name)
+
+    @admin.display(description="Approval")
+    def approval_link(self, obj):
+        approval = Approval.objects.filter(execution_id=obj.pk).first()
+        if approval is None:
+            return "—"
+        url = reverse("admin:executions_approval_change", args=[approval.pk])
+        decided = f" by {approval.decided_by_name}" if approval.decided_by_name else ""
+        return format_html('<a href="{}">{}{}</a>', url, approval.get_status_display(), decided)
+
+    @admin.display(description="Answered from the cache of")
+    def cached_from_link(self, obj):
+        if not obj.cached_from_id:
+            return "—"
+        url = reverse("admin:executions_execution_change", args=[obj.cached_from_id])
+        return format_html('<a href="{}">{}</a>', url, obj.cached_from_id)
+
+    @admin.display(description="Input (secrets removed)")
+    def input_pretty(self, obj):
+        return pretty_json(obj.input_data)
+
+    @admin.display(description="Output")
+    def output_pretty(self, obj):
+        return pretty_json(obj.output_data)
+
+    @admin.display(description="Audit events")
+    def audit_link(self, obj):
+        events = list(
+            AuditEvent.objects.filter(target_type=EXECUTION_TARGET, target_id=str(obj.pk))
+            .order_by("id")
+            .values("pk", "occurred_at", "action", "actor_name", "sequence")[:AUDIT_ROWS_SHOWN]
+        )
+        rows = format_html_join(
+            "",
+            '<li><a href="{}">#{} {}</a> at {} by {}{}</li>',
+            (
+                (
+                    reverse("admin:registry_auditevent_change", args=[e["pk"]]),
+                    e["pk"],
+                    e["action"],
+                    e["occurred_at"],
+                    e["actor_name"] or "—",
+                    f" (sealed #{e['sequence']})" if e["sequence"] else " (not sealed yet)",
+                )
+                for e in events
+            ),
+        )
+        url = audit_changelist_url(target_type=EXECUTION_TARGET, target_id=str(obj.pk))
+        return format_html('<ul>{}</ul><a href="{}">Audit events of this execution</a>', rows, url)

@@ -1,0 +1,132 @@
+"""The tool and agent admins, extended with the test run and links to their records."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.html import format_html
+
+from executions.admin.executions import executions_changelist_url
+from executions.services.pipeline import execution_request
+from registry import access
+from registry.admin.access import AgentAdmin
+from registry.admin.audit import audit_changelist_url
+from registry.admin.tools import ToolAdmin
+from registry.models import Action, Agent, Tool
+from toolhub.exceptions import ToolHubError
+
+
+class TestRunForm(forms.Form):
+    arguments = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 80, "style": "font-family: monospace"}),
+        initial="{}",
+        help_text="A JSON object matching the tool's input schema.",
+    )
+    wait_seconds = forms.FloatField(
+        min_value=0, max_value=600, initial=30, help_text="How long to wait for the result."
+    )
+
+
+def activity_links(*, executions_url: str, audit_url: str):
+    return format_html(
+        '<a href="{}">Executions</a> · <a href="{}">Audit events</a>', executions_url, audit_url
+    )
+
+
+class ToolAdminWithTestRun(ToolAdmin):
+    """The tool admin plus a 'Test run' page that calls the same pipeline as the API."""
+
+    change_form_template = "admin/registry/tool/change_form.html"
+    readonly_fields = [*ToolAdmin.readonly_fields, "activity"]
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is not None:
+            fieldsets.append(("Activity", {"fields": ["activity"]}))
+        return fieldsets
+
+    @admin.display(description="Records of this tool")
+    def activity(self, obj):
+        if obj is None or obj._state.adding:
+            return "—"
+        return activity_links(
+            executions_url=executions_changelist_url(tool=obj.pk),
+            audit_url=audit_changelist_url(target_type="registry.tool", target_id=str(obj.pk)),
+        )
+
+    def get_urls(self):
+        urls = super().get_urls()
+        extra = [
+            path(
+                "<path:object_id>/test-run/",
+                self.admin_site.admin_view(self.test_run_view),
+                name="registry_tool_test_run",
+            )
+        ]
+        return extra + urls
+
+    def test_run_view(self, request, object_id):
+        tool = get_object_or_404(Tool, pk=object_id)
+        if not access.can(request.user, Action.READ, tool):
+            raise DjangoPermissionDenied
+        form = TestRunForm(request.POST or None)
+        execution = None
+        error = None
+        if request.method == "POST" and form.is_valid():
+            try:
+                execution = execution_request(
+                    user=request.user,
+                    tool_ref=str(tool.pk),
+                    arguments=form.cleaned_data["arguments"],
+                    wait=form.cleaned_data["wait_seconds"],
+                )
+            except ToolHubError as exc:
+                error = {
+                    "code": exc.code,
+                    "message": exc.message,
+                    "details": exc.details,
+                    **exc.extra,
+                }
+                self.message_user(request, exc.message, messages.ERROR)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Test run: {tool.name}",
+            "tool": tool,
+            "form": form,
+            "execution": execution,
+            "execution_output": json.dumps(execution.output_data, indent=2) if execution else "",
+            "error": json.dumps(error, indent=2) if error else "",
+            "schema": json.dumps(tool.input_schema(), indent=2),
+            "opts": self.model._meta,
+            "can_execute": access.can(request.user, Action.EXECUTE, tool),
+        }
+        return TemplateResponse(request, "admin/registry/tool/test_run.html", context)
+
+
+admin.site.unregister(Tool)
+admin.site.register(Tool, ToolAdminWithTestRun)
+
+
+class AgentAdminWithActivity(AgentAdmin):
+    """The agent admin plus links to the agent's executions and audit events."""
+
+    readonly_fields = [*AgentAdmin.readonly_fields, "activity"]
+
+    @admin.display(description="Records of this agent")
+    def activity(self, obj):
+        if obj is None or obj._state.adding:
+            return "—"
+        return activity_links(
+            executions_url=executions_changelist_url(agent=obj.pk),
+            audit_url=audit_changelist_url(target_type="registry.agent", target_id=str(obj.pk)),
+        )
+
+
+admin.site.unregister(Agent)
+admin.site.register(Agent, AgentAdminWithActivity)

@@ -1,0 +1,164 @@
+"""The audit log over the API: a filtered, cursor-paginated list and a streamed export.
+
+Only reviewers and platform admins may read it. Every event carries the
+chain fields (``sequence``, ``prev_hash``, ``hash``), so an exported JSON
+Lines file can be checked against the chain (``hash = sha256(prev_hash + "|"
++ canonical content)``, see ``registry.services.audit_chain``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import F
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import pagination, serializers
+from rest_framework.exceptions import ValidationError
+
+from registry import access
+from registry.exports import (
+    AUDIT_COLUMNS,
+    ExportNegotiationMixin,
+    audit_export_response,
+    export_format,
+)
+from registry.models import AuditEvent
+from toolhub.api.views import BaseAPIView
+from toolhub.exceptions import PermissionDenied
+
+AUDIT_FILTER_PARAMETERS = [
+    OpenApiParameter(
+        "action",
+        str,
+        description="Exact action (`tool.created`), or a prefix ending in `.` or `*` (`execution.`)",
+    ),
+    OpenApiParameter("actor", str, description="The actor's user name"),
+    OpenApiParameter("actor_id", int),
+    OpenApiParameter("target_type", str, description="e.g. `executions.execution`"),
+    OpenApiParameter("target_id", str),
+    OpenApiParameter("request_id", str),
+    OpenApiParameter("occurred_after", str, description="ISO 8601 date or date-time (inclusive)"),
+    OpenApiParameter("occurred_before", str, description="ISO 8601 date or date-time (exclusive)"),
+]
+
+
+def require_audit_reader(user) -> None:
+    if not (access.is_reviewer(user) or access.is_platform_admin(user)):
+        raise PermissionDenied("Only reviewers and platform admins may read the audit log.")
+
+
+def _time_param(params, name: str) -> dt.datetime | None:
+    raw = params.get(name)
+    if not raw:
+        return None
+    message = f"'{raw}' is not an ISO 8601 date or date-time."
+    try:
+        value = parse_datetime(raw)
+        day = parse_date(raw) if value is None else None
+    except ValueError:  # well-formed but impossible, e.g. month 13
+        raise ValidationError({name: [message]}) from None
+    if value is None:
+        if day is None:
+            raise ValidationError({name: [message]})
+        value = dt.datetime.combine(day, dt.time.min)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, dt.UTC)
+    return value
+
+
+def filter_audit_events(queryset, params):
+    """The API's audit filters; each one served by an index of registry_auditevent."""
+    action = params.get("action")
+    if action:
+        if action.endswith("*") or action.endswith("."):
+            queryset = queryset.filter(action__startswith=action.rstrip("*"))
+        else:
+            queryset = queryset.filter(action=action)
+    if params.get("actor"):
+        queryset = queryset.filter(actor_name=params["actor"])
+    actor_id = params.get("actor_id")
+    if actor_id:
+        if not actor_id.isdigit():
+            raise ValidationError({"actor_id": [f"'{actor_id}' is not a user id."]})
+        queryset = queryset.filter(actor_id=int(actor_id))
+    for name in ("target_type", "target_id", "request_id"):
+        if params.get(name):
+            queryset = queryset.filter(**{name: params[name]})
+    after = _time_param(params, "occurred_after")
+    if after:
+        queryset = queryset.filter(occurred_at__gte=after)
+    before = _time_param(params, "occurred_before")
+    if before:
+        queryset = queryset.filter(occurred_at__lt=before)
+    return queryset
+
+
+class AuditCursorPagination(pagination.CursorPagination):
+    ordering = ("-id",)
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        if not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
+            raise ValidationError({"page_size": [f"Must be between 1 and {self.max_page_size}."]})
+        return int(raw)
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    actor_id = serializers.IntegerField(allow_null=True)
+    before = serializers.JSONField()
+    after = serializers.JSONField()
+
+    class Meta:
+        model = AuditEvent
+        fields = [c.name for c in AUDIT_COLUMNS]
+
+
+class AuditListView(BaseAPIView):
+    @extend_schema(
+        parameters=[
+            *AUDIT_FILTER_PARAMETERS,
+            OpenApiParameter("cursor", str),
+            OpenApiParameter("page_size", int),
+        ],
+        responses=AuditEventSerializer(many=True),
+        description="Audit events, newest first. Reviewers and platform admins only (403 otherwise).",
+    )
+    def get(self, request):
+        require_audit_reader(request.user)
+        queryset = filter_audit_events(AuditEvent.objects.all(), request.query_params)
+        paginator = AuditCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(AuditEventSerializer(page, many=True).data)
+
+
+class AuditExportView(ExportNegotiationMixin, BaseAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, enum=["csv", "jsonl"], description="Default: csv"),
+            *AUDIT_FILTER_PARAMETERS,
+        ],
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
+            (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR),
+        },
+        description=(
+            "The filtered audit events in chain order (oldest first), streamed as CSV or JSON "
+            "Lines, with `sequence`, `prev_hash` and `hash`. Verify from JSON Lines: CSV guards "
+            "text starting with = + - @ with a leading '. Reviewers and platform admins only."
+        ),
+    )
+    def get(self, request):
+        require_audit_reader(request.user)
+        fmt = export_format(request.query_params)
+        queryset = filter_audit_events(AuditEvent.objects.all(), request.query_params)
+        # Chain order (unsealed events last), which the unique index on sequence serves.
+        ordered = queryset.order_by(F("sequence").asc(nulls_last=True), "id")
+        return audit_export_response(ordered, fmt)
