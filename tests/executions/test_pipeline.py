@@ -293,3 +293,26 @@ def test_egress_refusal_is_a_failed_execution(world, settings):
     body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
     assert body["status"] == "failed" and body["error_type"] == "egress_denied"
     assert body["attempts"] == 1
+
+
+def test_secrets_never_reach_the_logs(world, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    run(
+        world["client"], tool="echo_tool", input_data={"path": "echo", "token": PER_CALL}, wait=True
+    )
+    run(
+        world["client"],
+        tool="echo_tool",
+        input_data={"path": "status/500", "token": PER_CALL},
+        wait=True,
+    )
+    run(
+        world["client"],
+        tool="echo_tool",
+        input_data={"path": "echo", "count": "x", "token": PER_CALL},
+    )
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert caplog.records  # something was logged at DEBUG
+    assert CANARY not in logged and PER_CALL not in logged
