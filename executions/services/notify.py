@@ -43,11 +43,15 @@ def notify_done(execution_id) -> None:
 
 
 def wait_done(execution_id, timeout: float, is_done) -> bool:
-    """Block until ``is_done()`` or ``timeout`` seconds pass. Returns ``is_done()``."""
-    if is_done():
+    """Block until ``is_done()`` or ``timeout`` seconds pass. Returns ``is_done()``.
+
+    With Redis the wake-up is a list, not a pub/sub message: a notification
+    pushed before the wait starts is still there, so no read is needed first.
+    """
+    client = _redis()
+    if client is None and is_done():
         return True
     deadline = time.monotonic() + timeout
-    client = _redis()
     key = _KEY.format(execution_id)
     while True:
         remaining = deadline - time.monotonic()

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from executions.executors import get_executor
@@ -53,13 +53,9 @@ def _backoff(attempt: int, result: ExecutorResult) -> float:
     return min(0.2 * (2 ** (attempt - 1)), 5.0)
 
 
-def _secret_values(configs: dict[str, Any], tool: Tool, sealed: dict[str, Any]) -> tuple[str, ...]:
+def _secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[str, ...]:
     values: list[str] = []
-    for config in tool.configs.all():
-        if config.is_secret:
-            value = configs.get(config.config_key)
-            values.extend(_strings(value))
-    for value in sealed.values():
+    for value in [*secret_configs, *sealed.values()]:
         values.extend(_strings(value))
     return tuple(v for v in values if v)
 
@@ -76,11 +72,17 @@ def _strings(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _configs_for(tool: Tool) -> dict[str, Any]:
-    configs = {c.config_key: c.value for c in tool.configs.all()}
+def _configs_for(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
+    """The tool's configs (secrets decrypted) and the secret values among them, in one query."""
+    configs: dict[str, Any] = {}
+    secrets: list[Any] = []
+    for config in tool.configs.all():
+        configs[config.config_key] = config.value
+        if config.is_secret:
+            secrets.append(configs[config.config_key])
     if tool.type == "mcp":
         configs.update(_mcp_configs(tool, configs))
-    return configs
+    return configs, secrets
 
 
 def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +191,13 @@ def execution_run(*, execution_id) -> Execution | None:
         if not claimed:
             logger.info("execution %s no longer queued: nothing to do", execution_id)
             return None
-        execution = Execution.objects.select_related("tool").get(pk=execution_id)
+        # The row as claimed, without reading it back.
+        execution = row
+        execution.status, execution.started_at, execution.worker = (
+            ExecutionStatus.RUNNING,
+            now,
+            WORKER_NAME[:200],
+        )
         result, attempts, elapsed_ms = _run_with_retries(execution, tool)
         return _finish(execution, tool, result, attempts, elapsed_ms)
     finally:
@@ -233,8 +241,8 @@ def _run_with_retries(execution: Execution, tool: Tool) -> tuple[ExecutorResult,
     started = time.monotonic()
     try:
         sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
-        configs = _configs_for(tool)
-        secrets = _secret_values(configs, tool, sealed)
+        configs, secret_configs = _configs_for(tool)
+        secrets = _secret_values(secret_configs, sealed)
         executor = get_executor(tool.type)
     except Exception as exc:  # configuration that cannot even be loaded
         logger.warning("execution %s: cannot prepare: %s", execution.pk, exc.__class__.__name__)
@@ -247,8 +255,7 @@ def _run_with_retries(execution: Execution, tool: Tool) -> tuple[ExecutorResult,
     deadline = started + total_budget_seconds(tool)
     attempt = 0
     while True:
-        attempt += 1
-        Execution.objects.filter(pk=execution.pk).update(attempts=F("attempts") + 1)
+        attempt += 1  # recorded with the outcome: one write per run, not one per attempt
         call = ToolCall(
             tool_name=tool.name,
             tool_type=tool.type,
@@ -298,6 +305,7 @@ def _finish(
             error_type=(result.error_type or "")[:40] if not result.ok else "",
             error_message=(result.error_message or "")[:10000] if not result.ok else "",
             upstream_status=result.upstream_status,
+            attempts=attempts,
             finished_at=timezone.now(),
             execution_time_ms=round(elapsed_ms, 3),
             sealed_secrets="",
@@ -308,7 +316,7 @@ def _finish(
             audit_execution(execution, f"execution.{status}")
     if done:
         store_result(tool, execution)
-        if Approval.objects.filter(execution=execution).exists():
+        if tool.requires_approval and Approval.objects.filter(execution=execution).exists():
             notify_agent(execution)
     notify.notify_done(execution.pk)
     return execution
