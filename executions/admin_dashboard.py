@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import admin
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
@@ -120,6 +121,9 @@ def _charts(series: list[stats.StatsRow], interval: str, range_key: str) -> dict
     }
 
 
+DASHBOARD_CACHE_SECONDS = 60
+
+
 def dashboard_view(request):
     """Usage over the chosen range (24h / 7d / 30d / 90d) of every execution."""
     if not may_view_dashboard(request.user):
@@ -128,19 +132,26 @@ def dashboard_view(request):
     if range_key not in RANGES:
         range_key = DEFAULT_RANGE
     span, interval = RANGES[range_key]
-    now = timezone.now()
-    window = stats.stats_window(start=now - span, end=now, interval=interval)
-    visible = selectors.execution_visible_to(request.user)
-
-    totals = stats.execution_stats(visible, window=window)
+    # Everyone allowed here sees every execution, so one cached copy per range
+    # serves them all: re-aggregating 90 days of millions of rows takes seconds.
+    cache_key = f"toolhub:dashboard:{range_key}"
+    cached = cache.get(cache_key)
+    if cached is None:
+        now = timezone.now()
+        window = stats.stats_window(start=now - span, end=now, interval=interval)
+        visible = selectors.execution_visible_to(request.user)
+        totals = stats.execution_stats(visible, window=window)
+        by_tool = stats.execution_stats(visible, window=window, group_by="tool")
+        by_agent = stats.execution_stats(visible, window=window, group_by="agent")
+        series = stats.fill_series(
+            stats.execution_stats(visible, window=window, interval=interval, with_reasons=False),
+            window,
+            interval,
+        )
+        cached = (now, window, totals, by_tool, by_agent, series)
+        cache.set(cache_key, cached, DASHBOARD_CACHE_SECONDS)
+    now, window, totals, by_tool, by_agent, series = cached
     total = totals[0].metrics if totals else stats.Metrics(denials_by_reason={})
-    by_tool = stats.execution_stats(visible, window=window, group_by="tool")
-    by_agent = stats.execution_stats(visible, window=window, group_by="agent")
-    series = stats.fill_series(
-        stats.execution_stats(visible, window=window, interval=interval, with_reasons=False),
-        window,
-        interval,
-    )
     rate = total.success_rate
     context = {
         **admin.site.each_context(request),

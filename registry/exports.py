@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 
@@ -93,8 +94,11 @@ def csv_cell(value, *, is_json: bool = False) -> str:
 def iter_rows(queryset, columns: list[Column], *, chunk_size: int) -> Iterator[dict]:
     """The rows of ``queryset`` as ``{column name: value}``, read in chunks."""
     sources = [c.source for c in columns]
-    for row in queryset.values(*sources).iterator(chunk_size=chunk_size):
-        yield {c.name: row[c.source] for c in columns}
+    # Inside a transaction the server-side cursor is not WITH HOLD, so PostgreSQL
+    # streams rows at once instead of materializing the whole result first.
+    with transaction.atomic():
+        for row in queryset.values(*sources).iterator(chunk_size=chunk_size):
+            yield {c.name: row[c.source] for c in columns}
 
 
 def _pieces(lines: Iterable[str]) -> Iterator[bytes]:

@@ -6,6 +6,7 @@ anything but PostgreSQL instead of silently falling back.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -108,3 +109,16 @@ def plain_client(plain_user) -> APIClient:
 @pytest.fixture
 def reviewer_client(reviewer_user) -> APIClient:
     return token_client(reviewer_user)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dashboard_cache():
+    """The dashboard caches its aggregates for a minute; each test starts without them."""
+    from django.core.cache import cache
+
+    from executions.admin_dashboard import RANGES
+
+    keys = [f"toolhub:dashboard:{name}" for name in RANGES]
+    with contextlib.suppress(Exception):  # no cache reachable: nothing cached either
+        cache.delete_many(keys)
+    yield
