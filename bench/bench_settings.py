@@ -1,0 +1,21 @@
+"""ToolHub's settings plus overrides, to measure a candidate settings change without editing it.
+
+Used only when ``governed_vs_direct.py --set NAME=JSON`` is given: the overrides
+arrive as a JSON object in ``TOOLHUB_BENCH_OVERRIDES``; a dotted name sets a key
+inside a dict setting (``--set DATABASES.default.CONN_HEALTH_CHECKS=true``).
+"""
+
+import json
+import os
+
+from toolhub.settings import *  # noqa: F403
+
+for _name, _value in json.loads(os.environ.get("TOOLHUB_BENCH_OVERRIDES") or "{}").items():
+    _path = _name.split(".")
+    if len(_path) == 1:
+        globals()[_name] = _value
+        continue
+    _target = globals()[_path[0]]
+    for _key in _path[1:-1]:
+        _target = _target[_key]
+    _target[_path[-1]] = _value
