@@ -262,6 +262,10 @@ CELERY_BEAT_SCHEDULE = {
 # at most the tool's max_response_bytes of it.
 TOOLHUB_MAX_ARTIFACT_BYTES = env_int("TOOLHUB_MAX_ARTIFACT_BYTES", 64 * 1024 * 1024, minimum=1024)
 
+# Opt-in: run calls whose caller waits ("wait": true) in the web process instead of a
+# worker (bench/README.md compares both). Off by default: workers isolate executors.
+TOOLHUB_INLINE_WAIT = env_bool("TOOLHUB_INLINE_WAIT", default=False)
+
 # How long an admitted call may wait in the queue for a concurrency slot.
 TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=1)
 

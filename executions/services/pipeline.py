@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
@@ -279,8 +280,17 @@ def execution_request(
                 expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
             )
         audit_execution(execution, f"execution.{status}")
-        if status == ExecutionStatus.QUEUED:
+        run_here = bool(wait) and settings.TOOLHUB_INLINE_WAIT and status == ExecutionStatus.QUEUED
+        if status == ExecutionStatus.QUEUED and not run_here:
             transaction.on_commit(lambda: enqueue(execution, tool))
+
+    if run_here:
+        # Opt-in: a caller that waits has its call run in this process, after the
+        # durable INSERT, skipping the broker hop. The same claim, limits, retries
+        # and recording apply; the reaper covers a web process that dies mid-call.
+        from executions.services.runner import execution_run
+
+        execution_run(execution_id=execution.pk)
 
     # A call waiting for a human answers at once, even when the caller asked to wait.
     if wait and status == ExecutionStatus.QUEUED:

@@ -316,3 +316,19 @@ def test_secrets_never_reach_the_logs(world, caplog):
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert caplog.records  # something was logged at DEBUG
     assert CANARY not in logged and PER_CALL not in logged
+
+
+def test_inline_wait_runs_in_the_web_process_without_a_worker(world, eager_tasks, settings):
+    eager_tasks.conf.task_always_eager = False  # no worker consumes the queue here
+    settings.TOOLHUB_INLINE_WAIT = True
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    assert body["status"] == "succeeded" and body["output_data"]["status_code"] == 200
+    # Without wait the call still goes to the queue.
+    queued = run(world["client"], tool="echo_tool", input_data={"path": "echo"}).json()
+    assert queued["status"] == "queued"
+    actions = list(
+        AuditEvent.objects.filter(target_id=body["id"])
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+    assert actions == ["execution.queued", "execution.succeeded"]
