@@ -46,15 +46,24 @@ def role_ids_of(user, role_ids: Iterable[int] | None = None) -> list[int]:
     """The user's role ids, narrowed to ``role_ids`` when given (never widened)."""
     if not _active(user):
         return []
-    cache_name = "_toolhub_role_ids"
-    mine = getattr(user, cache_name, None)
-    if mine is None:
-        mine = list(user.groups.values_list("id", flat=True))
-        setattr(user, cache_name, mine)
+    mine = list(_roles_of(user))
     if role_ids is None:
         return mine
     wanted = set(role_ids)
     return [r for r in mine if r in wanted]
+
+
+def _roles_of(user) -> dict[int, str]:
+    """``{role id: name}`` of the user's roles, read once per request (cached on the user)."""
+    cached = getattr(user, "_toolhub_roles", None)
+    if cached is None:
+        cached = dict(user.groups.values_list("id", "name"))
+        user._toolhub_roles = cached
+    return cached
+
+
+def role_names_of(user) -> list[str]:
+    return sorted(_roles_of(user).values()) if _active(user) else []
 
 
 def _tool_ct() -> ContentType:
@@ -63,12 +72,21 @@ def _tool_ct() -> ContentType:
 
 def _has_all_tools(user, codes: Iterable[str], groups: list[int], narrowed: bool) -> bool:
     """A model-level grant (all tools), through a role or held by the user directly."""
-    holder = Q(group__id__in=groups)
-    if not narrowed:
-        holder |= Q(user=user)
-    return Permission.objects.filter(
-        holder, content_type=_tool_ct(), codename__in=list(codes)
-    ).exists()
+    key = (tuple(sorted(groups)), narrowed)
+    cache = getattr(user, "_toolhub_all_tools", None)
+    if cache is None:
+        cache = user._toolhub_all_tools = {}
+    held = cache.get(key)
+    if held is None:
+        holder = Q(group__id__in=groups)
+        if not narrowed:
+            holder |= Q(user=user)
+        held = cache[key] = set(
+            Permission.objects.filter(
+                holder, content_type=_tool_ct(), codename__in=list(CODENAMES.values())
+            ).values_list("codename", flat=True)
+        )
+    return bool(held & set(codes))
 
 
 def _object_grants(user, codes: Iterable[str], groups: list[int], narrowed: bool) -> Q:

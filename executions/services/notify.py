@@ -61,7 +61,8 @@ def wait_done(execution_id, timeout: float, is_done) -> bool:
             try:
                 # BLPOP takes whole or fractional seconds; re-check the row after each wake-up.
                 if client.blpop([key], timeout=max(min(remaining, 5.0), 0.01)):
-                    return is_done() or _settle(is_done)
+                    # Pushed only once the row is final and committed.
+                    return True
             except Exception as exc:
                 logger.warning("waiting on Redis failed (%s); polling instead", exc)
                 client = None
@@ -71,13 +72,3 @@ def wait_done(execution_id, timeout: float, is_done) -> bool:
             time.sleep(min(0.05, remaining))
             if is_done():
                 return True
-
-
-def _settle(is_done, attempts: int = 5) -> bool:
-    # The notification is sent after commit; a read from a replica or a racing
-    # transaction may lag by a moment.
-    for _ in range(attempts):
-        time.sleep(0.01)
-        if is_done():
-            return True
-    return False

@@ -126,7 +126,7 @@ def _record_refusal(
 def _role_names(caller: Caller) -> list[str]:
     if caller.role is not None:
         return [caller.role.name]
-    return sorted(caller.user.groups.values_list("name", flat=True)) if caller.user else []
+    return access.role_names_of(caller.user) if caller.user else []
 
 
 def resolve_caller(user, role_ref: Any = None) -> Caller:

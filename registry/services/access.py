@@ -267,8 +267,9 @@ def _set_membership(actor, user, roles: list[Group], *, target) -> None:
                 "member_type": target._meta.label_lower,
             },
         )
-    if hasattr(user, "_toolhub_role_ids"):
-        del user._toolhub_role_ids
+    for cached in ("_toolhub_roles", "_toolhub_all_tools"):
+        if hasattr(user, cached):
+            delattr(user, cached)
 
 
 @transaction.atomic
