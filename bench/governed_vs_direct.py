@@ -751,6 +751,12 @@ def parse_args() -> argparse.Namespace:
         help="override a Django setting for this run (bench/bench_settings.py), e.g. "
         "--set CELERY_DB_REUSE_MAX=1000; repeatable",
     )
+    parser.add_argument(
+        "--kill-db-connections",
+        action="store_true",
+        help="resilience check: terminate every connection to the bench database after the "
+        "warm-up (as a PostgreSQL restart would); the governed calls must still succeed",
+    )
     parser.add_argument("--profile-calls", type=int, default=300)
     parser.add_argument(
         "--ref",
@@ -960,6 +966,16 @@ def main() -> int:
         with direct_client() as client:
             for x in range(args.warmup * 5):
                 direct(client, x)
+        if args.kill_db_connections:
+            # Resilience check: every process loses its database connection (as after a
+            # PostgreSQL restart or failover); the governed calls below must still succeed.
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                killed = conn.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (DB_NAME,),
+                ).fetchone()[0]
+            print(f"terminated {killed} database connection(s) of the bench database", flush=True)
 
         results: list[RunResult] = []
         phases: dict[int, dict] = {}

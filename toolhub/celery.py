@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
 
@@ -10,7 +11,17 @@ app = Celery("toolhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Celery's Django fixup closes the database connection after every task unless
 # this (un-namespaced) key is set: a new PostgreSQL session per execution cost
-# ~15 ms of CPU. Keep connections for this many tasks (Django's CONN_MAX_AGE and
-# health checks still apply).
+# ~15 ms of CPU. Keep connections for this many tasks.
 app.conf["CELERY_DB_REUSE_MAX"] = int(os.environ.get("TOOLHUB_WORKER_DB_REUSE_MAX", "1000"))
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _drop_unusable_connections(**kwargs) -> None:
+    """What Django does around each request: a connection that broke (database
+    restart, network cut) or outlived CONN_MAX_AGE is closed and reopened on next
+    use, instead of failing every later task in this worker."""
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -136,3 +136,21 @@ def test_lost_task_is_requeued_and_runs(setup, eager_tasks):
         row = Execution.objects.get(pk=queued["id"])
         assert executions_reap()["requeued"] == 1, (row.status, row.queued_at, timezone.now())
         wait_for(lambda: Execution.objects.get(pk=queued["id"]).status == "succeeded")
+
+
+def test_worker_recovers_after_its_database_connection_is_cut(setup):
+    from django.db import connection
+
+    client = setup["client"]
+    body = {"tool": "upstream_call", "input_data": {"path": "echo"}, "wait": 20}
+    with celery_worker(concurrency=1):
+        assert (
+            client.post("/api/v1/executions", body, format="json").json()["status"] == "succeeded"
+        )
+        with connection.cursor() as cursor:  # a database restart, as the worker sees it
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        after = client.post("/api/v1/executions", body, format="json").json()
+        assert after["status"] == "succeeded", after
