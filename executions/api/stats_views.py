@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
-
 from django.urls import path
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from executions import selectors, stats
-from toolhub.api.params import query_choice
+from toolhub.api.params import query_choice, query_datetime, query_uuid
 from toolhub.api.views import BaseAPIView
 
 STATS_PARAMETERS = [
@@ -35,34 +31,6 @@ STATS_PARAMETERS = [
 ]
 
 
-def _time_param(params, name: str) -> datetime | None:
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return None
-    # A '+' in an unencoded query string arrives as a space.
-    text = raw.strip().replace(" ", "+") if "T" in raw else raw.strip()
-    try:
-        value = parse_datetime(text)
-        if value is None:
-            day = parse_date(text)
-            value = datetime(day.year, day.month, day.day, tzinfo=UTC) if day else None
-    except ValueError:
-        value = None
-    if value is None:
-        raise ValidationError({name: [f"'{raw}' is not an ISO 8601 date or date-time."]})
-    return value
-
-
-def _uuid_param(params, name: str) -> uuid.UUID | None:
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        raise ValidationError({name: [f"'{raw}' is not a UUID."]}) from None
-
-
 class StatsView(BaseAPIView):
     """Calls, outcomes, denials by reason, latency percentiles and cost, per tool or agent.
 
@@ -75,10 +43,10 @@ class StatsView(BaseAPIView):
         params = request.query_params
         group_by = query_choice(params, "group_by", stats.GROUPINGS) or "tool"
         interval = query_choice(params, "interval", stats.INTERVALS)
-        start = _time_param(params, "from")
-        end = _time_param(params, "to")
-        tool_id = _uuid_param(params, "tool_id")
-        agent_id = _uuid_param(params, "agent_id")
+        start = query_datetime(params, "from", allow_date=True, plus_as_space=True)
+        end = query_datetime(params, "to", allow_date=True, plus_as_space=True)
+        tool_id = query_uuid(params, "tool_id")
+        agent_id = query_uuid(params, "agent_id")
         try:
             window = stats.stats_window(start=start, end=end, interval=interval)
             report = stats.stats_report(

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
-
 from django.core.files.storage import default_storage
 from django.http import FileResponse
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import pagination
 from rest_framework.exceptions import ValidationError
@@ -16,6 +13,7 @@ from executions import selectors
 from executions.api.serializers import ExecutionRequestSerializer, ExecutionSerializer
 from executions.models import ExecutionStatus
 from executions.services.pipeline import execution_cancel, execution_request
+from toolhub.api.params import query_datetime, query_uuid
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound
 
@@ -47,34 +45,11 @@ FILTER_PARAMETERS = [
 ]
 
 
-def _uuid_param(params, name):
-    raw = params.get(name)
-    if not raw:
-        return None
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        raise ValidationError({name: [f"'{raw}' is not a UUID."]}) from None
-
-
-def _time_param(params, name):
-    raw = params.get(name)
-    if not raw:
-        return None
-    try:
-        value = parse_datetime(raw)
-    except ValueError:
-        value = None
-    if value is None:
-        raise ValidationError({name: [f"'{raw}' is not an ISO 8601 date-time."]})
-    return value
-
-
 def filter_executions(qs, params):
-    tool_id = _uuid_param(params, "tool_id")
+    tool_id = query_uuid(params, "tool_id")
     if tool_id:
         qs = qs.filter(tool_id=tool_id)
-    agent_id = _uuid_param(params, "agent_id")
+    agent_id = query_uuid(params, "agent_id")
     if agent_id:
         qs = qs.filter(agent_id=agent_id)
     role = params.get("role") or params.get("role_id")
@@ -92,10 +67,10 @@ def filter_executions(qs, params):
                 }
             )
         qs = qs.filter(status__in=statuses)
-    after = _time_param(params, "created_after")
+    after = query_datetime(params, "created_after")
     if after:
         qs = qs.filter(created_at__gte=after)
-    before = _time_param(params, "created_before")
+    before = query_datetime(params, "created_before")
     if before:
         qs = qs.filter(created_at__lt=before)
     return qs

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
@@ -19,7 +18,7 @@ from registry.api import access_serializers as s
 from registry.api.serializers import ToolOutputSerializer
 from registry.models import Action, Agent, ApiToken, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as services
-from toolhub.api.params import query_choice
+from toolhub.api.params import query_choice, query_uuid
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
 
@@ -245,7 +244,7 @@ class GrantListView(BaseAPIView):
         qs = _grant_qs()
         params = request.query_params
         if params.get("tool_id"):
-            qs = qs.filter(tool_id=_tool_or_404_safe(params["tool_id"]))
+            qs = qs.filter(tool_id=query_uuid(params, "tool_id"))
         if params.get("role_id"):
             if not params["role_id"].isdigit():
                 raise ValidationError({"role_id": ["Must be an integer."]})
@@ -270,13 +269,6 @@ class GrantListView(BaseAPIView):
             s.GrantOutputSerializer(_grant_qs().get(pk=grant.pk)).data,
             status=201 if created else 200,
         )
-
-
-def _tool_or_404_safe(raw):
-    try:
-        return uuid.UUID(str(raw))
-    except ValueError:
-        raise ValidationError({"tool_id": ["Must be a UUID."]}) from None
 
 
 class GrantBulkView(BaseAPIView):

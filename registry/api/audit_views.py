@@ -8,12 +8,8 @@ Lines file can be checked against the chain (``hash = sha256(prev_hash + "|"
 
 from __future__ import annotations
 
-import datetime as dt
-
 from django.apps import apps
 from django.db.models import F
-from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import pagination, serializers
@@ -27,6 +23,7 @@ from registry.exports import (
     export_format,
 )
 from registry.models import AuditEvent
+from toolhub.api.params import query_datetime
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
 
@@ -49,25 +46,6 @@ AUDIT_FILTER_PARAMETERS = [
 def require_audit_reader(user) -> None:
     if not (access.is_reviewer(user) or access.is_platform_admin(user)):
         raise PermissionDenied("Only reviewers and platform admins may read the audit log.")
-
-
-def _time_param(params, name: str) -> dt.datetime | None:
-    raw = params.get(name)
-    if not raw:
-        return None
-    message = f"'{raw}' is not an ISO 8601 date or date-time."
-    try:
-        value = parse_datetime(raw)
-        day = parse_date(raw) if value is None else None
-    except ValueError:  # well-formed but impossible, e.g. month 13
-        raise ValidationError({name: [message]}) from None
-    if value is None:
-        if day is None:
-            raise ValidationError({name: [message]})
-        value = dt.datetime.combine(day, dt.time.min)
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value, dt.UTC)
-    return value
 
 
 def filter_audit_events(queryset, params):
@@ -93,10 +71,10 @@ def filter_audit_events(queryset, params):
         queryset = queryset.filter(
             target_type__in=sorted(m._meta.label_lower for m in apps.get_models())
         )
-    after = _time_param(params, "occurred_after")
+    after = query_datetime(params, "occurred_after", allow_date=True)
     if after:
         queryset = queryset.filter(occurred_at__gte=after)
-    before = _time_param(params, "occurred_before")
+    before = query_datetime(params, "occurred_before", allow_date=True)
     if before:
         queryset = queryset.filter(occurred_at__lt=before)
     return queryset

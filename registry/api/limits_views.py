@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from registry import access
 from registry.models import Action, RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
 from registry.services import limits as services
+from toolhub.api.params import query_uuid
 from toolhub.api.serializers import StrictSerializer
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound, PermissionDenied
@@ -76,12 +74,9 @@ class RateLimitListView(BaseAPIView):
         qs = RateLimitRule.objects.select_related("tool").filter(tool__in=readable) | (
             RateLimitRule.objects.select_related("tool").filter(tool__isnull=True)
         )
-        raw = request.query_params.get("tool_id")
-        if raw:
-            try:
-                qs = qs.filter(tool_id=uuid.UUID(raw))
-            except ValueError:
-                raise ValidationError({"tool_id": [f"'{raw}' is not a UUID."]}) from None
+        tool_id = query_uuid(request.query_params, "tool_id")
+        if tool_id:
+            qs = qs.filter(tool_id=tool_id)
         return self.paginate(qs.order_by("-created_at"), RateLimitOutputSerializer)
 
     @extend_schema(request=RateLimitInputSerializer, responses={201: RateLimitOutputSerializer})
