@@ -38,57 +38,74 @@ def _uuid(value: str) -> uuid.UUID | None:
         return None
 
 
-class ToolFilter(InputFilter):
-    """By tool: a name or an id, resolved to the tool's id (the (tool, -created_at) index)."""
+class NameOrIdFilter(InputFilter):
+    """Filter on a foreign key by the related row's id or its name, resolved to ids first
+    so the (fk, -created_at) index answers."""
 
+    field: str  # the foreign key on Execution
+    name_field = "name"
+
+    def related_queryset(self):
+        raise NotImplementedError
+
+    def parse_id(self, value: str):
+        return _uuid(value)
+
+    def filter(self, queryset, value):
+        pk = self.parse_id(value)
+        if pk is not None:
+            return queryset.filter(**{f"{self.field}_id": pk})
+        ids = (
+            self.related_queryset().filter(**{self.name_field: value}).values_list("pk", flat=True)
+        )
+        return queryset.filter(**{f"{self.field}_id__in": list(ids)})
+
+
+class ToolFilter(NameOrIdFilter):
     title = "tool"
     parameter_name = "tool"
     placeholder = "tool name or id"
+    field = "tool"
 
-    def filter(self, queryset, value):
-        tool_id = _uuid(value)
-        if tool_id:
-            return queryset.filter(tool_id=tool_id)
-        return queryset.filter(
-            tool_id__in=list(Tool.objects.filter(name=value).values_list("pk", flat=True))
-        )
+    def related_queryset(self):
+        return Tool.objects.all()
 
 
-class AgentFilter(InputFilter):
+class AgentFilter(NameOrIdFilter):
     title = "agent"
     parameter_name = "agent"
     placeholder = "agent name or id"
+    field = "agent"
 
-    def filter(self, queryset, value):
-        agent_id = _uuid(value)
-        if agent_id:
-            return queryset.filter(agent_id=agent_id)
-        return queryset.filter(
-            agent_id__in=list(Agent.objects.filter(name=value).values_list("pk", flat=True))
-        )
+    def related_queryset(self):
+        return Agent.objects.all()
 
 
-class RoleFilter(InputFilter):
+class RoleFilter(NameOrIdFilter):
     title = "role"
     parameter_name = "role"
     placeholder = "role name or id"
+    field = "role"
 
-    def filter(self, queryset, value):
-        if value.isdigit():
-            return queryset.filter(role_id=int(value))
-        return queryset.filter(
-            role_id__in=list(Group.objects.filter(name=value).values_list("pk", flat=True))
-        )
+    def related_queryset(self):
+        return Group.objects.all()
+
+    def parse_id(self, value: str):
+        return int(value) if value.isdigit() else None
 
 
-class PrincipalFilter(InputFilter):
+class PrincipalFilter(NameOrIdFilter):
     title = "principal"
     parameter_name = "principal"
     placeholder = "user name"
+    field = "principal"
+    name_field = "username"
 
-    def filter(self, queryset, value):
-        users = get_user_model().objects.filter(username=value).values_list("pk", flat=True)
-        return queryset.filter(principal_id__in=list(users))
+    def related_queryset(self):
+        return get_user_model().objects.all()
+
+    def parse_id(self, value: str):
+        return None  # by user name only
 
 
 def executions_changelist_url(**params) -> str:
