@@ -9,6 +9,7 @@ Parameters that carry per-call secrets (keys of the HTTP tool's
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -72,8 +73,6 @@ def secret_parameters(tool) -> list[str]:
         if config.config_key == "headers_input_map" and not config.is_secret:
             mapping = config.plain_value
             if isinstance(mapping, str):
-                import json
-
                 try:
                     mapping = json.loads(mapping)
                 except ValueError:

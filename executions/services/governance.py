@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -129,8 +130,6 @@ def rate_limit_admit(*, caller, tool: Tool) -> Quota | None:
 
 @lru_cache(maxsize=256)
 def _condition_validator(condition_json: str) -> Draft202012Validator:
-    import json
-
     return Draft202012Validator(json.loads(condition_json))
 
 
@@ -140,8 +139,6 @@ def needs_approval(tool: Tool, inputs: dict) -> bool:
     condition = tool.approval_condition or {}
     if not condition:
         return True
-    import json
-
     return _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
 
 
