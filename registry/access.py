@@ -19,7 +19,10 @@ from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Q, QuerySet
 
+from registry import snapshot
 from registry.models import Action, Tool, ToolGroupObjectPermission, ToolUserObjectPermission
+
+_UNSET = object()
 
 CODENAMES = {
     Action.READ: "view_tool",
@@ -122,13 +125,59 @@ def restrict(
     return queryset.filter(_object_grants(user, codes, groups, narrowed))
 
 
-def can(user, action: str, tool: Tool, *, role_ids: Iterable[int] | None = None) -> bool:
-    """May ``user`` perform ``action`` on ``tool``?"""
+def can(
+    user,
+    action: str,
+    tool: Tool,
+    *,
+    role_ids: Iterable[int] | None = None,
+    entries: dict | object | None = _UNSET,
+) -> bool:
+    """May ``user`` perform ``action`` on ``tool``?
+
+    The answer comes from the permission codenames the user holds on the tool
+    (:func:`tool_codes`), kept per registry generation (``registry/snapshot.py``);
+    ``entries`` passes the snapshot a caller already read.
+    """
     if not _active(user):
         return False
     if user.is_superuser and role_ids is None:
         return True
-    return restrict(Tool.objects.filter(pk=tool.pk), user, action, role_ids=role_ids).exists()
+    held = tool_codes(user, tool.pk, role_ids=role_ids, entries=entries)
+    return bool(held & set(IMPLIED[Action(action)]))
+
+
+def tool_codes(
+    user, tool_id, *, role_ids: Iterable[int] | None = None, entries: dict | object | None = _UNSET
+) -> frozenset[str]:
+    """Every tool permission codename ``user`` holds on one tool, through its roles
+    (narrowed to ``role_ids`` when given) or directly, object-level or for all tools."""
+    narrowed = role_ids is not None
+    groups = role_ids_of(user, role_ids)
+    if entries is _UNSET:
+        entries = snapshot.current()
+    key = ("codes", user.pk, tuple(sorted(groups)), narrowed, tool_id)
+    return snapshot.cached(entries, key, lambda: _load_codes(user, tool_id, groups, narrowed))
+
+
+def _load_codes(user, tool_id, groups: list[int], narrowed: bool) -> frozenset[str]:
+    holder = Q(group__id__in=groups)
+    if not narrowed:
+        holder |= Q(user=user)
+    model_level = Permission.objects.filter(
+        holder, content_type=_tool_ct(), codename__in=list(CODENAMES.values())
+    ).values_list("codename", flat=True)
+    object_level = ToolGroupObjectPermission.objects.filter(
+        group_id__in=groups, content_object_id=tool_id
+    ).values_list("permission__codename", flat=True)
+    codes = set(model_level) | set(object_level)
+    if not narrowed:
+        codes |= set(
+            ToolUserObjectPermission.objects.filter(
+                user=user, content_object_id=tool_id
+            ).values_list("permission__codename", flat=True)
+        )
+    return frozenset(codes)
 
 
 def granted_action(role: Group, tool: Tool) -> str | None:

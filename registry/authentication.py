@@ -2,16 +2,53 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from registry import access, snapshot
 from registry.models.tokens import ApiToken, hash_token
 
 # last_used_at is refreshed at most this often, so authentication does not
 # write to the database on every request.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+# When this process last wrote each token's last_used_at (the token rows it
+# keeps in memory are not re-read for that column).
+_touched: dict[str, object] = {}
+_touched_lock = threading.Lock()
+
+
+def _load(token_hash: str):
+    """(token, user, agent) for a token hash, with the user's roles read once; None if unknown.
+
+    Kept per registry generation (``registry/snapshot.py``) and shared by the
+    threads of the process: read-only.
+    """
+    token = (
+        ApiToken.objects.select_related("user", "user__agent").filter(token_hash=token_hash).first()
+    )
+    if token is None:
+        return None
+    user = token.user
+    access.role_ids_of(user)  # reads the roles now, once, onto the shared user
+    return token, user, getattr(user, "agent", None)
+
+
+def _touch(token) -> None:
+    now = timezone.now()
+    last = _touched.get(token.token_hash) or token.last_used_at
+    if last is not None and now - last <= LAST_USED_RESOLUTION:
+        return
+    with _touched_lock:
+        last = _touched.get(token.token_hash) or token.last_used_at
+        if last is not None and now - last <= LAST_USED_RESOLUTION:
+            return
+        if len(_touched) > 100_000:
+            _touched.clear()
+        _touched[token.token_hash] = now
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -34,27 +71,27 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return self.authenticate_token(raw)
 
     def authenticate_token(self, raw: str):
-        token = (
-            ApiToken.objects.select_related("user", "user__agent")
-            .filter(token_hash=hash_token(raw))
-            .first()
-        )
-        if token is None:
+        token_hash = hash_token(raw)
+        entries = snapshot.current()
+        key = ("token", token_hash)
+        entry = entries.get(key) if entries is not None else None
+        if entry is None:
+            entry = _load(token_hash)
+            # Unknown tokens are not kept: guessing cannot fill the memory.
+            if entry is not None and entries is not None and len(entries) < snapshot.MAX_ENTRIES:
+                entries[key] = entry
+        if entry is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
+        token, user, agent = entry
         if token.is_revoked:
             raise exceptions.AuthenticationFailed("This token has been revoked.")
         if token.is_expired:
             raise exceptions.AuthenticationFailed("This token has expired.")
-        user = token.user
         if not user.is_active:
             raise exceptions.AuthenticationFailed("The account of this token is disabled.")
-        agent = getattr(user, "agent", None)
         if agent is not None and not agent.is_active:
             raise exceptions.AuthenticationFailed("The agent of this token is inactive.")
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-            token.last_used_at = now
+        _touch(token)
         return user, token
 
     def authenticate_header(self, request):

@@ -262,9 +262,26 @@ CELERY_BEAT_SCHEDULE = {
 # at most the tool's max_response_bytes of it.
 TOOLHUB_MAX_ARTIFACT_BYTES = env_int("TOOLHUB_MAX_ARTIFACT_BYTES", 64 * 1024 * 1024, minimum=1024)
 
-# Opt-in: run calls whose caller waits ("wait": true) in the web process instead of a
-# worker (bench/README.md compares both). Off by default: workers isolate executors.
-TOOLHUB_INLINE_WAIT = env_bool("TOOLHUB_INLINE_WAIT", default=False)
+# Executor kinds whose calls run in the web process when the caller waits ("wait": true),
+# after the durable INSERT, instead of taking the broker hop (bench/README.md measures
+# both). "true" = all kinds, "false" or empty = none (every call goes to a worker).
+_INLINE_KINDS = {"http", "database", "mcp", "python"}
+_inline = [kind.lower() for kind in env_list("TOOLHUB_INLINE_WAIT", [])]
+if _inline in (["true"], ["all"]):
+    _inline = sorted(_INLINE_KINDS)
+elif _inline in (["false"], ["none"], [""]):
+    _inline = []
+if set(_inline) - _INLINE_KINDS:
+    raise ImproperlyConfigured(
+        f"TOOLHUB_INLINE_WAIT: unknown executor kind(s) {sorted(set(_inline) - _INLINE_KINDS)}; "
+        f"use true, false or a comma-separated list of {sorted(_INLINE_KINDS)}."
+    )
+TOOLHUB_INLINE_WAIT = frozenset(_inline)
+
+# Registry reads of the execution path (token, roles, tool, rights, rules) are kept in
+# memory per process and dropped whenever the registry generation changes
+# (registry/snapshot.py). Off: every call reads the database.
+TOOLHUB_REGISTRY_CACHE = env_bool("TOOLHUB_REGISTRY_CACHE", default=True)
 
 # How long an admitted call may wait in the queue for a concurrency slot.
 TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=1)

@@ -47,7 +47,8 @@ class Quota:
         }
 
 
-def applicable_rules(tool: Tool) -> list[RateLimitRule]:
+def load_rules(tool: Tool) -> list[RateLimitRule]:
+    """The active rules that apply to ``tool`` (its own and the all-tools ones), tightest window first."""
     return list(
         RateLimitRule.objects.filter(Q(tool=tool) | Q(tool__isnull=True), is_active=True).order_by(
             "time_window_seconds"
@@ -66,7 +67,7 @@ def _subjects(rule: RateLimitRule, caller) -> list[str]:
     return [f"role:{r}" for r in role_ids] or ["role:none"]
 
 
-def rate_limit_admit(*, caller, tool: Tool) -> Quota | None:
+def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
     """Count this call against every applicable rule; refuse it if any is full.
 
     Counting is atomic in the shared store (one INCR per counter), so
@@ -74,7 +75,7 @@ def rate_limit_admit(*, caller, tool: Tool) -> Quota | None:
     window. A refused call gives its increments back so it does not use up
     the other rules' quota.
     """
-    rules = applicable_rules(tool)
+    rules = load_rules(tool) if rules is None else rules
     if not rules:
         return None
     now = time.time()

@@ -14,7 +14,6 @@ code) and audited, then raised as domain errors the API maps to HTTP.
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -28,8 +27,7 @@ from executions.models import Approval, Execution, ExecutionStatus
 from executions.services import governance, notify
 from executions.services.records import audit_execution, canonical_json, cost_of, input_hash
 from executions.validation import validate_arguments
-from registry import access, crypto
-from registry.formats import secret_parameters
+from registry import access, crypto, snapshot
 from registry.models import Action, Tool
 from toolhub import context
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
@@ -149,14 +147,14 @@ def resolve_caller(user, role_ref: Any = None) -> Caller:
     return caller
 
 
-def _find_tool(caller: Caller, tool_ref: str) -> Tool | None:
-    readable = access.restrict(
-        Tool.objects.all(), caller.user, Action.READ, role_ids=caller.role_ids
-    )
-    try:
-        return readable.filter(pk=uuid.UUID(str(tool_ref))).first()
-    except ValueError:
-        return readable.filter(name=str(tool_ref)).first()
+def _find_tool(caller: Caller, tool_ref: str, entries) -> snapshot.ToolSpec | None:
+    """The tool ``tool_ref`` names, if the caller may read it (None otherwise: one answer, 404)."""
+    spec = snapshot.tool_spec(tool_ref, entries)
+    if spec is None or not access.can(
+        caller.user, Action.READ, spec.tool, role_ids=caller.role_ids, entries=entries
+    ):
+        return None
+    return spec
 
 
 def execution_request(
@@ -174,14 +172,16 @@ def execution_request(
         caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
         raise _refuse(exc, caller=caller, tool=None, tool_ref=tool_ref) from None
 
-    tool = _find_tool(caller, tool_ref)
-    if tool is None:
+    entries = snapshot.current()
+    spec = _find_tool(caller, tool_ref, entries)
+    if spec is None:
         raise _refuse(
             NotFound("Tool not found.", code="tool_not_found"),
             caller=caller,
             tool=None,
             tool_ref=tool_ref,
         )
+    tool = spec.tool
     if not tool.is_active:
         raise _refuse(
             Conflict(f"Tool '{tool.name}' is deactivated.", code="tool_inactive"),
@@ -189,7 +189,7 @@ def execution_request(
             tool=tool,
             tool_ref=tool_ref,
         )
-    if not access.can(caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids):
+    if not access.can(caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids, entries=entries):
         raise _refuse(
             PermissionDenied(f"You may read '{tool.name}' but not execute it."),
             caller=caller,
@@ -197,8 +197,8 @@ def execution_request(
             tool_ref=tool_ref,
         )
 
-    outcome = validate_arguments(arguments, tool.input_schema())
-    secret_names = set(secret_parameters(tool)) if tool.type == "http" else set()
+    outcome = validate_arguments(arguments, spec.input_schema)
+    secret_names = spec.secret_names
     if not outcome.ok:
         stored = (
             {k: v for k, v in outcome.value.items() if k not in secret_names}
@@ -227,7 +227,7 @@ def execution_request(
 
     # Governance controls, in order: rate limits, the approval gate, the result cache.
     try:
-        quota = governance.rate_limit_admit(caller=caller, tool=tool)
+        quota = governance.rate_limit_admit(caller=caller, tool=tool, rules=spec.rules)
     except (governance.RateLimited, governance.ControlsUnavailable) as exc:
         raise _refuse(exc, caller=caller, tool=tool, tool_ref=tool_ref, inputs=stored) from None
 
@@ -241,6 +241,7 @@ def execution_request(
 
     ctx = context.current()
     now = timezone.now()
+    run_here, slots = False, []
     with transaction.atomic():
         execution = Execution(
             tool=tool,
@@ -272,7 +273,25 @@ def execution_request(
             execution.chars_out = cached["chars_out"] or 0
             execution.started_at = execution.finished_at = now
             execution.execution_time_ms = 0.0
-        execution.save(force_insert=True)
+        if status == ExecutionStatus.QUEUED and wait and _runs_inline(tool):
+            # A caller that waits has its call run in this process after the
+            # durable INSERT, skipping the broker hop (bench/README.md): the same
+            # slots, retries and recording. When a slot is full it queues instead.
+            from executions.services import runner
+
+            taken = runner.take_slots(execution, tool)
+            run_here, slots = taken is not None, taken or []
+        if run_here:
+            # Admitted and started in one write: the row is durable as `running`
+            # before the tool runs; the reaper ends it if this process dies.
+            runner.mark_running(execution, tool)
+            status = execution.status
+        try:
+            execution.save(force_insert=True)
+        except BaseException:
+            if slots:
+                runner.release_slots(execution, slots)
+            raise
         if status == ExecutionStatus.PENDING_APPROVAL:
             Approval.objects.create(
                 execution=execution,
@@ -280,20 +299,16 @@ def execution_request(
                 expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
             )
         audit_execution(execution, f"execution.{status}")
-        run_here = bool(wait) and settings.TOOLHUB_INLINE_WAIT and status == ExecutionStatus.QUEUED
-        if status == ExecutionStatus.QUEUED and not run_here:
+        if status == ExecutionStatus.QUEUED:
             transaction.on_commit(lambda: enqueue(execution, tool))
 
     if run_here:
-        # Opt-in: a caller that waits has its call run in this process, after the
-        # durable INSERT, skipping the broker hop. The same claim, limits, retries
-        # and recording apply; the reaper covers a web process that dies mid-call.
-        from executions.services.runner import execution_run
-
-        execution_run(execution_id=execution.pk)
-
+        try:
+            execution = runner.run_claimed(execution, spec)
+        finally:
+            runner.release_slots(execution, slots)
     # A call waiting for a human answers at once, even when the caller asked to wait.
-    if wait and status == ExecutionStatus.QUEUED:
+    elif wait and status == ExecutionStatus.QUEUED:
         limit = _wait_limit(tool, wait)
         notify.wait_done(
             execution.pk,
@@ -307,6 +322,10 @@ def execution_request(
         execution.refresh_from_db()
     execution.quota = quota
     return execution
+
+
+def _runs_inline(tool: Tool) -> bool:
+    return tool.type in settings.TOOLHUB_INLINE_WAIT
 
 
 def total_budget_seconds(tool: Tool) -> float:

@@ -59,7 +59,10 @@ def execution_content_hash(execution: Execution) -> str:
         "started_at": execution.started_at,
         "finished_at": execution.finished_at,
         "cached_from": str(execution.cached_from_id) if execution.cached_from_id else None,
-        "cost": execution.cost,
+        # Normalized, so the in-memory value and the column's scale hash alike.
+        "cost": format(Decimal(execution.cost).normalize(), "f")
+        if execution.cost is not None
+        else None,
     }
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 

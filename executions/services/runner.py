@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
@@ -34,11 +35,12 @@ from executions.services.pipeline import enqueue, total_budget_seconds
 from executions.services.records import audit_execution
 from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
 from executions.services.webhooks import notify_agent
-from registry import crypto
+from registry import crypto, snapshot
 from registry.models import Tool
 from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
 
 logger = logging.getLogger(__name__)
+User = get_user_model()
 WORKER_NAME = socket.gethostname()
 REAP_GRACE_SECONDS = 30
 REQUEUE_AFTER_SECONDS = 60
@@ -172,37 +174,65 @@ def execution_run(*, execution_id) -> Execution | None:
     stays ``queued`` and the task comes back a moment later, until the
     queue deadline; then it fails with ``queue_timeout``.
     """
-    row = Execution.objects.filter(pk=execution_id).select_related("tool").first()
-    if row is None or row.tool is None or row.status != ExecutionStatus.QUEUED:
+    row = Execution.objects.filter(pk=execution_id).first()
+    if row is None or row.tool_id is None or row.status != ExecutionStatus.QUEUED:
         return None
-    tool = row.tool
+    spec = snapshot.tool_spec(row.tool_id)
+    if spec is None:
+        return None
+    tool = row.tool = spec.tool
     budget = total_budget_seconds(tool)
     slots = _acquire_slots(row, tool, lease=budget + REAP_GRACE_SECONDS)
     if slots is None:
         return _wait_for_slot(row, tool)
     try:
         now = timezone.now()
+        deadline = now + timedelta(seconds=budget + REAP_GRACE_SECONDS)
         claimed = Execution.objects.filter(pk=execution_id, status=ExecutionStatus.QUEUED).update(
             status=ExecutionStatus.RUNNING,
             started_at=now,
-            deadline_at=now + timedelta(seconds=budget + REAP_GRACE_SECONDS),
+            deadline_at=deadline,
             worker=WORKER_NAME[:200],
         )
         if not claimed:
             logger.info("execution %s no longer queued: nothing to do", execution_id)
             return None
         # The row as claimed, without reading it back.
-        execution = row
-        execution.status, execution.started_at, execution.worker = (
+        row.status, row.started_at, row.deadline_at, row.worker = (
             ExecutionStatus.RUNNING,
             now,
+            deadline,
             WORKER_NAME[:200],
         )
-        result, attempts, elapsed_ms = _run_with_retries(execution, tool)
-        return _finish(execution, tool, result, attempts, elapsed_ms)
+        return run_claimed(row, spec)
     finally:
         for key in slots:
             _release(key, str(row.pk))
+
+
+def take_slots(execution: Execution, tool: Tool) -> list[str] | None:
+    """The concurrency slots a call about to run here needs (None: one is full)."""
+    return _acquire_slots(execution, tool, lease=total_budget_seconds(tool) + REAP_GRACE_SECONDS)
+
+
+def release_slots(execution: Execution, slots: list[str]) -> None:
+    for key in slots:
+        _release(key, str(execution.pk))
+
+
+def mark_running(execution: Execution, tool: Tool) -> None:
+    """Set an unsaved execution's claim fields, for a call that runs in this process."""
+    now = timezone.now()
+    execution.status = ExecutionStatus.RUNNING
+    execution.started_at = now
+    execution.deadline_at = now + timedelta(seconds=total_budget_seconds(tool) + REAP_GRACE_SECONDS)
+    execution.worker = WORKER_NAME[:200]
+
+
+def run_claimed(execution: Execution, spec) -> Execution:
+    """Run an execution this process holds as ``running`` and record its outcome."""
+    result, attempts, elapsed_ms = _run_with_retries(execution, spec)
+    return _finish(execution, spec.tool, result, attempts, elapsed_ms)
 
 
 def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
@@ -237,11 +267,12 @@ def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
     return None
 
 
-def _run_with_retries(execution: Execution, tool: Tool) -> tuple[ExecutorResult, int, float]:
+def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, float]:
+    tool = spec.tool
     started = time.monotonic()
     try:
         sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
-        configs, secret_configs = _configs_for(tool)
+        configs, secret_configs = spec.runtime(_configs_for)
         secrets = _secret_values(secret_configs, sealed)
         executor = get_executor(tool.type)
     except Exception as exc:  # configuration that cannot even be loaded
@@ -299,27 +330,45 @@ def _finish(
         fields.update(_store_output(execution, tool, result.output))
     if result.metadata.get("truncated"):
         fields["output_truncated"] = True
+    fields.update(
+        status=status,
+        error_type=(result.error_type or "")[:40] if not result.ok else "",
+        error_message=(result.error_message or "")[:10000] if not result.ok else "",
+        upstream_status=result.upstream_status,
+        attempts=attempts,
+        finished_at=timezone.now(),
+        execution_time_ms=round(elapsed_ms, 3),
+        sealed_secrets="",
+    )
     with transaction.atomic():
         done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.RUNNING).update(
-            status=status,
-            error_type=(result.error_type or "")[:40] if not result.ok else "",
-            error_message=(result.error_message or "")[:10000] if not result.ok else "",
-            upstream_status=result.upstream_status,
-            attempts=attempts,
-            finished_at=timezone.now(),
-            execution_time_ms=round(elapsed_ms, 3),
-            sealed_secrets="",
-            **fields,
+            **fields
         )
-        execution.refresh_from_db()
         if done:
-            audit_execution(execution, f"execution.{status}")
+            # The row is what this process just wrote: no read back.
+            for name, value in fields.items():
+                setattr(execution, name, value)
+            audit_execution(execution, f"execution.{status}", actor=_principal(execution))
     if done:
         store_result(tool, execution)
         if tool.requires_approval and Approval.objects.filter(execution=execution).exists():
             notify_agent(execution)
+    else:
+        execution.refresh_from_db()
     notify.notify_done(execution.pk)
     return execution
+
+
+def _principal(execution: Execution):
+    """The caller, for the audit event: the loaded user when there is one, else by id (kept)."""
+    cached = execution._state.fields_cache.get("principal")
+    if cached is not None or execution.principal_id is None:
+        return cached
+    return snapshot.cached(
+        snapshot.current(),
+        ("user", execution.principal_id),
+        lambda: User.objects.filter(pk=execution.principal_id).first(),
+    )
 
 
 def executions_reap(*, now=None) -> dict[str, int]:

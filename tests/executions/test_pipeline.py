@@ -320,7 +320,7 @@ def test_secrets_never_reach_the_logs(world, caplog):
 
 def test_inline_wait_runs_in_the_web_process_without_a_worker(world, eager_tasks, settings):
     eager_tasks.conf.task_always_eager = False  # no worker consumes the queue here
-    settings.TOOLHUB_INLINE_WAIT = True
+    settings.TOOLHUB_INLINE_WAIT = {"http"}
     body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
     assert body["status"] == "succeeded" and body["output_data"]["status_code"] == 200
     # Without wait the call still goes to the queue.
@@ -331,4 +331,5 @@ def test_inline_wait_runs_in_the_web_process_without_a_worker(world, eager_tasks
         .order_by("id")
         .values_list("action", flat=True)
     )
-    assert actions == ["execution.queued", "execution.succeeded"]
+    # Admitted and started in one durable write, then finished.
+    assert actions == ["execution.running", "execution.succeeded"]
