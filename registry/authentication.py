@@ -68,11 +68,14 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "The token contains invalid characters."
             ) from None
-        return self.authenticate_token(raw)
+        return self.authenticate_token(raw, request)
 
-    def authenticate_token(self, raw: str):
+    def authenticate_token(self, raw: str, request=None):
         token_hash = hash_token(raw)
         entries = snapshot.current()
+        if request is not None:
+            # Read once per request: the execution pipeline reuses it (registry_entries).
+            request._toolhub_registry = entries
         key = ("token", token_hash)
         entry = entries.get(key) if entries is not None else None
         if entry is None:
@@ -96,3 +99,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="toolhub"'
+
+
+def registry_entries(request):
+    """The registry entries this request's token authentication validated, if any."""
+    return getattr(request, "_toolhub_registry", snapshot.UNREAD)

@@ -30,6 +30,7 @@ from django.db import connection
 GENERATION_SQL = "SELECT value FROM toolhub_registry_generation WHERE id = 1"
 MAX_ENTRIES = 50_000
 _MISSING = object()
+UNREAD = object()  # "no entries read yet": callers read the generation themselves
 
 
 class _Store:

@@ -13,6 +13,7 @@ from executions import selectors
 from executions.api.serializers import ExecutionRequestSerializer, ExecutionSerializer
 from executions.models import ExecutionStatus
 from executions.services.pipeline import execution_cancel, execution_request
+from registry.authentication import registry_entries
 from toolhub.api.params import query_datetime, query_uuid
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound
@@ -106,6 +107,7 @@ class ExecutionListView(BaseAPIView):
             arguments=values.get("input_data"),
             wait=values.get("wait"),
             role_ref=values.get("role_id") or values.get("role"),
+            registry=registry_entries(request),
         )
         body = ExecutionSerializer(execution, context={"request": request}).data
         quota = getattr(execution, "quota", None)

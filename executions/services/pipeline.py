@@ -164,15 +164,20 @@ def execution_request(
     arguments: Any,
     wait: float | bool | None = None,
     role_ref: Any = None,
+    registry: dict | object | None = snapshot.UNREAD,
 ) -> Execution:
-    """Decide on one call and, if admitted, run it. See the module docstring for the steps."""
+    """Decide on one call and, if admitted, run it. See the module docstring for the steps.
+
+    ``registry``: the in-memory registry entries the caller's authentication
+    already validated in this request (saves reading the generation again).
+    """
     try:
         caller = resolve_caller(user, role_ref)
     except PermissionDenied as exc:
         caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
         raise _refuse(exc, caller=caller, tool=None, tool_ref=tool_ref) from None
 
-    entries = snapshot.current()
+    entries = snapshot.current() if registry is snapshot.UNREAD else registry
     spec = _find_tool(caller, tool_ref, entries)
     if spec is None:
         raise _refuse(
@@ -304,7 +309,7 @@ def execution_request(
 
     if run_here:
         try:
-            execution = runner.run_claimed(execution, spec)
+            execution = runner.run_claimed(execution, spec, notify_waiters=False)
         finally:
             runner.release_slots(execution, slots)
     # A call waiting for a human answers at once, even when the caller asked to wait.

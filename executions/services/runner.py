@@ -229,10 +229,13 @@ def mark_running(execution: Execution, tool: Tool) -> None:
     execution.worker = WORKER_NAME[:200]
 
 
-def run_claimed(execution: Execution, spec) -> Execution:
-    """Run an execution this process holds as ``running`` and record its outcome."""
+def run_claimed(execution: Execution, spec, *, notify_waiters: bool = True) -> Execution:
+    """Run an execution this process holds as ``running`` and record its outcome.
+
+    ``notify_waiters=False`` when the only waiter is the caller running it here.
+    """
     result, attempts, elapsed_ms = _run_with_retries(execution, spec)
-    return _finish(execution, spec.tool, result, attempts, elapsed_ms)
+    return _finish(execution, spec.tool, result, attempts, elapsed_ms, notify_waiters)
 
 
 def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
@@ -322,7 +325,12 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
 
 
 def _finish(
-    execution: Execution, tool: Tool, result: ExecutorResult, attempts: int, elapsed_ms: float
+    execution: Execution,
+    tool: Tool,
+    result: ExecutorResult,
+    attempts: int,
+    elapsed_ms: float,
+    notify_waiters: bool = True,
 ):
     status = ExecutionStatus.SUCCEEDED if result.ok else ExecutionStatus.FAILED
     fields: dict[str, Any] = {}
@@ -355,7 +363,8 @@ def _finish(
             notify_agent(execution)
     else:
         execution.refresh_from_db()
-    notify.notify_done(execution.pk)
+    if notify_waiters:
+        notify.notify_done(execution.pk)
     return execution
 
 

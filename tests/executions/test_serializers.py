@@ -1,0 +1,83 @@
+"""The hand-written execution JSON says exactly what DRF's generic serializer would."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import Group
+from django.utils import timezone
+from rest_framework.test import APIRequestFactory
+
+from executions.api.serializers import ExecutionSerializer
+from executions.models import Execution
+from registry.services import tools as tool_services
+from tests.factories import make_user
+
+pytestmark = [pytest.mark.django_db]
+
+
+def variants():
+    user = make_user("json-caller")
+    role = Group.objects.create(name="json-role")
+    tool = tool_services.tool_create(actor=None, name="json_tool", type="http")
+    now = timezone.now()
+    common = {"tool": tool, "tool_name": tool.name, "principal": user, "principal_name": "x"}
+    return [
+        Execution.objects.create(status="queued", queued_at=now, **common),
+        Execution.objects.create(
+            status="succeeded",
+            role=role,
+            roles_used=["json-role"],
+            input_data={"a": 1, "nested": {"b": [1, 2.5, None]}},
+            output_data={"status_code": 200, "data": "ünïcode"},
+            cost=Decimal("0.0025"),
+            attempts=2,
+            execution_time_ms=12.345,
+            chars_in=10,
+            chars_out=20,
+            upstream_status=200,
+            started_at=now,
+            finished_at=now + timedelta(milliseconds=12),
+            request_id="req-1",
+            **common,
+        ),
+        Execution.objects.create(
+            status="failed",
+            error_type="upstream_error",
+            error_message="boom",
+            output_truncated=True,
+            output_artifact="executions/x.json",
+            cost=Decimal("12"),
+            **common,
+        ),
+        Execution.objects.create(
+            status="denied",
+            reason_code="tool_not_found",
+            requested_tool="nope",
+            principal=user,
+            principal_name="x",
+            finished_at=now,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("with_request", [True, False])
+def test_direct_json_equals_the_generic_serializer(with_request):
+    request = APIRequestFactory().get("/") if with_request else None
+    context = {"request": request} if request else {}
+    for execution in variants():
+        fresh = Execution.objects.get(pk=execution.pk)
+        for instance in (execution, fresh):
+            serializer = ExecutionSerializer(instance, context=context)
+            assert serializer.data == serializer.generic_representation(instance)
+            assert list(serializer.data) == list(serializer.generic_representation(instance))
+
+
+def test_many_uses_the_same_json():
+    executions = variants()
+    data = ExecutionSerializer(executions, many=True).data
+    assert [row["id"] for row in data] == [str(e.pk) for e in executions]
+    assert all(uuid.UUID(row["id"]) for row in data)
