@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.test import override_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECT_SERVICES = os.environ.get("TOOLHUB_TEST_EXPECT_SERVICES", "").lower() == "true"
@@ -41,8 +42,21 @@ def _database_url() -> str:
 
 
 @contextmanager
-def celery_worker(*, concurrency: int = 2, extra_env: dict | None = None):
-    """A worker process consuming every executor queue; yields the Popen. Always stopped."""
+def celery_worker(
+    *, concurrency: int = 2, extra_env: dict | None = None, inline: frozenset = frozenset()
+):
+    """A worker process consuming every executor queue; yields the Popen. Always stopped.
+
+    While it runs, calls whose caller waits go to the worker too (``inline``:
+    the executor kinds that still run in the test process, none by default).
+    """
+    with override_settings(TOOLHUB_INLINE_WAIT=inline):
+        with _celery_worker(concurrency=concurrency, extra_env=extra_env) as proc:
+            yield proc
+
+
+@contextmanager
+def _celery_worker(*, concurrency: int, extra_env: dict | None):
     from toolhub.celery import app
 
     require_broker()

@@ -262,14 +262,17 @@ CELERY_BEAT_SCHEDULE = {
 # at most the tool's max_response_bytes of it.
 TOOLHUB_MAX_ARTIFACT_BYTES = env_int("TOOLHUB_MAX_ARTIFACT_BYTES", 64 * 1024 * 1024, minimum=1024)
 
-# Executor kinds whose calls run in the web process when the caller waits ("wait": true),
-# after the durable INSERT, instead of taking the broker hop (bench/README.md measures
-# both). "true" = all kinds, "false" or empty = none (every call goes to a worker).
+# Executor kinds whose calls run in the web process when the caller waits ("wait": true):
+# admitted and started in one durable write, then run here instead of taking the broker
+# hop (bench/README.md measures both). Default "http": an HTTP call is I/O the web thread
+# would otherwise spend blocked on the worker's answer; database, MCP and Python tools
+# keep their connections, sessions and code on workers. Calls that do not wait always go
+# to workers. "true" = all kinds; "false" or "none" = none.
 _INLINE_KINDS = {"http", "database", "mcp", "python"}
-_inline = [kind.lower() for kind in env_list("TOOLHUB_INLINE_WAIT", [])]
+_inline = [kind.lower() for kind in env_list("TOOLHUB_INLINE_WAIT", ["http"])]
 if _inline in (["true"], ["all"]):
     _inline = sorted(_INLINE_KINDS)
-elif _inline in (["false"], ["none"], [""]):
+elif _inline in (["false"], ["none"]):
     _inline = []
 if set(_inline) - _INLINE_KINDS:
     raise ImproperlyConfigured(

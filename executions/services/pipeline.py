@@ -289,7 +289,7 @@ def execution_request(
         if run_here:
             # Admitted and started in one write: the row is durable as `running`
             # before the tool runs; the reaper ends it if this process dies.
-            runner.mark_running(execution, tool)
+            runner.mark_running(execution, tool, now)
             status = execution.status
         try:
             execution.save(force_insert=True)

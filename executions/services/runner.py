@@ -220,9 +220,8 @@ def release_slots(execution: Execution, slots: list[str]) -> None:
         _release(key, str(execution.pk))
 
 
-def mark_running(execution: Execution, tool: Tool) -> None:
+def mark_running(execution: Execution, tool: Tool, now) -> None:
     """Set an unsaved execution's claim fields, for a call that runs in this process."""
-    now = timezone.now()
     execution.status = ExecutionStatus.RUNNING
     execution.started_at = now
     execution.deadline_at = now + timedelta(seconds=total_budget_seconds(tool) + REAP_GRACE_SECONDS)

@@ -107,7 +107,10 @@ def test_wait_returns_the_result_and_records_everything(world):
         .order_by("id")
         .values_list("action", flat=True)
     )
-    assert actions == ["execution.queued", "execution.succeeded"]
+    # A waiting HTTP call runs in the web process (TOOLHUB_INLINE_WAIT's default):
+    # admitted and started in one durable write, then finished.
+    assert actions == ["execution.running", "execution.succeeded"]
+    assert execution.worker and execution.started_at == execution.queued_at
     # The canary and the per-call secret appear nowhere.
     for leak in (CANARY, PER_CALL):
         assert leak not in json.dumps(body)
@@ -316,6 +319,36 @@ def test_secrets_never_reach_the_logs(world, caplog):
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert caplog.records  # something was logged at DEBUG
     assert CANARY not in logged and PER_CALL not in logged
+
+
+def test_without_inline_wait_a_waiting_call_is_queued_first(world, settings):
+    settings.TOOLHUB_INLINE_WAIT = frozenset()
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    assert body["status"] == "succeeded"
+    actions = list(
+        AuditEvent.objects.filter(target_id=body["id"])
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+    assert actions == ["execution.queued", "execution.succeeded"]
+
+
+def test_an_inline_call_at_its_concurrency_limit_queues_instead(world, eager_tasks, settings):
+    from executions.services.shared_state import slot_acquire, slot_release
+
+    if not settings.REDIS_URL:
+        pytest.skip("concurrency slots live in Redis (set REDIS_URL)")
+    tool = world["tool"]
+    tool_services.tool_update(actor=None, tool=tool, data={"max_concurrency": 1})
+    eager_tasks.conf.task_always_eager = False  # nothing consumes the queue here
+    key = f"toolhub:slots:tool:{tool.pk}"
+    assert slot_acquire(key, "someone-else", 1, 60)
+    try:
+        body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=0.3).json()
+    finally:
+        slot_release(key, "someone-else")
+    assert body["status"] == "queued"  # handed to the workers, not run past the limit
+    assert world["upstream"].requests == []
 
 
 def test_inline_wait_runs_in_the_web_process_without_a_worker(world, eager_tasks, settings):
