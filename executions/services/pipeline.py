@@ -31,8 +31,11 @@ from registry import access, crypto, snapshot
 from registry.models import Action, Tool
 from toolhub import context
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
+from toolhub.rows import RowWriter
 
 logger = logging.getLogger(__name__)
+# The Execution row is written on every call: one prepared INSERT shape (toolhub/rows.py).
+EXECUTION_ROWS = RowWriter(Execution)
 
 
 class InvalidArguments(ToolHubError):
@@ -292,7 +295,7 @@ def execution_request(
             runner.mark_running(execution, tool, now)
             status = execution.status
         try:
-            execution.save(force_insert=True)
+            EXECUTION_ROWS.insert(execution)
         except BaseException:
             if slots:
                 runner.release_slots(execution, slots)

@@ -31,7 +31,7 @@ from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text
 from executions.services import notify
 from executions.services.governance import store_result
-from executions.services.pipeline import enqueue, total_budget_seconds
+from executions.services.pipeline import EXECUTION_ROWS, enqueue, total_budget_seconds
 from executions.services.records import audit_execution
 from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
 from executions.services.webhooks import notify_agent
@@ -348,8 +348,8 @@ def _finish(
         sealed_secrets="",
     )
     with transaction.atomic():
-        done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.RUNNING).update(
-            **fields
+        done = EXECUTION_ROWS.update(
+            execution.pk, fields, where={"status": ExecutionStatus.RUNNING}
         )
         if done:
             # The row is what this process just wrote: no read back.

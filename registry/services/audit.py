@@ -12,6 +12,10 @@ from django.db import transaction
 
 from registry.models import AuditEvent
 from toolhub import context
+from toolhub.rows import RowWriter
+
+# Audit events are written on every governed call: one prepared INSERT shape.
+ROWS = RowWriter(AuditEvent)
 
 
 def json_safe(value: Any) -> Any:
@@ -56,7 +60,7 @@ def audit_record(
     if settings.CELERY_TASK_ALWAYS_EAGER:
         # Embedded mode has no beat: seal right after the commit instead.
         transaction.on_commit(_seal_now)
-    return AuditEvent.objects.create(
+    event = AuditEvent(
         actor=real_actor,
         actor_name=actor_label(real_actor),
         action=action,
@@ -68,6 +72,7 @@ def audit_record(
         request_id=ctx.request_id,
         client_address=ctx.client_address,
     )
+    return ROWS.insert(event)
 
 
 def _seal_now() -> None:
