@@ -81,3 +81,52 @@ def test_many_uses_the_same_json():
     data = ExecutionSerializer(executions, many=True).data
     assert [row["id"] for row in data] == [str(e.pk) for e in executions]
     assert all(uuid.UUID(row["id"]) for row in data)
+
+
+REQUESTS = [
+    {"tool": "t"},
+    {"tool_id": "8d3c6a8e-8c43-4d7c-9a55-2f1c5f6b4a10", "input_data": {"a": 1}, "wait": True},
+    {"tool": " spaced ", "input_data": '{"a": 1}', "wait": 2.5, "role": "r"},
+    {"tool": "t", "arguments": {"x": None}, "role_id": 3, "agent_id": "ignored"},
+    {"tool": "t", "input_data": None, "role": None, "role_id": None, "agent_id": None},
+    {"tool": "t", "arguments": None},
+    {"tool": 5, "wait": 0},
+    {},
+    {"tool": ""},
+    {"tool": "   "},
+    {"tool": None},
+    {"tool_id": None, "tool": "t"},
+    {"tool": True},
+    {"tool": ["t"]},
+    {"tool": {"n": 1}},
+    {"tool": "a", "tool_id": "b"},
+    {"tool": "t", "wait": None},
+    {"tool": "t", "wait": "yes"},
+    {"tool": "t", "wait": -1},
+    {"tool": "t", "wait": 4000},
+    {"tool": "t", "role": ""},
+    {"tool": "t", "role_id": False},
+    {"tool": "t", "bogus": 1, "other": 2},
+    {"tool": None, "wait": None, "role": "", "agent_id": []},
+    ["not", "an", "object"],
+    "text",
+]
+
+
+@pytest.mark.parametrize("payload", REQUESTS, ids=[repr(r)[:40] for r in REQUESTS])
+def test_direct_request_parsing_equals_the_generic_serializer(payload):
+    from rest_framework import serializers
+
+    from executions.api.serializers import ExecutionRequestSerializer
+
+    def outcome(generic: bool):
+        serializer = ExecutionRequestSerializer(data=payload)
+        if generic:
+            serializer.to_internal_value = serializer.generic_to_internal_value
+        try:
+            ok = serializer.is_valid()
+        except serializers.ValidationError as exc:  # pragma: no cover - is_valid catches
+            return ("raised", exc.detail)
+        return (ok, dict(serializer.validated_data) if ok else serializer.errors)
+
+    assert outcome(generic=False) == outcome(generic=True)
