@@ -96,3 +96,57 @@ def test_a_guarded_update_changes_only_a_matching_row():
     three = Execution.objects.create(**{**fields, "output_data": {"a": 1}})
     assert writer.update(three.pk, {"output_data": None}) == 1  # SQL NULL, as the ORM does
     assert Execution.objects.filter(pk=three.pk, output_data__isnull=True).exists()
+
+
+def _audit(**extra):
+    return AuditEvent(
+        actor_name="rows", action="x.done", target_type="t", target_id="1", after={"a": 1}, **extra
+    )
+
+
+@pytest.fixture
+def postgresql_only():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("combined writes are PostgreSQL's (data-modifying CTEs)")
+
+
+def test_insert_together_writes_both_rows_in_one_statement(
+    postgresql_only, django_assert_num_queries
+):
+    from toolhub.rows import insert_together
+
+    execution = Execution(**execution_fields())
+    event = _audit()
+    with django_assert_num_queries(1):
+        insert_together(execution, event)
+    assert isinstance(event.pk, int)
+    assert Execution.objects.filter(pk=execution.pk).exists()
+    assert AuditEvent.objects.get(pk=event.pk).after == {"a": 1}
+
+
+def test_update_then_insert_writes_the_event_only_when_the_update_happens(postgresql_only):
+    from toolhub.rows import update_then_insert
+
+    execution = Execution.objects.create(**execution_fields())
+    before = AuditEvent.objects.count()
+    changes = {"status": "succeeded", "finished_at": timezone.now()}
+    missed = _audit()
+    assert not update_then_insert(
+        Execution, execution.pk, changes, where={"status": "queued"}, then=missed
+    )
+    assert missed.pk is None and AuditEvent.objects.count() == before
+    written = _audit()
+    assert update_then_insert(
+        Execution, execution.pk, changes, where={"status": "running"}, then=written
+    )
+    assert AuditEvent.objects.filter(pk=written.pk).exists()
+    assert Execution.objects.get(pk=execution.pk).status == "succeeded"
+
+
+def test_a_preset_auto_now_add_time_is_kept():
+    when = timezone.now().replace(microsecond=0) - timezone.timedelta(seconds=5)
+    execution = Execution(**execution_fields(), created_at=when)
+    RowWriter(Execution).insert(execution)
+    assert Execution.objects.get(pk=execution.pk).created_at == when

@@ -22,6 +22,97 @@ from typing import Any
 from django.db import connections, models
 
 
+def can_combine(using: str = "default") -> bool:
+    """Can two writes go to the database as one statement (data-modifying CTEs)?"""
+    return connections[using].vendor == "postgresql"
+
+
+def insert_together(first: models.Model, then: models.Model, using: str = "default") -> None:
+    """INSERT two rows in one statement (PostgreSQL): atomic, one round trip, and in
+    autocommit one commit. ``first``'s primary key must be set; ``then`` may have a
+    generated one, which is read back."""
+    connection = connections[using]
+    a_fields, a_sql, a_generated = writer_for(type(first))._insert_plan(connection)
+    b_fields, b_sql, b_generated = writer_for(type(then))._insert_plan(connection)
+    if a_generated:
+        raise ValueError("insert_together: the first row needs its primary key set")
+    params = _insert_values(first, a_fields, connection)
+    params += _insert_values(then, b_fields, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH first_row AS ({a_sql}) {b_sql}", params)
+        if b_generated:
+            then.pk = cursor.fetchone()[0]
+    for obj in (first, then):
+        obj._state.adding = False
+        obj._state.db = using
+
+
+def update_then_insert(
+    model: type[models.Model],
+    pk: Any,
+    values: dict[str, Any],
+    *,
+    where: dict[str, Any],
+    then: models.Model,
+    using: str = "default",
+) -> bool:
+    """``UPDATE model … WHERE pk AND where`` and, only if a row changed, INSERT ``then``:
+    one statement (PostgreSQL). Returns whether the update happened."""
+    connection = connections[using]
+    writer = writer_for(model)
+    key = (connection.vendor, tuple(values), tuple(where))
+    plan = writer._updates.get(key)
+    if plan is None:
+        plan = writer._updates[key] = writer._update_plan(connection, values, where)
+    set_fields, update_sql, where_fields = plan
+    b_fields, b_sql, b_generated = writer_for(type(then))._insert_plan(connection)
+    head, _, _ = b_sql.partition(" VALUES ")
+    marks = ", ".join(["%s"] * len(b_fields))
+    returning = f" RETURNING {connection.ops.quote_name(then._meta.pk.column)}"
+    # Built from the plans above (quoted identifiers); values are bound.
+    sql = f"WITH changed AS ({update_sql} RETURNING 1) {head} SELECT {marks}"
+    sql += f" WHERE EXISTS (SELECT 1 FROM changed){returning}"  # noqa: S608
+    params = [f.get_db_prep_save(values[f.name], connection) for f in set_fields]
+    params.append(model._meta.pk.get_db_prep_value(pk, connection))
+    params.extend(f.get_db_prep_value(where[f.name], connection) for f in where_fields)
+    params += _insert_values(then, b_fields, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    if b_generated:
+        then.pk = row[0]
+    then._state.adding = False
+    then._state.db = using
+    return True
+
+
+def _insert_values(obj: models.Model, fields: list, connection) -> list:
+    """Each field's database value, as ``save()`` prepares it for an INSERT, except
+    that an ``auto_now_add`` time already set on the object is kept (so a record
+    built before the write, such as its audit event, can state it)."""
+    values = []
+    for f in fields:
+        if getattr(f, "auto_now_add", False) and getattr(obj, f.attname) is not None:
+            value = getattr(obj, f.attname)
+        else:
+            value = f.pre_save(obj, True)
+        values.append(f.get_db_prep_save(value, connection))
+    return values
+
+
+_writers: dict[type, RowWriter] = {}
+
+
+def writer_for(model: type[models.Model]) -> RowWriter:
+    """The process's one writer for ``model`` (statements are built once per model)."""
+    writer = _writers.get(model)
+    if writer is None:
+        writer = _writers[model] = RowWriter(model)
+    return writer
+
+
 class RowWriter:
     def __init__(self, model: type[models.Model]) -> None:
         self.model = model
@@ -48,7 +139,7 @@ class RowWriter:
         """INSERT ``obj`` as one row (auto_now_add and defaults applied as ``save()`` would)."""
         connection = connections[using]
         fields, sql, generated = self._insert_plan(connection)
-        values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+        values = _insert_values(obj, fields, connection)
         with connection.cursor() as cursor:
             cursor.execute(sql, values)
             if generated:

@@ -25,17 +25,24 @@ from django.utils import timezone
 
 from executions.models import Approval, Execution, ExecutionStatus
 from executions.services import governance, notify
-from executions.services.records import audit_execution, canonical_json, cost_of, input_hash
+from executions.services.records import (
+    audit_execution,
+    canonical_json,
+    cost_of,
+    execution_audit_event,
+    executions_audited,
+    input_hash,
+)
 from executions.validation import validate_arguments
 from registry import access, crypto, snapshot
 from registry.models import Action, Tool
-from toolhub import context
+from registry.services.audit import audit_written
+from toolhub import context, rows
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
-from toolhub.rows import RowWriter
 
 logger = logging.getLogger(__name__)
 # The Execution row is written on every call: one prepared INSERT shape (toolhub/rows.py).
-EXECUTION_ROWS = RowWriter(Execution)
+EXECUTION_ROWS = rows.writer_for(Execution)
 
 
 class InvalidArguments(ToolHubError):
@@ -250,65 +257,56 @@ def execution_request(
     ctx = context.current()
     now = timezone.now()
     run_here, slots = False, []
-    with transaction.atomic():
-        execution = Execution(
-            tool=tool,
-            tool_name=tool.name,
-            tool_version=tool.version,
-            tool_type=tool.type,
-            requested_tool=str(tool_ref)[:200],
-            agent=caller.agent,
-            principal=caller.user,
-            principal_name=caller.name,
-            role=caller.role,
-            roles_used=_role_names(caller),
-            status=status,
-            input_data=stored,
-            input_hash=digest,
-            sealed_secrets=crypto.encrypt_json(secrets) if secrets and not cached else "",
-            chars_in=len(canonical_json(stored)),
-            cost=cost_of(tool),
-            queued_at=now if status == ExecutionStatus.QUEUED else None,
-            request_id=ctx.request_id,
-            client_address=ctx.client_address,
-        )
-        if cached:
-            execution.cached_from_id = cached["execution_id"]
-            execution.output_data = cached["output_data"]
-            execution.output_truncated = cached["output_truncated"]
-            execution.output_artifact = cached["output_artifact"] or ""
-            execution.output_size = cached["output_size"]
-            execution.chars_out = cached["chars_out"] or 0
-            execution.started_at = execution.finished_at = now
-            execution.execution_time_ms = 0.0
-        if status == ExecutionStatus.QUEUED and wait and _runs_inline(tool):
-            # A caller that waits has its call run in this process after the
-            # durable INSERT, skipping the broker hop (bench/README.md): the same
-            # slots, retries and recording. When a slot is full it queues instead.
-            from executions.services import runner
+    execution = Execution(
+        tool=tool,
+        tool_name=tool.name,
+        tool_version=tool.version,
+        tool_type=tool.type,
+        requested_tool=str(tool_ref)[:200],
+        agent=caller.agent,
+        principal=caller.user,
+        principal_name=caller.name,
+        role=caller.role,
+        roles_used=_role_names(caller),
+        status=status,
+        input_data=stored,
+        input_hash=digest,
+        sealed_secrets=crypto.encrypt_json(secrets) if secrets and not cached else "",
+        chars_in=len(canonical_json(stored)),
+        cost=cost_of(tool),
+        created_at=now,
+        queued_at=now if status == ExecutionStatus.QUEUED else None,
+        request_id=ctx.request_id,
+        client_address=ctx.client_address,
+    )
+    if cached:
+        execution.cached_from_id = cached["execution_id"]
+        execution.output_data = cached["output_data"]
+        execution.output_truncated = cached["output_truncated"]
+        execution.output_artifact = cached["output_artifact"] or ""
+        execution.output_size = cached["output_size"]
+        execution.chars_out = cached["chars_out"] or 0
+        execution.started_at = execution.finished_at = now
+        execution.execution_time_ms = 0.0
+    if status == ExecutionStatus.QUEUED and wait and _runs_inline(tool):
+        # A caller that waits has its call run in this process after the
+        # durable INSERT, skipping the broker hop (bench/README.md): the same
+        # slots, retries and recording. When a slot is full it queues instead.
+        from executions.services import runner
 
-            taken = runner.take_slots(execution, tool)
-            run_here, slots = taken is not None, taken or []
-        if run_here:
-            # Admitted and started in one write: the row is durable as `running`
-            # before the tool runs; the reaper ends it if this process dies.
-            runner.mark_running(execution, tool, now)
-            status = execution.status
-        try:
-            EXECUTION_ROWS.insert(execution)
-        except BaseException:
-            if slots:
-                runner.release_slots(execution, slots)
-            raise
-        if status == ExecutionStatus.PENDING_APPROVAL:
-            Approval.objects.create(
-                execution=execution,
-                input_hash=digest,
-                expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
-            )
-        audit_execution(execution, f"execution.{status}")
-        if status == ExecutionStatus.QUEUED:
-            transaction.on_commit(lambda: enqueue(execution, tool))
+        taken = runner.take_slots(execution, tool)
+        run_here, slots = taken is not None, taken or []
+    if run_here:
+        # Admitted and started in one write: the row is durable as `running`
+        # before the tool runs; the reaper ends it if this process dies.
+        runner.mark_running(execution, tool, now)
+        status = execution.status
+    try:
+        _write_admitted(execution, tool, digest, now)
+    except BaseException:
+        if slots:
+            runner.release_slots(execution, slots)
+        raise
 
     if run_here:
         try:
@@ -330,6 +328,29 @@ def execution_request(
         execution.refresh_from_db()
     execution.quota = quota
     return execution
+
+
+def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:
+    """Write an admitted call's row and its audit event; queue it after the commit."""
+    status = execution.status
+    action = f"execution.{status}"
+    if status != ExecutionStatus.PENDING_APPROVAL and rows.can_combine():
+        # One statement: the row and its audit event, atomic, a single round trip.
+        rows.insert_together(execution, execution_audit_event(execution, action))
+        audit_written()
+        executions_audited(execution)
+    else:
+        with transaction.atomic():
+            EXECUTION_ROWS.insert(execution)
+            if status == ExecutionStatus.PENDING_APPROVAL:
+                Approval.objects.create(
+                    execution=execution,
+                    input_hash=digest,
+                    expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
+                )
+            audit_execution(execution, action)
+    if status == ExecutionStatus.QUEUED:
+        transaction.on_commit(lambda: enqueue(execution, tool))
 
 
 def _runs_inline(tool: Tool) -> bool:

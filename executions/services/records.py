@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from executions.models import Execution
-from registry.services.audit import audit_record
+from registry.services.audit import audit_event, audit_record
 from toolhub.metrics import record_execution
 
 
@@ -86,15 +86,30 @@ def execution_summary(execution: Execution) -> dict:
 
 
 def audit_execution(execution: Execution, action: str, *, actor=None) -> None:
+    """Append the audit event of an execution decision (in the caller's transaction)."""
+    audit_record(**_audit_fields(execution, action, actor))
+    executions_audited(execution)
+
+
+def execution_audit_event(execution: Execution, action: str, *, actor=None):
+    """The event ``audit_execution`` would append, unsaved: for a combined write
+    (``toolhub/rows.py``); call ``executions_audited`` once it is written."""
+    return audit_event(**_audit_fields(execution, action, actor))
+
+
+def executions_audited(execution: Execution) -> None:
     if execution.is_terminal:
         transaction.on_commit(partial(record_execution, execution))
-    audit_record(
-        actor=actor if actor is not None else execution.principal,
-        action=action,
-        target_type="executions.execution",
-        target_id=str(execution.pk),
-        target_repr=f"{execution.tool_name or execution.requested_tool} by {execution.principal_name}"[
+
+
+def _audit_fields(execution: Execution, action: str, actor) -> dict:
+    return {
+        "actor": actor if actor is not None else execution.principal,
+        "action": action,
+        "target_type": "executions.execution",
+        "target_id": str(execution.pk),
+        "target_repr": f"{execution.tool_name or execution.requested_tool} by {execution.principal_name}"[
             :200
         ],
-        after=execution_summary(execution),
-    )
+        "after": execution_summary(execution),
+    }

@@ -32,12 +32,18 @@ from executions.redaction import redact, redact_text
 from executions.services import notify
 from executions.services.governance import store_result
 from executions.services.pipeline import EXECUTION_ROWS, enqueue, total_budget_seconds
-from executions.services.records import audit_execution
+from executions.services.records import (
+    audit_execution,
+    execution_audit_event,
+    executions_audited,
+)
 from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
 from executions.services.webhooks import notify_agent
 from registry import crypto, snapshot
 from registry.models import Tool
+from registry.services.audit import audit_written
 from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
+from toolhub import rows
 
 logger = logging.getLogger(__name__)
 User = get_user_model()
@@ -347,15 +353,25 @@ def _finish(
         execution_time_ms=round(elapsed_ms, 3),
         sealed_secrets="",
     )
-    with transaction.atomic():
-        done = EXECUTION_ROWS.update(
-            execution.pk, fields, where={"status": ExecutionStatus.RUNNING}
-        )
+    claim = {"status": ExecutionStatus.RUNNING}
+    if rows.can_combine():
+        # One statement: the guarded UPDATE and, only if it changed the row, the
+        # audit event describing the row as written (set here first, no read back).
+        for name, value in fields.items():
+            setattr(execution, name, value)
+        event = execution_audit_event(execution, f"execution.{status}", actor=_principal(execution))
+        done = rows.update_then_insert(Execution, execution.pk, fields, where=claim, then=event)
         if done:
-            # The row is what this process just wrote: no read back.
-            for name, value in fields.items():
-                setattr(execution, name, value)
-            audit_execution(execution, f"execution.{status}", actor=_principal(execution))
+            audit_written()
+            executions_audited(execution)
+    else:
+        with transaction.atomic():
+            done = EXECUTION_ROWS.update(execution.pk, fields, where=claim)
+            if done:
+                # The row is what this process just wrote: no read back.
+                for name, value in fields.items():
+                    setattr(execution, name, value)
+                audit_execution(execution, f"execution.{status}", actor=_principal(execution))
     if done:
         store_result(tool, execution)
         if tool.requires_approval and Approval.objects.filter(execution=execution).exists():

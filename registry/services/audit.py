@@ -12,10 +12,10 @@ from django.db import transaction
 
 from registry.models import AuditEvent
 from toolhub import context
-from toolhub.rows import RowWriter
+from toolhub.rows import writer_for
 
 # Audit events are written on every governed call: one prepared INSERT shape.
-ROWS = RowWriter(AuditEvent)
+ROWS = writer_for(AuditEvent)
 
 
 def json_safe(value: Any) -> Any:
@@ -51,16 +51,40 @@ def audit_record(
     after: dict | None = None,
 ) -> AuditEvent:
     """Append one audit event carrying the current request id and client address."""
+    event = audit_event(
+        actor=actor,
+        action=action,
+        target=target,
+        target_type=target_type,
+        target_id=target_id,
+        target_repr=target_repr,
+        before=before,
+        after=after,
+    )
+    ROWS.insert(event)
+    audit_written()
+    return event
+
+
+def audit_event(
+    *,
+    actor,
+    action: str,
+    target=None,
+    target_type: str | None = None,
+    target_id: str | None = None,
+    target_repr: str | None = None,
+    before: dict | None = None,
+    after: dict | None = None,
+) -> AuditEvent:
+    """The audit event ``audit_record`` would append, unsaved (for writers that batch it)."""
     ctx = context.current()
     if target is not None:
         target_type = target_type or target._meta.label_lower
         target_id = target_id or str(target.pk)
         target_repr = target_repr or str(target)
     real_actor = actor if getattr(actor, "is_authenticated", False) and actor.pk else None
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        # Embedded mode has no beat: seal right after the commit instead.
-        transaction.on_commit(_seal_now)
-    event = AuditEvent(
+    return AuditEvent(
         actor=real_actor,
         actor_name=actor_label(real_actor),
         action=action,
@@ -72,7 +96,13 @@ def audit_record(
         request_id=ctx.request_id,
         client_address=ctx.client_address,
     )
-    return ROWS.insert(event)
+
+
+def audit_written() -> None:
+    """Call after writing audit events yourself (``audit_event`` + a batched INSERT)."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        # Embedded mode has no beat: seal right after the commit instead.
+        transaction.on_commit(_seal_now)
 
 
 def _seal_now() -> None:

@@ -366,3 +366,18 @@ def test_inline_wait_runs_in_the_web_process_without_a_worker(world, eager_tasks
     )
     # Admitted and started in one durable write, then finished.
     assert actions == ["execution.running", "execution.succeeded"]
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_each_audit_event_hashes_the_row_as_stored(world, settings, inline):
+    from executions.services.records import execution_content_hash
+
+    settings.TOOLHUB_INLINE_WAIT = frozenset({"http"} if inline else ())
+    body = run(
+        world["client"], tool="echo_tool", input_data={"path": "echo", "count": 2}, wait=True
+    ).json()
+    assert body["status"] == "succeeded"
+    stored = Execution.objects.get(pk=body["id"])
+    last = AuditEvent.objects.filter(target_id=body["id"]).order_by("-id").first()
+    assert last.action == "execution.succeeded"
+    assert last.after["content_hash"] == execution_content_hash(stored)
