@@ -49,6 +49,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
 
@@ -208,6 +209,9 @@ def get_client() -> httpx.Client:
                 follow_redirects=False,
                 trust_env=False,
                 headers={"User-Agent": USER_AGENT},
+                # Every tool and caller of the process shares this client: a cookie
+                # one upstream answer sets must never ride along another call.
+                cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
             )
             _client_pid = pid
         return _client

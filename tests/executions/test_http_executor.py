@@ -722,6 +722,15 @@ def test_set_cookie_dropped_other_headers_kept(upstream):
     assert "abc123" not in dump(result)
 
 
+def test_a_cookie_set_by_one_call_is_never_sent_by_the_next(upstream):
+    # The pooled client is shared by every tool and caller of the process: a
+    # session cookie one upstream answer sets must not ride along later calls.
+    assert call({"base_url": upstream.url + "/cookie"}).ok
+    assert call({"base_url": upstream.url + "/echo"}).ok
+    assert "cookie" not in upstream.last.headers
+    assert all("abc123" not in str(r.headers) for r in upstream.requests)
+
+
 def test_no_content(upstream):
     result = call({"base_url": upstream.url + "/empty", "method": "DELETE"})
     assert result.ok
