@@ -233,6 +233,12 @@ class ExecutionRequestSerializer(serializers.Serializer):
             raise serializers.ValidationError(errors)
         return values
 
+    def run_validators(self, value):
+        # No serializer-level validators are declared; DRF would still build every
+        # field to collect read-only defaults first.
+        if self.validators:
+            super().run_validators(value)
+
     def generic_to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
