@@ -24,6 +24,16 @@ for _name, _value in json.loads(os.environ.get("TOOLHUB_BENCH_OVERRIDES") or "{}
         _target = _target[_key]
     _target[_path[-1]] = _value
 
+# TOOLHUB_INLINE_WAIT is a set of executor kinds: accept --set TOOLHUB_INLINE_WAIT=false,
+# =true, ="http,python" or a JSON list, as the environment variable would.
+_inline = globals().get("TOOLHUB_INLINE_WAIT")
+if isinstance(_inline, bool):
+    TOOLHUB_INLINE_WAIT = frozenset({"http", "database", "mcp", "python"} if _inline else ())
+elif isinstance(_inline, str):
+    TOOLHUB_INLINE_WAIT = frozenset(k.strip() for k in _inline.split(",") if k.strip())
+elif isinstance(_inline, list):
+    TOOLHUB_INLINE_WAIT = frozenset(_inline)
+
 if globals().get("BENCH_CELERY_CLOSE_OLD_CONNECTIONS"):
     from celery.signals import task_postrun, task_prerun
 
