@@ -101,7 +101,13 @@ def audit_event(
 def audit_written() -> None:
     """Call after writing audit events yourself (``audit_event`` + a batched INSERT)."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        # Embedded mode has no beat: seal right after the commit instead.
+        # Embedded mode has no beat: seal right after the commit instead, once per
+        # transaction however many events it writes.
+        connection = transaction.get_connection()
+        if connection.in_atomic_block and any(
+            entry[1] is _seal_now for entry in connection.run_on_commit
+        ):
+            return
         transaction.on_commit(_seal_now)
 
 

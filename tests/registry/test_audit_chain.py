@@ -294,3 +294,19 @@ def test_triggers_refuse_edits_and_deletes_of_finished_executions():
                 attempt()
         assert "immutable" in str(refused.value)
     assert Execution.objects.get(pk=execution.pk).output_data == {"a": 1}
+
+
+def test_embedded_mode_seals_once_per_transaction(settings, django_capture_on_commit_callbacks):
+    from registry.services.audit import _seal_now
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with transaction.atomic():
+            events = [
+                audit_record(actor=None, action="test.once", target_type="t", target_id=str(i))
+                for i in range(3)
+            ]
+            assert not AuditEvent.objects.filter(sequence__isnull=False).exists()
+    assert [cb for cb in callbacks if cb is _seal_now] == [_seal_now]
+    sealed = AuditEvent.objects.filter(pk__in=[e.pk for e in events], sequence__isnull=False)
+    assert sealed.count() == 3
