@@ -288,7 +288,7 @@ def execution_request(
         execution.chars_out = cached["chars_out"] or 0
         execution.started_at = execution.finished_at = now
         execution.execution_time_ms = 0.0
-    if status == ExecutionStatus.QUEUED and wait and _runs_inline(tool):
+    if status == ExecutionStatus.QUEUED and _runs_inline(tool, wait):
         # A caller that waits has its call run in this process after the
         # durable INSERT, skipping the broker hop (bench/README.md): the same
         # slots, retries and recording. When a slot is full it queues instead.
@@ -353,8 +353,12 @@ def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:
         transaction.on_commit(lambda: enqueue(execution, tool))
 
 
-def _runs_inline(tool: Tool) -> bool:
-    return tool.type in settings.TOOLHUB_INLINE_WAIT
+def _runs_inline(tool: Tool, wait: float | bool | None) -> bool:
+    """Run here when the caller waits for the whole call: ``true``, or a number of
+    seconds covering the tool's full budget (a shorter wait must answer 202 in time)."""
+    if not wait or tool.type not in settings.TOOLHUB_INLINE_WAIT:
+        return False
+    return wait is True or float(wait) >= total_budget_seconds(tool)
 
 
 def total_budget_seconds(tool: Tool) -> float:

@@ -339,15 +339,25 @@ def test_an_inline_call_at_its_concurrency_limit_queues_instead(world, eager_tas
     if not settings.REDIS_URL:
         pytest.skip("concurrency slots live in Redis (set REDIS_URL)")
     tool = world["tool"]
-    tool_services.tool_update(actor=None, tool=tool, data={"max_concurrency": 1})
+    tool_services.tool_update(
+        actor=None, tool=tool, data={"max_concurrency": 1, "timeout_seconds": 1, "max_retries": 0}
+    )
     eager_tasks.conf.task_always_eager = False  # nothing consumes the queue here
     key = f"toolhub:slots:tool:{tool.pk}"
     assert slot_acquire(key, "someone-else", 1, 60)
     try:
-        body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=0.3).json()
+        body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
     finally:
         slot_release(key, "someone-else")
     assert body["status"] == "queued"  # handed to the workers, not run past the limit
+    assert world["upstream"].requests == []
+
+
+def test_a_wait_shorter_than_the_tool_budget_goes_to_the_workers(world, eager_tasks):
+    # Running here would hold the caller past the wait it asked for.
+    eager_tasks.conf.task_always_eager = False  # nothing consumes the queue here
+    response = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=0.2)
+    assert response.status_code == 202 and response.json()["status"] == "queued"
     assert world["upstream"].requests == []
 
 
