@@ -16,6 +16,8 @@ kind of tool produced it:
 - dataclass instances -> ``dict`` of their fields.
 - anything else -> ``str(value)``. A container that contains itself is cut
   with the marker ``"[circular]"``.
+- text (values and keys) that a database cannot store is mended: NUL
+  characters and unpaired surrogates become U+FFFD (``storable_text``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def _convert(value: Any, path: set[int]) -> Any:
     if isinstance(value, int):
         return int(value)
     if isinstance(value, str):
-        return str(value)
+        return storable_text(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else str(value)
     if isinstance(value, Decimal):
@@ -88,9 +90,26 @@ def _convert_container(value: Any, path: set[int]) -> Any:
     return {f.name: _convert(getattr(value, f.name), path) for f in fields}
 
 
+def storable_text(text: str) -> str:
+    """``text`` with NUL characters and unpaired surrogates replaced by U+FFFD.
+
+    PostgreSQL refuses both in text and JSON columns, and UTF-8 cannot encode a
+    lone surrogate: an upstream answer containing them must still be recorded.
+    """
+    text = str(text)
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return text
+
+
 def _key(key: Any, path: set[int]) -> str:
     if isinstance(key, str) and not isinstance(key, Enum):
-        return str(key)
+        return storable_text(key)
     converted = _convert(key, path)
     if isinstance(converted, str):
         return converted

@@ -136,6 +136,39 @@ def _flatten(errors) -> list:
     return out
 
 
+def _unstorable_text(value: Any, path: str) -> list[dict]:
+    """Problems for text a record cannot hold: NUL characters, unpaired surrogates."""
+    problems: list[dict] = []
+    if isinstance(value, str):
+        if "\x00" in value or not _encodable(value):
+            problems.append(
+                {
+                    "path": path or "$",
+                    "message": "Text may not contain NUL characters or unpaired surrogates.",
+                    "expected": "valid Unicode text",
+                }
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            problems += _unstorable_text(key, child) if isinstance(key, str) else []
+            problems += _unstorable_text(item, child)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problems += _unstorable_text(item, f"{path}[{index}]" if path else f"[{index}]")
+    return problems
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @lru_cache(maxsize=512)
 def _validator_for(schema_json: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(schema_json))
@@ -179,7 +212,7 @@ def validate_arguments(arguments: Any, schema: dict) -> ValidationOutcome:
         )
     value = _coerce(arguments, schema)
     validator = _validator_for(json.dumps(schema, sort_keys=True))
-    errors = []
+    errors = _unstorable_text(value, "")
     for error in sorted(
         validator.iter_errors(value), key=lambda e: (list(e.absolute_path), e.message)
     ):

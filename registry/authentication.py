@@ -81,8 +81,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if entry is None:
             entry = _load(token_hash)
             # Unknown tokens are not kept: guessing cannot fill the memory.
-            if entry is not None and entries is not None and len(entries) < snapshot.MAX_ENTRIES:
-                entries[key] = entry
+            if entry is not None and entries is not None:
+                snapshot.cached(entries, key, lambda: entry)
         if entry is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         token, user, agent = entry

@@ -67,14 +67,23 @@ def current() -> dict[Any, Any] | None:
     return store.entries
 
 
-def cached(entries: dict[Any, Any] | None, key: Any, load: Callable[[], Any]) -> Any:
-    """``entries[key]``, loading (and keeping) it on a miss; ``load()`` when not caching."""
+def cached(
+    entries: dict[Any, Any] | None, key: Any, load: Callable[[], Any], *, keep_none: bool = True
+) -> Any:
+    """``entries[key]``, loading (and keeping) it on a miss; ``load()`` when not caching.
+
+    ``keep_none=False`` for lookups a caller can make up at will (unknown names):
+    their misses are not kept, so guessing cannot fill the memory. At
+    ``MAX_ENTRIES`` the entries start over.
+    """
     if entries is None:
         return load()
     value = entries.get(key, _MISSING)
     if value is _MISSING:
         value = load()
-        if len(entries) < MAX_ENTRIES:
+        if value is not None or keep_none:
+            if len(entries) >= MAX_ENTRIES:
+                entries.clear()
             entries[key] = value
     return value
 
@@ -135,7 +144,12 @@ def tool_spec(ref: Any, entries: dict[Any, Any] | None = _MISSING) -> ToolSpec |
         try:
             tool_id = uuid.UUID(str(ref))
         except ValueError:
+            if len(str(ref)) > _NAME_MAX:  # no tool has such a name
+                return None
             key, lookup = ("tool-name", str(ref)), {"name": str(ref)}
         else:
             key, lookup = ("tool", tool_id), {"pk": tool_id}
-    return cached(entries, key, lambda: _load_spec(**lookup))
+    return cached(entries, key, lambda: _load_spec(**lookup), keep_none=False)
+
+
+_NAME_MAX = 64  # Tool.name's max_length (checked by tests/executions/test_registry_cache.py)

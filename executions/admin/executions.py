@@ -91,7 +91,7 @@ class RoleFilter(NameOrIdFilter):
         return Group.objects.all()
 
     def parse_id(self, value: str):
-        return int(value) if value.isdigit() else None
+        return int(value) if value.isdecimal() else None
 
 
 class PrincipalFilter(NameOrIdFilter):

@@ -6,10 +6,14 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import ProhibitNullCharactersValidator
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import get_error_detail
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from executions.models import Execution
 
@@ -152,7 +156,20 @@ def _char(value) -> str:
     text = str(value).strip()
     if text == "":
         raise serializers.ValidationError("This field may not be blank.", code="blank")
+    errors: list = []
+    for validator in _TEXT_VALIDATORS:  # the ones CharField adds, reported as it does
+        try:
+            validator(text)
+        except serializers.ValidationError as exc:
+            errors.extend(exc.detail)
+        except DjangoValidationError as exc:
+            errors.extend(get_error_detail(exc))
+    if errors:
+        raise serializers.ValidationError(errors)
     return text
+
+
+_TEXT_VALIDATORS = (ProhibitNullCharactersValidator(), ProhibitSurrogateCharactersValidator())
 
 
 class ExecutionRequestSerializer(serializers.Serializer):

@@ -29,7 +29,7 @@ class ExecutionCursorPagination(pagination.CursorPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
+        if not raw.isdecimal() or not 1 <= int(raw) <= self.max_page_size:
             raise ValidationError({"page_size": [f"Must be between 1 and {self.max_page_size}."]})
         return int(raw)
 
@@ -55,7 +55,11 @@ def filter_executions(qs, params):
         qs = qs.filter(agent_id=agent_id)
     role = params.get("role") or params.get("role_id")
     if role:
-        qs = qs.filter(role_id=int(role)) if role.isdigit() else qs.filter(role__name=role)
+        qs = (
+            qs.filter(role_id=int(role))
+            if role.isdecimal() and len(role) <= 9
+            else qs.filter(role__name=role)
+        )
     if params.get("status"):
         statuses = [s.strip() for s in params["status"].split(",") if s.strip()]
         bad = sorted(set(statuses) - set(ExecutionStatus.values))

@@ -730,7 +730,7 @@ class HTTPExecutor:
         if truncated:
             length = response.headers.get("content-length")
             encoding = response.headers.get("content-encoding", "identity").lower()
-            if length and length.isdigit() and encoding == "identity":
+            if length and length.isdecimal() and encoding == "identity":
                 metadata["full_size"] = int(length)
         if status in (429, 503):
             retry_after = _retry_after(response.headers.get("retry-after"))

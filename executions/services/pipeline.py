@@ -23,6 +23,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
 from executions.services import governance, notify
 from executions.services.records import (
@@ -111,7 +112,7 @@ def _record_refusal(
             tool_name=tool.name if tool else "",
             tool_version=tool.version if tool else "",
             tool_type=tool.type if tool else "",
-            requested_tool=requested[:200],
+            requested_tool=storable_text(requested)[:200],
             agent=caller.agent,
             principal=caller.user,
             principal_name=caller.name,
@@ -119,10 +120,11 @@ def _record_refusal(
             roles_used=_role_names(caller),
             status=status,
             reason_code=reason,
-            input_data=inputs if isinstance(inputs, dict) else None,
-            raw_input=raw_input[:65536],
+            # Refused input is kept as received, minus what no record can hold.
+            input_data=json_safe(inputs) if isinstance(inputs, dict) else None,
+            raw_input=storable_text(raw_input)[:65536],
             input_hash=input_hash(inputs) if isinstance(inputs, dict) else "",
-            error_message=message[:2000],
+            error_message=storable_text(message)[:2000],
             finished_at=timezone.now(),
             request_id=ctx.request_id,
             client_address=ctx.client_address,
@@ -144,7 +146,7 @@ def resolve_caller(user, role_ref: Any = None) -> Caller:
     qs = Group.objects.all()
     role = (
         qs.filter(pk=int(role_ref)).first()
-        if str(role_ref).isdigit()
+        if str(role_ref).isdecimal() and len(str(role_ref)) <= 9
         else qs.filter(name=str(role_ref)).first()
     )
     caller = Caller(user=user, agent=agent, role=None, role_ids=None)

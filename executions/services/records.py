@@ -20,22 +20,58 @@ def canonical_json(value: Any) -> str:
 
 
 def input_hash(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_COST_FIELD = Execution._meta.get_field("cost")
+_COST_SCALE = Decimal(1).scaleb(-_COST_FIELD.decimal_places)
+_COST_LIMIT = Decimal(10) ** (_COST_FIELD.max_digits - _COST_FIELD.decimal_places)
 
 
 def cost_of(tool) -> Decimal | None:
+    """The tool's cost per call, at the column's scale (as the row will store it)."""
     raw = (tool.tool_metadata or {}).get("cost_per_call") if tool is not None else None
     if raw is None:
         return None
     try:
-        return Decimal(str(raw))
+        cost = Decimal(str(raw)).quantize(_COST_SCALE)
     except (InvalidOperation, ValueError):
         return None
+    return cost if cost.is_finite() and abs(cost) < _COST_LIMIT else None
+
+
+def _as_stored(value: Any) -> Any:
+    """``value`` with numbers as a JSON column gives them back (for hashing).
+
+    PostgreSQL's jsonb keeps numbers as decimals: ``1e16`` comes back as the
+    integer ``10000000000000000``, ``-0.0`` as ``0``, ``1.0`` as ``1.0``. Hashing
+    each number as its normalized decimal makes the hash of an output computed
+    before it is written equal to the hash of the row read back.
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        return "0" if number == 0 else format(number.normalize(), "f")
+    if isinstance(value, dict):
+        return {k: _as_stored(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_stored(v) for v in value]
+    return value
 
 
 def execution_content_hash(execution: Execution) -> str:
-    """A hash of everything the execution record says, so the audit chain covers it."""
-    output = canonical_json(execution.output_data) if execution.output_data is not None else ""
+    """A hash of everything the execution record says, so the audit chain covers it.
+
+    Numbers in the output are hashed as normalized decimals (``_as_stored``) and
+    the cost at the column's scale, so the hash is the same whether computed
+    from the values being written or from the stored row.
+    """
+    output = (
+        canonical_json(_as_stored(execution.output_data))
+        if execution.output_data is not None
+        else ""
+    )
     content = {
         "id": str(execution.pk),
         "tool_id": str(execution.tool_id) if execution.tool_id else None,

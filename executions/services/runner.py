@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from executions.executors import get_executor
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
-from executions.jsonsafe import json_safe
+from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text
 from executions.services import notify
@@ -346,7 +346,7 @@ def _finish(
     fields.update(
         status=status,
         error_type=(result.error_type or "")[:40] if not result.ok else "",
-        error_message=(result.error_message or "")[:10000] if not result.ok else "",
+        error_message=storable_text(result.error_message or "")[:10000] if not result.ok else "",
         upstream_status=result.upstream_status,
         attempts=attempts,
         finished_at=timezone.now(),

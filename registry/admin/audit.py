@@ -180,7 +180,7 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         return super().get_queryset(request).defer("before", "after")
 
     def get_object(self, request, object_id, from_field=None):
-        if not str(object_id).isdigit() or len(str(object_id)) > 18:
+        if not str(object_id).isdecimal() or len(str(object_id)) > 18:
             return None
         return AuditEvent.objects.filter(pk=int(object_id)).first()
 
@@ -202,7 +202,7 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         # target_id alone has no index; (target_type, target_id) has one, and every target
         # type is a model label, so naming them all lets the index serve the search.
         condition = Q(request_id=term) | Q(target_type__in=model_labels(), target_id=term)
-        if term.isdigit() and len(term) < 19:
+        if term.isdecimal() and len(term) < 19:
             condition |= Q(pk=int(term)) | Q(sequence=int(term))
         return queryset.filter(condition), False
 

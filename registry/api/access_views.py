@@ -40,7 +40,7 @@ def _role_qs():
 def _find_user(ref: str):
     User = get_user_model()
     user = User.objects.filter(username=ref).first()
-    if user is None and str(ref).isdigit():
+    if user is None and str(ref).isdecimal():
         user = User.objects.filter(pk=int(ref)).first()
     if user is None or hasattr(user, "agent"):
         raise InvalidInput(
@@ -246,7 +246,7 @@ class GrantListView(BaseAPIView):
         if params.get("tool_id"):
             qs = qs.filter(tool_id=query_uuid(params, "tool_id"))
         if params.get("role_id"):
-            if not params["role_id"].isdigit():
+            if not params["role_id"].isdecimal():
                 raise ValidationError({"role_id": ["Must be an integer."]})
             qs = qs.filter(role_id=int(params["role_id"]))
         action = query_choice(params, "action", Action.values)

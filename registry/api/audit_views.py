@@ -60,7 +60,7 @@ def filter_audit_events(queryset, params):
         queryset = queryset.filter(actor_name=params["actor"])
     actor_id = params.get("actor_id")
     if actor_id:
-        if not actor_id.isdigit():
+        if not actor_id.isdecimal():
             raise ValidationError({"actor_id": [f"'{actor_id}' is not a user id."]})
         queryset = queryset.filter(actor_id=int(actor_id))
     for name in ("target_type", "target_id", "request_id"):
@@ -92,7 +92,7 @@ class AuditCursorPagination(pagination.CursorPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
+        if not raw.isdecimal() or not 1 <= int(raw) <= self.max_page_size:
             raise ValidationError({"page_size": [f"Must be between 1 and {self.max_page_size}."]})
         return int(raw)
 

@@ -58,7 +58,7 @@ def json_pointer_get(root: Any, ref: str) -> Any:
         token = unquote(raw).replace("~1", "/").replace("~0", "~")
         if isinstance(target, dict) and token in target:
             target = target[token]
-        elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
+        elif isinstance(target, list) and token.isdecimal() and int(token) < len(target):
             target = target[int(token)]
         else:
             raise KeyError(ref)

@@ -11,8 +11,10 @@ bulk update or raw SQL, is seen by the next request. A random value (not a
 counter) so that a rolled-back transaction's generation can never come back
 and match what was cached inside it.
 
-Token ``last_used_at`` and user ``last_login`` writes do not bump it (they
-change nothing a decision depends on and happen on ordinary requests).
+Token ``last_used_at``, user ``last_login`` and MCP sync-status writes do not
+bump it (they change nothing a decision depends on and happen on ordinary
+requests), nor does a new token. Writers of the watched tables queue on the
+generation row until they commit: keep those transactions short.
 """
 
 from django.db import migrations
@@ -26,16 +28,36 @@ WATCHED = [
     "registry_toolgroupobjectpermission",
     "registry_tooluserobjectpermission",
     "registry_agent",
-    "registry_mcpserver",
     "auth_group",
     "auth_group_permissions",
     "auth_user_groups",
     "auth_user_user_permissions",
 ]
-# Tables where only some columns matter: (table, columns whose UPDATE bumps).
+# Tables where only some writes matter: (table, whether an INSERT bumps, columns
+# whose UPDATE bumps). A new token needs no bump (unknown tokens are never kept); an
+# MCP server's sync status is not what a call reads.
 PARTIAL = [
-    ("registry_apitoken", ["user_id", "token_hash", "expires_at", "revoked_at"]),
-    ("auth_user", ["username", "is_active", "is_superuser", "is_staff"]),
+    ("registry_apitoken", False, ["user_id", "token_hash", "expires_at", "revoked_at"]),
+    ("auth_user", True, ["username", "is_active", "is_superuser", "is_staff"]),
+    (
+        "registry_mcpserver",
+        True,
+        [
+            "name",
+            "transport",
+            "url",
+            "command",
+            "args",
+            "env",
+            "encrypted_auth_token",
+            "token_env_var",
+            "tools_allowed",
+            "tools_denied",
+            "timeout_seconds",
+            "max_concurrency",
+            "is_enabled",
+        ],
+    ),
 ]
 
 PG_FUNCTION = """
@@ -63,10 +85,11 @@ def _pg_sql() -> str:
             f"CREATE TRIGGER toolhub_registry_changed AFTER INSERT OR UPDATE OR DELETE "
             f"OR TRUNCATE ON {table} FOR EACH STATEMENT EXECUTE FUNCTION toolhub_registry_changed();"
         )
-    for table, columns in PARTIAL:
+    for table, on_insert, columns in PARTIAL:
+        events = ("INSERT OR " if on_insert else "") + "DELETE OR TRUNCATE"
         parts.append(
             f"DROP TRIGGER IF EXISTS toolhub_registry_changed ON {table};\n"
-            f"CREATE TRIGGER toolhub_registry_changed AFTER INSERT OR DELETE OR TRUNCATE "
+            f"CREATE TRIGGER toolhub_registry_changed AFTER {events} "
             f"OR UPDATE OF {', '.join(columns)} ON {table} "
             f"FOR EACH STATEMENT EXECUTE FUNCTION toolhub_registry_changed();"
         )
@@ -82,8 +105,8 @@ def _sqlite_statements() -> list[str]:
     ]
     events = [(table, ["INSERT", "UPDATE", "DELETE"]) for table in WATCHED]
     events += [
-        (table, ["INSERT", "DELETE", f"UPDATE OF {', '.join(columns)}"])
-        for table, columns in PARTIAL
+        (table, [*(["INSERT"] if on_insert else []), "DELETE", f"UPDATE OF {', '.join(columns)}"])
+        for table, on_insert, columns in PARTIAL
     ]
     for table, kinds in events:
         for n, kind in enumerate(kinds):
@@ -105,7 +128,7 @@ def install(apps, schema_editor):
 def remove(apps, schema_editor):
     vendor = schema_editor.connection.vendor
     if vendor == "postgresql":
-        for table in WATCHED + [t for t, _ in PARTIAL]:
+        for table in WATCHED + [t for t, _, _ in PARTIAL]:
             schema_editor.execute(f"DROP TRIGGER IF EXISTS toolhub_registry_changed ON {table}")
         schema_editor.execute("DROP FUNCTION IF EXISTS toolhub_registry_changed()")
     elif vendor == "sqlite":

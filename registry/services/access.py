@@ -225,7 +225,7 @@ def agent_snapshot(agent: Agent) -> dict:
 
 def _roles(role_ids: Iterable) -> list[Group]:
     ids = list(role_ids)
-    roles = list(Group.objects.filter(pk__in=[i for i in ids if str(i).isdigit()]))
+    roles = list(Group.objects.filter(pk__in=[i for i in ids if str(i).isdecimal()]))
     missing = {str(i) for i in ids} - {str(r.pk) for r in roles}
     if missing:
         raise_invalid(

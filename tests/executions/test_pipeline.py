@@ -7,6 +7,7 @@ import json
 import pytest
 from django.core.files.storage import default_storage
 
+from executions.jsonsafe import json_safe
 from executions.models import Execution
 from registry.models import AuditEvent
 from registry.services import access as access_services
@@ -214,7 +215,7 @@ def test_retries_idempotent_5xx_up_to_max_retries(world):
         actor=None, tool=tool, config_key="query_params", config_value={"fail": "2"}
     )
     body = run(world["client"], tool="echo_tool", input_data={"path": "x"}, wait=True).json()
-    assert body["status"] == "succeeded", body
+    assert body["status"] == "succeeded", (body["error_type"], body["error_message"])
     assert body["attempts"] == 3 and world["upstream"].attempts["k2"] == 3
     tool_services.config_set(
         actor=None, tool=tool, config_key="query_params", config_value={"fail": "9"}
@@ -383,6 +384,10 @@ def test_each_audit_event_hashes_the_row_as_stored(world, settings, inline):
     from executions.services.records import execution_content_hash
 
     settings.TOOLHUB_INLINE_WAIT = frozenset({"http"} if inline else ())
+    # A cost finer than the column's scale: hashed as the row stores it.
+    tool_services.tool_update(
+        actor=None, tool=world["tool"], data={"tool_metadata": {"cost_per_call": "0.12345678"}}
+    )
     body = run(
         world["client"], tool="echo_tool", input_data={"path": "echo", "count": 2}, wait=True
     ).json()
@@ -391,3 +396,47 @@ def test_each_audit_event_hashes_the_row_as_stored(world, settings, inline):
     last = AuditEvent.objects.filter(target_id=body["id"]).order_by("-id").first()
     assert last.action == "execution.succeeded"
     assert last.after["content_hash"] == execution_content_hash(stored)
+
+
+def test_text_no_record_can_hold_is_refused_or_mended_never_a_500(world, upstream):
+    # In the caller's arguments: a 422 naming the argument, and the refusal recorded.
+    response = run(world["client"], tool="echo_tool", input_data={"path": "ec\x00ho"}, wait=True)
+    assert response.status_code == 422
+    assert [e["path"] for e in response.json()["error"]["details"]] == ["path"]
+    refused = Execution.objects.get(pk=response.json()["error"]["execution_id"])
+    assert refused.status == "invalid" and "\x00" not in refused.input_data["path"]
+    response = run(world["client"], tool="echo_tool", input_data='{"path": "\\ud800"}', wait=True)
+    assert response.status_code == 422
+    # In a tool name: a 400 (not a database error).
+    assert run(world["client"], tool="echo\x00", input_data={}).status_code == 400
+    # In an upstream answer or error: recorded with U+FFFD in place.
+    from executions.executors.base import ExecutorResult
+    from executions.services.runner import _finish
+
+    tool = world["tool"]
+    for result in (
+        ExecutorResult(ok=True, output={"data": "a\x00b", "k\x00": "\ud800"}),
+        ExecutorResult(ok=False, error_type="upstream_error", error_message="boom\x00 \udfff"),
+    ):
+        execution = Execution.objects.create(tool=tool, tool_name=tool.name, status="running")
+        result.output = json_safe(result.output)  # as the runner prepares every output
+        _finish(execution, tool, result, 1, 1.0)
+        stored = Execution.objects.get(pk=execution.pk)
+        if result.ok:
+            assert stored.output_data == {"data": "a\ufffdb", "k\ufffd": "\ufffd"}
+        else:
+            assert stored.error_message == "boom\ufffd \ufffd"
+
+
+@pytest.mark.parametrize("value", [1e16, -0.0, 1.5e-7, 12345678901234567890, 1.0])
+def test_the_content_hash_of_an_output_is_the_stored_rows(world, value):
+    from executions.executors.base import ExecutorResult
+    from executions.services.records import execution_content_hash
+    from executions.services.runner import _finish
+
+    tool = world["tool"]
+    execution = Execution.objects.create(tool=tool, tool_name=tool.name, status="running")
+    _finish(execution, tool, ExecutorResult(ok=True, output={"v": value, "l": [value]}), 1, 1.0)
+    stored = Execution.objects.get(pk=execution.pk)
+    event = AuditEvent.objects.filter(target_id=str(execution.pk)).order_by("-id").first()
+    assert event.after["content_hash"] == execution_content_hash(stored)

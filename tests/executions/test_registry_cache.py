@@ -235,3 +235,32 @@ def test_the_cache_can_be_turned_off(cast, settings):
     with CaptureQueriesContext(connection) as captured:
         warm(cast)
     assert any('"registry_apitoken"' in q["sql"] for q in captured.captured_queries)
+
+
+def test_unknown_names_are_not_kept(cast):
+    entries = snapshot.current()
+    for name in ("no_such_tool", "x" * 100_000):
+        response = cast["client"].post(
+            "/api/v1/executions", {"tool": name, "input_data": {}}, format="json"
+        )
+        assert response.status_code == 404
+    assert snapshot.current() is entries
+    assert not any(
+        isinstance(key, tuple) and key[0] == "tool-name" and entries[key] is None for key in entries
+    )
+    assert Tool._meta.get_field("name").max_length == snapshot._NAME_MAX
+
+
+def test_token_issue_and_sync_status_keep_the_generation(cast):
+    from registry.models import MCPServer
+    from tests.factories import make_token
+
+    server = MCPServer.objects.create(
+        name="cache-mcp", transport="streamable_http", url="http://127.0.0.1:9/mcp"
+    )
+    before = generation()
+    make_token(cast["agent"].user, name="second")
+    MCPServer.objects.filter(pk=server.pk).update(last_synced_at=timezone.now(), last_sync_error="")
+    assert generation() == before
+    MCPServer.objects.filter(pk=server.pk).update(url="http://127.0.0.1:10/mcp")
+    assert generation() != before

@@ -108,6 +108,10 @@ REQUESTS = [
     {"tool": "t", "role_id": False},
     {"tool": "t", "bogus": 1, "other": 2},
     {"tool": None, "wait": None, "role": "", "agent_id": []},
+    {"tool": "a\x00b"},
+    {"tool_id": "x\x00", "role": "r\x00\ud800"},
+    {"tool": "\ud800"},
+    {"tool": "t", "role": "\udfff", "agent_id": "\x00"},
     ["not", "an", "object"],
     "text",
 ]

@@ -28,7 +28,7 @@ def _flatten(detail, prefix: str = "") -> list[dict]:
         for key, value in detail.items():
             if key == "non_field_errors":
                 field = prefix
-            elif isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+            elif isinstance(key, int) or (isinstance(key, str) and key.isdecimal()):
                 field = f"{prefix}[{key}]"
             else:
                 field = f"{prefix}.{key}" if prefix else str(key)

@@ -27,7 +27,7 @@ class PageNumberPagination(pagination.PageNumberPagination):
 
     def paginate_queryset(self, queryset, request, view=None):
         raw = request.query_params.get(self.page_query_param, "1")
-        if not raw.isdigit() or int(raw) < 1:
+        if not raw.isdecimal() or int(raw) < 1:
             raise ValidationError({"page": ["Must be a positive integer."]})
         return super().paginate_queryset(queryset, request, view)
 
