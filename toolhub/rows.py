@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connections, models
+from django.db import connections, models, transaction
 
 try:  # psycopg 3's client-side binding caches a statement's parsed form...
     from psycopg import _queries as _psycopg_queries
@@ -41,23 +41,25 @@ def can_combine(using: str = "default") -> bool:
 
 
 def insert_together(first: models.Model, then: models.Model, using: str = "default") -> None:
-    """INSERT two rows in one statement (PostgreSQL): atomic, one round trip, and in
-    autocommit one commit. ``first``'s primary key must be set; ``then`` may have a
-    generated one, which is read back."""
+    """INSERT two rows atomically. On PostgreSQL one statement (one round trip, and in
+    autocommit one commit); elsewhere a transaction. ``first``'s primary key must be
+    set; ``then`` may have a generated one, which is read back."""
+    if not can_combine(using):
+        with transaction.atomic(using=using):
+            writer_for(type(first)).insert(first, using)
+            writer_for(type(then)).insert(then, using)
+        return
     connection = connections[using]
-    a_fields, a_sql, a_generated = writer_for(type(first))._insert_plan(connection)
-    b_fields, b_sql, b_generated = writer_for(type(then))._insert_plan(connection)
+    a_sql, a_params, a_generated = writer_for(type(first))._insert_statement(first, connection)
+    b_sql, b_params, b_generated = writer_for(type(then))._insert_statement(then, connection)
     if a_generated:
         raise ValueError("insert_together: the first row needs its primary key set")
-    params = _insert_values(first, a_fields, connection)
-    params += _insert_values(then, b_fields, connection)
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH first_row AS ({a_sql}) {b_sql}", params)
+        cursor.execute(f"WITH first_row AS ({a_sql}) {b_sql}", a_params + b_params)
         if b_generated:
             then.pk = cursor.fetchone()[0]
-    for obj in (first, then):
-        obj._state.adding = False
-        obj._state.db = using
+    _saved(first, using)
+    _saved(then, using)
 
 
 def update_then_insert(
@@ -69,36 +71,40 @@ def update_then_insert(
     then: models.Model,
     using: str = "default",
 ) -> bool:
-    """``UPDATE model … WHERE pk AND where`` and, only if a row changed, INSERT ``then``:
-    one statement (PostgreSQL). Returns whether the update happened."""
-    connection = connections[using]
+    """``UPDATE model … WHERE pk AND where`` and, only if a row changed, INSERT ``then``,
+    atomically: one statement on PostgreSQL, a transaction elsewhere. Returns whether
+    the update happened."""
     writer = writer_for(model)
-    key = (connection.vendor, tuple(values), tuple(where))
-    plan = writer._updates.get(key)
-    if plan is None:
-        plan = writer._updates[key] = writer._update_plan(connection, values, where)
-    set_fields, update_sql, where_fields = plan
+    if not can_combine(using):
+        with transaction.atomic(using=using):
+            if not writer.update(pk, values, where=where, using=using):
+                return False
+            writer_for(type(then)).insert(then, using)
+        return True
+    connection = connections[using]
+    update_sql, update_params = writer._update_statement(connection, pk, values, where)
     b_fields, b_sql, b_generated = writer_for(type(then))._insert_plan(connection)
     head, _, _ = b_sql.partition(" VALUES ")
     marks = ", ".join(["%s"] * len(b_fields))
     returning = f" RETURNING {connection.ops.quote_name(then._meta.pk.column)}"
-    # Built from the plans above (quoted identifiers); values are bound.
+    # Built from the plans (quoted identifiers); values are bound.
     sql = f"WITH changed AS ({update_sql} RETURNING 1) {head} SELECT {marks}"
     sql += f" WHERE EXISTS (SELECT 1 FROM changed){returning}"  # noqa: S608
-    params = [f.get_db_prep_save(values[f.name], connection) for f in set_fields]
-    params.append(model._meta.pk.get_db_prep_value(pk, connection))
-    params.extend(f.get_db_prep_value(where[f.name], connection) for f in where_fields)
-    params += _insert_values(then, b_fields, connection)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, update_params + _insert_values(then, b_fields, connection))
         row = cursor.fetchone()
     if row is None:
         return False
     if b_generated:
         then.pk = row[0]
-    then._state.adding = False
-    then._state.db = using
+    _saved(then, using)
     return True
+
+
+def _saved(obj: models.Model, using: str) -> None:
+    """Mark ``obj`` as a row of database ``using``, as ``save()`` leaves it."""
+    obj._state.adding = False
+    obj._state.db = using
 
 
 def _insert_values(obj: models.Model, fields: list, connection) -> list:
@@ -148,17 +154,19 @@ class RowWriter:
             plan = self._inserts[connection.vendor] = (fields, sql, generated)
         return plan
 
+    def _insert_statement(self, obj: models.Model, connection) -> tuple[str, list, bool]:
+        fields, sql, generated = self._insert_plan(connection)
+        return sql, _insert_values(obj, fields, connection), generated
+
     def insert(self, obj: models.Model, using: str = "default") -> models.Model:
         """INSERT ``obj`` as one row (auto_now_add and defaults applied as ``save()`` would)."""
         connection = connections[using]
-        fields, sql, generated = self._insert_plan(connection)
-        values = _insert_values(obj, fields, connection)
+        sql, values, generated = self._insert_statement(obj, connection)
         with connection.cursor() as cursor:
             cursor.execute(sql, values)
             if generated:
                 obj.pk = cursor.fetchone()[0]
-        obj._state.adding = False
-        obj._state.db = using
+        _saved(obj, using)
         return obj
 
     def update(
@@ -171,7 +179,14 @@ class RowWriter:
     ) -> int:
         """``UPDATE … SET values WHERE pk = pk AND where…``; returns the rows changed (0 or 1)."""
         connection = connections[using]
-        where = where or {}
+        sql, params = self._update_statement(connection, pk, values, where or {})
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
+    def _update_statement(
+        self, connection, pk: Any, values: dict[str, Any], where: dict[str, Any]
+    ) -> tuple[str, list]:
         key = (connection.vendor, tuple(values), tuple(where))
         plan = self._updates.get(key)
         if plan is None:
@@ -180,9 +195,7 @@ class RowWriter:
         params = [f.get_db_prep_save(values[f.name], connection) for f in set_fields]
         params.append(self.model._meta.pk.get_db_prep_value(pk, connection))
         params.extend(f.get_db_prep_value(where[f.name], connection) for f in where_fields)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.rowcount
+        return sql, params
 
     def _update_plan(self, connection, values: Iterable[str], where: Iterable[str]):
         meta = self.model._meta

@@ -37,7 +37,6 @@ from executions.services.records import (
 from executions.validation import validate_arguments
 from registry import access, crypto, snapshot
 from registry.models import Action, Tool
-from registry.services.audit import audit_written
 from toolhub import context, rows
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
 
@@ -336,21 +335,19 @@ def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:
     """Write an admitted call's row and its audit event; queue it after the commit."""
     status = execution.status
     action = f"execution.{status}"
-    if status != ExecutionStatus.PENDING_APPROVAL and rows.can_combine():
-        # One statement: the row and its audit event, atomic, a single round trip.
-        rows.insert_together(execution, execution_audit_event(execution, action))
-        audit_written()
-        executions_audited(execution)
-    else:
+    if status == ExecutionStatus.PENDING_APPROVAL:
         with transaction.atomic():
             EXECUTION_ROWS.insert(execution)
-            if status == ExecutionStatus.PENDING_APPROVAL:
-                Approval.objects.create(
-                    execution=execution,
-                    input_hash=digest,
-                    expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
-                )
+            Approval.objects.create(
+                execution=execution,
+                input_hash=digest,
+                expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
+            )
             audit_execution(execution, action)
+    else:
+        # The row and its audit event together (one statement on PostgreSQL).
+        rows.insert_together(execution, execution_audit_event(execution, action))
+        executions_audited(execution)
     if status == ExecutionStatus.QUEUED:
         transaction.on_commit(lambda: enqueue(execution, tool))
 

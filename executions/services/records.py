@@ -11,7 +11,8 @@ from typing import Any
 from django.db import transaction
 
 from executions.models import Execution
-from registry.services.audit import audit_event, audit_record
+from registry.services.audit import ROWS as AUDIT_ROWS
+from registry.services.audit import audit_event, audit_written
 from toolhub.metrics import record_execution
 
 
@@ -123,7 +124,7 @@ def execution_summary(execution: Execution) -> dict:
 
 def audit_execution(execution: Execution, action: str, *, actor=None) -> None:
     """Append the audit event of an execution decision (in the caller's transaction)."""
-    audit_record(**_audit_fields(execution, action, actor))
+    AUDIT_ROWS.insert(execution_audit_event(execution, action, actor=actor))
     executions_audited(execution)
 
 
@@ -134,6 +135,9 @@ def execution_audit_event(execution: Execution, action: str, *, actor=None):
 
 
 def executions_audited(execution: Execution) -> None:
+    """What follows writing an execution's audit event: sealing (embedded mode) and,
+    for a finished call, the metrics, once committed."""
+    audit_written()
     if execution.is_terminal:
         transaction.on_commit(partial(record_execution, execution))
 

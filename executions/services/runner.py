@@ -31,7 +31,7 @@ from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text
 from executions.services import notify
 from executions.services.governance import store_result
-from executions.services.pipeline import EXECUTION_ROWS, enqueue, total_budget_seconds
+from executions.services.pipeline import enqueue, total_budget_seconds
 from executions.services.records import (
     audit_execution,
     execution_audit_event,
@@ -41,7 +41,6 @@ from executions.services.shared_state import SharedStateUnavailable, slot_acquir
 from executions.services.webhooks import notify_agent
 from registry import crypto, snapshot
 from registry.models import Tool
-from registry.services.audit import audit_written
 from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
 from toolhub import rows
 
@@ -187,33 +186,23 @@ def execution_run(*, execution_id) -> Execution | None:
     if spec is None:
         return None
     tool = row.tool = spec.tool
-    budget = total_budget_seconds(tool)
-    slots = _acquire_slots(row, tool, lease=budget + REAP_GRACE_SECONDS)
+    slots = take_slots(row, tool)
     if slots is None:
         return _wait_for_slot(row, tool)
     try:
-        now = timezone.now()
-        deadline = now + timedelta(seconds=budget + REAP_GRACE_SECONDS)
+        mark_running(row, tool, timezone.now())  # the row as claimed: not read back
         claimed = Execution.objects.filter(pk=execution_id, status=ExecutionStatus.QUEUED).update(
-            status=ExecutionStatus.RUNNING,
-            started_at=now,
-            deadline_at=deadline,
-            worker=WORKER_NAME[:200],
+            status=row.status,
+            started_at=row.started_at,
+            deadline_at=row.deadline_at,
+            worker=row.worker,
         )
         if not claimed:
             logger.info("execution %s no longer queued: nothing to do", execution_id)
             return None
-        # The row as claimed, without reading it back.
-        row.status, row.started_at, row.deadline_at, row.worker = (
-            ExecutionStatus.RUNNING,
-            now,
-            deadline,
-            WORKER_NAME[:200],
-        )
         return run_claimed(row, spec)
     finally:
-        for key in slots:
-            _release(key, str(row.pk))
+        release_slots(row, slots)
 
 
 def take_slots(execution: Execution, tool: Tool) -> list[str] | None:
@@ -227,7 +216,7 @@ def release_slots(execution: Execution, slots: list[str]) -> None:
 
 
 def mark_running(execution: Execution, tool: Tool, now) -> None:
-    """Set an unsaved execution's claim fields, for a call that runs in this process."""
+    """Set an execution's claim fields: this process runs it from ``now``."""
     execution.status = ExecutionStatus.RUNNING
     execution.started_at = now
     execution.deadline_at = now + timedelta(seconds=total_budget_seconds(tool) + REAP_GRACE_SECONDS)
@@ -353,25 +342,18 @@ def _finish(
         execution_time_ms=round(elapsed_ms, 3),
         sealed_secrets="",
     )
-    claim = {"status": ExecutionStatus.RUNNING}
-    if rows.can_combine():
-        # One statement: the guarded UPDATE and, only if it changed the row, the
-        # audit event describing the row as written (set here first, no read back).
-        for name, value in fields.items():
-            setattr(execution, name, value)
-        event = execution_audit_event(execution, f"execution.{status}", actor=_principal(execution))
-        done = rows.update_then_insert(Execution, execution.pk, fields, where=claim, then=event)
-        if done:
-            audit_written()
-            executions_audited(execution)
-    else:
-        with transaction.atomic():
-            done = EXECUTION_ROWS.update(execution.pk, fields, where=claim)
-            if done:
-                # The row is what this process just wrote: no read back.
-                for name, value in fields.items():
-                    setattr(execution, name, value)
-                audit_execution(execution, f"execution.{status}", actor=_principal(execution))
+    # The row as it is about to be written: the audit event describes it, and
+    # after the write nothing is read back.
+    for name, value in fields.items():
+        setattr(execution, name, value)
+    event = execution_audit_event(execution, f"execution.{status}", actor=_principal(execution))
+    # The guarded UPDATE and, only if it changed the row, the event (one statement on
+    # PostgreSQL).
+    done = rows.update_then_insert(
+        Execution, execution.pk, fields, where={"status": ExecutionStatus.RUNNING}, then=event
+    )
+    if done:
+        executions_audited(execution)
     if done:
         store_result(tool, execution)
         if tool.requires_approval and Approval.objects.filter(execution=execution).exists():
