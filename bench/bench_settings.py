@@ -13,6 +13,7 @@ import json
 import os
 
 from toolhub.settings import *  # noqa: F403
+from toolhub.settings import inline_wait_kinds
 
 for _name, _value in json.loads(os.environ.get("TOOLHUB_BENCH_OVERRIDES") or "{}").items():
     _path = _name.split(".")
@@ -24,15 +25,13 @@ for _name, _value in json.loads(os.environ.get("TOOLHUB_BENCH_OVERRIDES") or "{}
         _target = _target[_key]
     _target[_path[-1]] = _value
 
-# TOOLHUB_INLINE_WAIT is a set of executor kinds: accept --set TOOLHUB_INLINE_WAIT=false,
-# =true, ="http,python" or a JSON list, as the environment variable would.
+# TOOLHUB_INLINE_WAIT is a set of executor kinds: read --set TOOLHUB_INLINE_WAIT=false,
+# =true, ="http,python" or a JSON list as the environment variable is read.
 _inline = globals().get("TOOLHUB_INLINE_WAIT")
-if isinstance(_inline, bool):
-    TOOLHUB_INLINE_WAIT = frozenset({"http", "database", "mcp", "python"} if _inline else ())
-elif isinstance(_inline, str):
-    TOOLHUB_INLINE_WAIT = frozenset(k.strip() for k in _inline.split(",") if k.strip())
+if isinstance(_inline, bool | str):
+    TOOLHUB_INLINE_WAIT = inline_wait_kinds(str(_inline).split(","))
 elif isinstance(_inline, list):
-    TOOLHUB_INLINE_WAIT = frozenset(_inline)
+    TOOLHUB_INLINE_WAIT = inline_wait_kinds(_inline)
 
 if globals().get("BENCH_CELERY_CLOSE_OLD_CONNECTIONS"):
     from celery.signals import task_postrun, task_prerun

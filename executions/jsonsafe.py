@@ -97,14 +97,22 @@ def storable_text(text: str) -> str:
     lone surrogate: an upstream answer containing them must still be recorded.
     """
     text = str(text)
+    if is_storable_text(text):
+        return text
+    return "".join("\ufffd" if c == "\x00" or 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def is_storable_text(text: str) -> bool:
+    """No NUL character and no unpaired surrogate (UTF-8 can encode it)."""
     if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
-    return text
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _key(key: Any, path: set[int]) -> str:

@@ -18,6 +18,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from executions.jsonsafe import is_storable_text
+
 _INT = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -140,7 +142,7 @@ def _unstorable_text(value: Any, path: str) -> list[dict]:
     """Problems for text a record cannot hold: NUL characters, unpaired surrogates."""
     problems: list[dict] = []
     if isinstance(value, str):
-        if "\x00" in value or not _encodable(value):
+        if not is_storable_text(value):
             problems.append(
                 {
                     "path": path or "$",
@@ -157,16 +159,6 @@ def _unstorable_text(value: Any, path: str) -> list[dict]:
         for index, item in enumerate(value):
             problems += _unstorable_text(item, f"{path}[{index}]" if path else f"[{index}]")
     return problems
-
-
-def _encodable(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @lru_cache(maxsize=512)

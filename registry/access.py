@@ -14,6 +14,7 @@ with the roles (groups) it belongs to; ``role_ids`` narrows that to a subset
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
@@ -21,8 +22,6 @@ from django.db.models import Q, QuerySet
 
 from registry import snapshot
 from registry.models import Action, Tool, ToolGroupObjectPermission, ToolUserObjectPermission
-
-_UNSET = object()
 
 CODENAMES = {
     Action.READ: "view_tool",
@@ -131,7 +130,7 @@ def can(
     tool: Tool,
     *,
     role_ids: Iterable[int] | None = None,
-    entries: dict | object | None = _UNSET,
+    entries: Any = snapshot.UNREAD,
 ) -> bool:
     """May ``user`` perform ``action`` on ``tool``?
 
@@ -148,16 +147,16 @@ def can(
 
 
 def tool_codes(
-    user, tool_id, *, role_ids: Iterable[int] | None = None, entries: dict | object | None = _UNSET
+    user, tool_id, *, role_ids: Iterable[int] | None = None, entries: Any = snapshot.UNREAD
 ) -> frozenset[str]:
     """Every tool permission codename ``user`` holds on one tool, through its roles
     (narrowed to ``role_ids`` when given) or directly, object-level or for all tools."""
     narrowed = role_ids is not None
     groups = role_ids_of(user, role_ids)
-    if entries is _UNSET:
-        entries = snapshot.current()
     key = ("codes", user.pk, tuple(sorted(groups)), narrowed, tool_id)
-    return snapshot.cached(entries, key, lambda: _load_codes(user, tool_id, groups, narrowed))
+    return snapshot.cached(
+        snapshot.resolve(entries), key, lambda: _load_codes(user, tool_id, groups, narrowed)
+    )
 
 
 def _load_codes(user, tool_id, groups: list[int], narrowed: bool) -> frozenset[str]:

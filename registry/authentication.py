@@ -36,14 +36,17 @@ def _load(token_hash: str):
     return token, user, getattr(user, "agent", None)
 
 
+def _touch_due(token, now) -> bool:
+    last = _touched.get(token.token_hash) or token.last_used_at
+    return last is None or now - last > LAST_USED_RESOLUTION
+
+
 def _touch(token) -> None:
     now = timezone.now()
-    last = _touched.get(token.token_hash) or token.last_used_at
-    if last is not None and now - last <= LAST_USED_RESOLUTION:
+    if not _touch_due(token, now):
         return
     with _touched_lock:
-        last = _touched.get(token.token_hash) or token.last_used_at
-        if last is not None and now - last <= LAST_USED_RESOLUTION:
+        if not _touch_due(token, now):  # another thread wrote it meanwhile
             return
         if len(_touched) > 100_000:
             _touched.clear()
@@ -76,13 +79,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if request is not None:
             # Read once per request: the execution pipeline reuses it (registry_entries).
             request._toolhub_registry = entries
-        key = ("token", token_hash)
-        entry = entries.get(key) if entries is not None else None
-        if entry is None:
-            entry = _load(token_hash)
-            # Unknown tokens are not kept: guessing cannot fill the memory.
-            if entry is not None and entries is not None:
-                snapshot.cached(entries, key, lambda: entry)
+        # Unknown tokens are not kept: guessing cannot fill the memory.
+        entry = snapshot.cached(
+            entries, ("token", token_hash), lambda: _load(token_hash), keep_none=False
+        )
         if entry is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         token, user, agent = entry

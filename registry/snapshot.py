@@ -51,6 +51,11 @@ def generation() -> int | None:
     return row[0] if row else None
 
 
+def resolve(entries: Any) -> dict[Any, Any] | None:
+    """``entries`` a caller already read in this request, or the current ones (``UNREAD``)."""
+    return current() if entries is UNREAD else entries
+
+
 def current() -> dict[Any, Any] | None:
     """The entries valid for the generation seen now, or None when caching is off."""
     if not settings.TOOLHUB_REGISTRY_CACHE:
@@ -133,10 +138,9 @@ def _load_spec(**lookup) -> ToolSpec | None:
     )
 
 
-def tool_spec(ref: Any, entries: dict[Any, Any] | None = _MISSING) -> ToolSpec | None:  # type: ignore[assignment]
+def tool_spec(ref: Any, entries: Any = UNREAD) -> ToolSpec | None:
     """The tool named ``ref`` (its id, or its name when ``ref`` is not a UUID)."""
-    if entries is _MISSING:
-        entries = current()
+    entries = resolve(entries)
     if isinstance(ref, uuid.UUID):
         key: tuple = ("tool", ref)
         lookup: dict[str, Any] = {"pk": ref}

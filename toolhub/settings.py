@@ -268,18 +268,26 @@ TOOLHUB_MAX_ARTIFACT_BYTES = env_int("TOOLHUB_MAX_ARTIFACT_BYTES", 64 * 1024 * 1
 # would otherwise spend blocked on the worker's answer; database, MCP and Python tools
 # keep their connections, sessions and code on workers. Calls that do not wait always go
 # to workers. "true" = all kinds; "false" or "none" = none.
-_INLINE_KINDS = {"http", "database", "mcp", "python"}
-_inline = [kind.lower() for kind in env_list("TOOLHUB_INLINE_WAIT", ["http"])]
-if _inline in (["true"], ["all"]):
-    _inline = sorted(_INLINE_KINDS)
-elif _inline in (["false"], ["none"]):
-    _inline = []
-if set(_inline) - _INLINE_KINDS:
-    raise ImproperlyConfigured(
-        f"TOOLHUB_INLINE_WAIT: unknown executor kind(s) {sorted(set(_inline) - _INLINE_KINDS)}; "
-        f"use true, false or a comma-separated list of {sorted(_INLINE_KINDS)}."
-    )
-TOOLHUB_INLINE_WAIT = frozenset(_inline)
+EXECUTOR_KINDS = frozenset({"http", "database", "mcp", "python"})
+
+
+def inline_wait_kinds(items: list[str]) -> frozenset[str]:
+    """TOOLHUB_INLINE_WAIT's items as a set of executor kinds (``true``/``all``, ``false``/``none``)."""
+    kinds = [item.strip().lower() for item in items if item.strip()]
+    if kinds in (["true"], ["all"]):
+        return EXECUTOR_KINDS
+    if kinds in (["false"], ["none"]):
+        return frozenset()
+    unknown = sorted(set(kinds) - EXECUTOR_KINDS)
+    if unknown:
+        raise ImproperlyConfigured(
+            f"TOOLHUB_INLINE_WAIT: unknown executor kind(s) {unknown}; "
+            f"use true, false or a comma-separated list of {sorted(EXECUTOR_KINDS)}."
+        )
+    return frozenset(kinds)
+
+
+TOOLHUB_INLINE_WAIT = inline_wait_kinds(env_list("TOOLHUB_INLINE_WAIT", ["http"]))
 
 # Registry reads of the execution path (token, roles, tool, rights, rules) are kept in
 # memory per process and dropped whenever the registry generation changes

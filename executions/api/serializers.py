@@ -16,6 +16,7 @@ from rest_framework.fields import get_error_detail
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from executions.models import Execution
+from executions.services.records import COST_SCALE
 
 
 class ExecutionSerializer(serializers.ModelSerializer):
@@ -70,14 +71,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_links(self, obj) -> dict:
-        request = self.context.get("request")
-        base = f"/api/v1/executions/{obj.pk}"
-        links = {"self": base}
-        if obj.output_artifact:
-            links["output"] = f"{base}/output"
-        if request is not None:
-            links = {k: request.build_absolute_uri(v) for k, v in links.items()}
-        return links
+        return _links(obj, self.context.get("request"))
 
 
 def _when(value) -> str | None:
@@ -92,14 +86,18 @@ def _id(value) -> str | None:
     return str(value) if value is not None else None
 
 
-def execution_json(obj: Execution, request=None) -> dict:
-    """An execution's JSON, field for field what ``ExecutionSerializer`` declares."""
+def _links(obj: Execution, request=None) -> dict:
     base = f"/api/v1/executions/{obj.pk}"
     links = {"self": base}
     if obj.output_artifact:
         links["output"] = f"{base}/output"
     if request is not None:
         links = {k: request.build_absolute_uri(v) for k, v in links.items()}
+    return links
+
+
+def execution_json(obj: Execution, request=None) -> dict:
+    """An execution's JSON, field for field what ``ExecutionSerializer`` declares."""
     cost = obj.cost
     return {
         "id": str(obj.pk),
@@ -122,17 +120,14 @@ def execution_json(obj: Execution, request=None) -> dict:
         "execution_time_ms": obj.execution_time_ms,
         "chars_in": obj.chars_in,
         "chars_out": obj.chars_out,
-        "cost": None if cost is None else f"{Decimal(cost).quantize(_COST_PLACES):f}",
+        "cost": None if cost is None else f"{Decimal(cost).quantize(COST_SCALE):f}",
         "input_hash": obj.input_hash,
         "request_id": obj.request_id,
         "created_at": _when(obj.created_at),
         "started_at": _when(obj.started_at),
         "finished_at": _when(obj.finished_at),
-        "links": links,
+        "links": _links(obj, request),
     }
-
-
-_COST_PLACES = Decimal(1).scaleb(-Execution._meta.get_field("cost").decimal_places)
 
 
 # (name, kind) in declaration order: "char" (no null), "char_null", "json" (null allowed

@@ -188,7 +188,7 @@ def execution_request(
         caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
         raise _refuse(exc, caller=caller, tool=None, tool_ref=tool_ref) from None
 
-    entries = snapshot.current() if registry is snapshot.UNREAD else registry
+    entries = snapshot.resolve(registry)
     spec = _find_tool(caller, tool_ref, entries)
     if spec is None:
         raise _refuse(

@@ -25,7 +25,7 @@ def input_hash(value: Any) -> str:
 
 
 _COST_FIELD = Execution._meta.get_field("cost")
-_COST_SCALE = Decimal(1).scaleb(-_COST_FIELD.decimal_places)
+COST_SCALE = Decimal(1).scaleb(-_COST_FIELD.decimal_places)
 _COST_LIMIT = Decimal(10) ** (_COST_FIELD.max_digits - _COST_FIELD.decimal_places)
 
 
@@ -35,7 +35,7 @@ def cost_of(tool) -> Decimal | None:
     if raw is None:
         return None
     try:
-        cost = Decimal(str(raw)).quantize(_COST_SCALE)
+        cost = Decimal(str(raw)).quantize(COST_SCALE)
     except (InvalidOperation, ValueError):
         return None
     return cost if cost.is_finite() and abs(cost) < _COST_LIMIT else None
