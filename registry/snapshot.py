@@ -31,6 +31,7 @@ GENERATION_SQL = "SELECT value FROM toolhub_registry_generation WHERE id = 1"
 MAX_ENTRIES = 50_000
 _MISSING = object()
 UNREAD = object()  # "no entries read yet": callers read the generation themselves
+NOT_CHECKED = object()  # no health check read the generation in this request
 
 
 class _Store:
@@ -44,7 +45,16 @@ _store = _Store()
 
 
 def generation() -> int | None:
-    """The registry generation as this connection sees it (None: no generation row)."""
+    """The registry generation as this connection sees it (None: no generation row).
+
+    On PostgreSQL the connection's health check at the request's first database
+    use already read it (``toolhub/db/postgresql``): that value is taken instead.
+    """
+    take = getattr(connection, "take_checked_generation", None)
+    if take is not None:
+        seen = take()
+        if seen is not NOT_CHECKED:
+            return seen
     with connection.cursor() as cursor:
         cursor.execute(GENERATION_SQL)
         row = cursor.fetchone()
