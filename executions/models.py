@@ -67,8 +67,15 @@ class Execution(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Foreign keys are looked up through the composite indexes in Meta (each
+    # leads with its key): every index costs each of the two writes of a call.
     tool = models.ForeignKey(
-        Tool, null=True, blank=True, on_delete=models.PROTECT, related_name="executions"
+        Tool,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="executions",
+        db_index=False,
     )
     tool_name = models.CharField(max_length=200, blank=True)
     tool_version = models.CharField(max_length=32, blank=True)
@@ -77,7 +84,12 @@ class Execution(models.Model):
         max_length=200, blank=True, help_text="What the caller asked for (id or name)."
     )
     agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="executions"
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="executions",
+        db_index=False,
     )
     principal = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -85,10 +97,11 @@ class Execution(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,
     )
     principal_name = models.CharField(max_length=150, blank=True)
     role = models.ForeignKey(
-        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
     roles_used = models.JSONField(default=list, blank=True)
 
@@ -125,6 +138,7 @@ class Execution(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text="Answered from the cached result of this earlier execution.",
+        db_index=False,
     )
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Last time a worker looked at this queued call."
@@ -145,7 +159,18 @@ class Execution(models.Model):
             models.Index(fields=["tool", "agent", "-created_at"], name="exec_tool_agent_time_idx"),
             models.Index(fields=["principal", "-created_at"], name="exec_principal_time_idx"),
             models.Index(fields=["status", "-created_at"], name="exec_status_time_idx"),
-            models.Index(fields=["role", "-created_at"], name="exec_role_time_idx"),
+            # Only calls narrowed to a role, or answered from the cache, have these:
+            # partial indexes, so the other calls never write an entry.
+            models.Index(
+                fields=["role", "-created_at"],
+                name="exec_role_time_idx",
+                condition=models.Q(role__isnull=False),
+            ),
+            models.Index(
+                fields=["cached_from"],
+                name="exec_cached_from_idx",
+                condition=models.Q(cached_from__isnull=False),
+            ),
             models.Index(fields=["request_id"], name="exec_request_idx"),
         ]
 

@@ -35,15 +35,16 @@ class AuditEvent(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         db_constraint=False,
+        db_index=False,  # audit_actor_time_idx leads with it
     )
     actor_name = models.CharField(max_length=150, blank=True)
-    action = models.CharField(max_length=64, db_index=True)
+    action = models.CharField(max_length=64)
     target_type = models.CharField(max_length=64, blank=True)
     target_id = models.CharField(max_length=64, blank=True)
     target_repr = models.CharField(max_length=200, blank=True)
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
-    request_id = models.CharField(max_length=128, blank=True, db_index=True)
+    request_id = models.CharField(max_length=128, blank=True)
     client_address = models.GenericIPAddressField(null=True, blank=True)
     # The hash chain, filled in by the sealer (registry.services.audit_chain):
     # each sealed event's hash covers its content and the previous event's hash.
@@ -61,6 +62,11 @@ class AuditEvent(models.Model):
             models.Index(fields=["target_type", "target_id"], name="audit_target_idx"),
             models.Index(fields=["actor", "-occurred_at"], name="audit_actor_time_idx"),
             models.Index(fields=["action", "-occurred_at"], name="audit_action_time_idx"),
+            # Prefix filters ("execution.*") on PostgreSQL; equality uses the one above.
+            models.Index(
+                fields=["action"], name="audit_action_prefix_idx", opclasses=["varchar_pattern_ops"]
+            ),
+            models.Index(fields=["request_id"], name="audit_request_idx"),
             models.Index(fields=["actor_name", "-occurred_at"], name="audit_actorname_time_idx"),
             models.Index(
                 fields=["id"],
