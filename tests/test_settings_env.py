@@ -93,7 +93,7 @@ def test_database_url_switches_to_production_shape(tmp_path):
         TOOLHUB_AUDIT_SIGNING_KEY="z" * 32,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[:2] == ["False", "django.db.backends.postgresql"]
+    assert result.stdout.split()[:2] == ["False", "toolhub.db.postgresql"]
 
 
 @pytest.mark.parametrize(

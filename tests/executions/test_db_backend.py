@@ -15,10 +15,11 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from registry import snapshot
+from registry.models import Tool
 from registry.services import access as access_services
 from registry.services import tools as tool_services
 from tests.conftest import make_token
@@ -75,14 +76,19 @@ def test_the_health_check_read_is_the_generation_read(warm_connection):
     assert len(captured.captured_queries) == 1
 
 
-def test_an_untaken_value_does_not_outlive_its_request(warm_connection):
-    connection.close_if_health_check_failed()  # a request whose first query is not the read
-    assert connection.checked_generation is not snapshot.NOT_CHECKED
+def test_a_check_run_for_another_query_is_not_used(warm_connection):
+    Tool.objects.count()  # the request's first database use: the check runs for it
     before = stored_generation()
-    new_generation()
-    request_boundary()
-    connection.health_check_enabled = False  # no check in the next request: must read itself
+    new_generation()  # a change after that check, before the request reads the generation
     assert snapshot.generation() == before + 1
+
+
+def test_the_requests_own_registry_write_is_seen(warm_connection, django_user_model):
+    before = stored_generation()
+    with transaction.atomic():
+        access_services.role_create(actor=None, name="made-in-this-request")
+    assert snapshot.generation() not in (None, before)
+    assert snapshot.generation() == stored_generation()
 
 
 def test_a_dead_connection_is_replaced_before_use(warm_connection):

@@ -7,10 +7,11 @@ work, on every API call. Here the health check *is* that read: it proves the
 connection works just as well, and the value it returns is handed to the first
 ``snapshot.generation()`` of the same request instead of being read again.
 
-The value lives only from the check to the end of the request (or Celery task):
-``close_if_unusable_or_obsolete``, which Django runs at both ends, forgets it,
-and so do ``connect`` and ``close``. Inside a transaction, or before the
-generation table exists (``migrate``), the check is Django's ``SELECT 1``.
+The value is used only when the check runs for that very read (the request's
+first database use): a check that ran for an earlier query may predate the
+request's own writes, so its value is dropped and the generation read as
+usual. Inside a transaction, or before the generation table exists
+(``migrate``), the check is Django's ``SELECT 1``.
 """
 
 from __future__ import annotations
@@ -23,18 +24,6 @@ from registry.snapshot import GENERATION_SQL, NOT_CHECKED
 
 class DatabaseWrapper(base.DatabaseWrapper):
     checked_generation = NOT_CHECKED
-
-    def connect(self):
-        self.checked_generation = NOT_CHECKED
-        super().connect()
-
-    def close(self):
-        self.checked_generation = NOT_CHECKED
-        super().close()
-
-    def close_if_unusable_or_obsolete(self):
-        self.checked_generation = NOT_CHECKED
-        super().close_if_unusable_or_obsolete()
 
     def close_if_health_check_failed(self):
         if self.connection is None or not self.health_check_enabled or self.health_check_done:
@@ -55,7 +44,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
         self.health_check_done = True
 
     def take_checked_generation(self):
-        """Run the health check if it is due; its generation, once (``NOT_CHECKED`` otherwise)."""
+        """The generation, when the health check is due now and reads it; else ``NOT_CHECKED``.
+
+        Only a check run for this very call counts: a value a check read for an
+        earlier query of the request may predate the request's own writes.
+        """
+        self.checked_generation = NOT_CHECKED
         self.close_if_health_check_failed()
         value, self.checked_generation = self.checked_generation, NOT_CHECKED
         return value
