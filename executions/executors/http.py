@@ -49,15 +49,14 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
 
-import httpcore
 import httpx
 
 from executions import egress
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.wire import PinnedTransport
 from executions.redaction import redact, redact_text
 
 MAX_REDIRECTS = 5
@@ -89,141 +88,56 @@ class _NoRequestLines(logging.Filter):
 
 logging.getLogger("httpx").addFilter(_NoRequestLines())
 
-_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=5.0)
+# Sent with every request unless the tool's own headers name them. There is
+# no cookie jar anywhere: a cookie one upstream sets never rides along a call.
+_DEFAULT_HEADERS = (
+    ("Accept", "*/*"),
+    ("Accept-Encoding", "gzip, deflate"),
+    ("Connection", "keep-alive"),
+    ("User-Agent", USER_AGENT),
+)
+
+_transport: PinnedTransport | None = None
+_transport_pid: int | None = None
+_transport_lock = threading.Lock()
 
 
-# --------------------------------------------------------------------------- pinned transport
-
-
-class _PinnedBackend(httpcore.NetworkBackend):
-    """Opens TCP connections only to the addresses the egress guard checked.
-
-    The transport pins ``(host, port) -> addresses`` for the current thread
-    just before handing a request to the connection pool; the pool connects
-    in the same thread. A connection the guard did not check is refused.
-    """
-
-    def __init__(self) -> None:
-        self._inner = httpcore.SyncBackend()
-        self._local = threading.local()
-
-    def pin(self, host: str, port: int, addresses: tuple[str, ...]) -> None:
-        self._local.pin = (host, port, addresses)
-
-    def unpin(self) -> None:
-        self._local.pin = None
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        pin = getattr(self._local, "pin", None)
-        if pin is None or pin[0] != host or pin[1] != port:
-            raise httpcore.ConnectError(
-                f"refused: connection to {host}:{port} was not checked by the egress guard"
-            )
-        error: Exception | None = None
-        for address in pin[2]:
-            try:
-                return self._inner.connect_tcp(
-                    address,
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                error = exc
-        assert error is not None
-        raise error
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options=None):
-        raise httpcore.ConnectError("refused: unix sockets are not allowed")
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-class PinnedTransport(httpx.HTTPTransport):
-    """An httpx transport whose every request passes the egress guard.
-
-    Pinning happens at the socket level (a custom httpcore network backend)
-    rather than by rewriting the URL host to the IP: the pool stays keyed by
-    the real host name, so a TLS connection verified for one name is never
-    reused for another name that happens to share the address, SNI and
-    certificate checks use the name, and the Host header is untouched.
-
-    A pooled keep-alive connection (at most ``keepalive_expiry`` seconds idle)
-    may be reused for a later call to the same host; it leads to an address
-    that passed the check when it was opened, and every call is still checked
-    before anything is sent.
-    """
-
-    def __init__(self, *, limits: httpx.Limits = _LIMITS) -> None:
-        ssl_context = httpx.create_ssl_context()
-        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
-        self._backend = _PinnedBackend()
-        # Replace the pool httpx built with one that connects through the pinned backend.
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=self._backend,
-        )
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        scheme = request.url.scheme
-        host = request.url.raw_host.decode("ascii")
-        egress.check_scheme(scheme, host)
-        port = request.url.port or egress.DEFAULT_PORTS[scheme]
-        destination = egress.check_host(host, port)
-        self._backend.pin(host, port, destination.addresses)
-        try:
-            return super().handle_request(request)
-        finally:
-            self._backend.unpin()
-
-
-_client: httpx.Client | None = None
-_client_pid: int | None = None
-_client_lock = threading.Lock()
-
-
-def get_client() -> httpx.Client:
-    """The process-wide pooled client (created lazily; recreated after a fork)."""
-    global _client, _client_pid
-    client, pid = _client, os.getpid()
-    if client is not None and _client_pid == pid:
-        return client
-    with _client_lock:
-        if _client is None or _client_pid != pid:
-            # After a fork the parent's client is abandoned, not closed: its
+def get_transport() -> PinnedTransport:
+    """The process-wide connection pool (created lazily; recreated after a fork)."""
+    global _transport, _transport_pid
+    transport, pid = _transport, os.getpid()
+    if transport is not None and _transport_pid == pid:
+        return transport
+    with _transport_lock:
+        if _transport is None or _transport_pid != pid:
+            # After a fork the parent's pool is abandoned, not closed: its
             # sockets belong to the parent.
-            _client = httpx.Client(
-                transport=PinnedTransport(),
-                follow_redirects=False,
-                trust_env=False,
-                headers={"User-Agent": USER_AGENT},
-                # Every tool and caller of the process shares this client: a cookie
-                # one upstream answer sets must never ride along another call.
-                cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
-            )
-            _client_pid = pid
-        return _client
+            _transport = PinnedTransport()
+            _transport_pid = pid
+        return _transport
 
 
-def close_client() -> None:
-    """Close the shared client (tests, shutdown); the next call creates a new one."""
-    global _client, _client_pid
-    with _client_lock:
-        if _client is not None and _client_pid == os.getpid():
-            _client.close()
-        _client, _client_pid = None, None
+def close_transport() -> None:
+    """Close the shared pool (tests, shutdown); the next call creates a new one."""
+    global _transport, _transport_pid
+    with _transport_lock:
+        if _transport is not None and _transport_pid == os.getpid():
+            _transport.close()
+        _transport, _transport_pid = None, None
+
+
+def _with_url_credentials(url: httpx.URL, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Credentials written in the URL (``user:pass@host``) are sent as basic auth."""
+    if not (url.username or url.password):
+        return headers
+    token = base64.b64encode(f"{url.username}:{url.password}".encode()).decode("ascii")
+    kept = [(n, v) for n, v in headers if n.lower() != "authorization"]
+    return [*kept, ("Authorization", f"Basic {token}")]
+
+
+def _with_defaults(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    named = {name.lower() for name, _ in headers}
+    return [(n, v) for n, v in _DEFAULT_HEADERS if n.lower() not in named] + headers
 
 
 # --------------------------------------------------------------------------- preparation
@@ -581,7 +495,7 @@ class HTTPExecutor:
     def _send(
         self, prepared: _Prepared, metadata: dict[str, Any]
     ) -> tuple[httpx.Response, bytes, bool]:
-        client = get_client()
+        transport = get_transport()
         deadline = time.monotonic() + prepared.timeout
         method, url, content = prepared.method, prepared.url, prepared.content
         headers = list(prepared.headers)
@@ -592,11 +506,17 @@ class HTTPExecutor:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._timeout_failure(prepared.timeout)
-            request = client.build_request(
-                method, url, headers=headers, content=content, timeout=httpx.Timeout(remaining)
+            request = httpx.Request(
+                method,
+                url,
+                headers=_with_defaults(_with_url_credentials(url, headers)),
+                content=content,
+                extensions={
+                    "timeout": dict.fromkeys(("connect", "read", "write", "pool"), remaining)
+                },
             )
             try:
-                response = client.send(request, stream=True)
+                response = transport.handle_request(request)
             except egress.EgressDenied as exc:
                 prefix = f"redirect {hop} to {url} " if hop else ""
                 raise _Failure(ErrorType.EGRESS_DENIED, f"{prefix}{exc}") from None

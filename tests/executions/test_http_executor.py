@@ -9,13 +9,12 @@ import socket
 import threading
 import time
 
-import httpcore
 import pytest
 
 from executions import egress
 from executions.executors import http as http_module
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
-from executions.executors.http import HTTPExecutor, get_client
+from executions.executors.http import HTTPExecutor, get_transport
 
 CANARY = "canary-5ecret-Zq81xP"
 
@@ -136,6 +135,21 @@ def test_static_headers_and_query_params(upstream, as_string):
     assert seen.headers["accept"] == "application/json"
     # Static parameters are always sent and win over an input of the same name.
     assert seen.query == {"q": ["x"], "api_version": ["2"], "tenant": ["acme"]}
+
+
+def test_default_headers_sent_once_unless_the_tool_sets_them(upstream):
+    assert call({"base_url": upstream.url + "/echo"}).ok
+    seen = upstream.last.headers
+    assert seen["user-agent"].startswith("ToolHub-HTTPExecutor/")
+    assert seen["accept"] == "*/*"
+    assert "gzip" in seen["accept-encoding"]
+    custom = {"User-Agent": "acme-bot/2", "accept-encoding": "identity"}
+    assert call({"base_url": upstream.url + "/echo", "headers": custom}).ok
+    seen = upstream.last.headers
+    assert seen["user-agent"] == "acme-bot/2"  # one value: the default is not sent too
+    assert seen["accept-encoding"] == "identity"
+    names = [name.lower() for name, _ in upstream.last.header_list]
+    assert names.count("user-agent") == names.count("accept-encoding") == 1
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
@@ -548,15 +562,6 @@ def test_host_name_allowlist_entry(upstream, settings, monkeypatch):
     assert result.error_type == ErrorType.EGRESS_DENIED
 
 
-def test_unpinned_connection_is_refused_by_the_backend():
-    backend = http_module._PinnedBackend()
-    with pytest.raises(httpcore.ConnectError, match="not checked"):
-        backend.connect_tcp("127.0.0.1", 80)
-    backend.pin("a.example", 80, ("127.0.0.1",))
-    with pytest.raises(httpcore.ConnectError, match="not checked"):
-        backend.connect_tcp("b.example", 80)
-
-
 # --------------------------------------------------------------------------- redirects
 
 
@@ -828,12 +833,11 @@ def test_configuration_errors(upstream, configs, error_type, fragment):
 # --------------------------------------------------------------------------- the shared client
 
 
-def test_one_pooled_client_reused_across_calls(upstream):
-    client = get_client()
+def test_one_pool_reused_across_calls(upstream):
+    transport = get_transport()
     assert call({"base_url": upstream.url + "/echo"}).ok
     assert call({"base_url": upstream.url + "/echo"}).ok
-    assert get_client() is client
-    assert http_module._client is client
+    assert get_transport() is transport
     # Both calls went over the same kept-alive connection: pinning does not defeat the pool.
     first, second = upstream.requests
     assert first.client_port == second.client_port
@@ -860,10 +864,10 @@ def test_concurrent_calls_run_in_parallel(upstream):
     assert time.monotonic() - started < 2
 
 
-def test_client_is_recreated_after_close(upstream):
-    first = get_client()
-    http_module.close_client()
-    second = get_client()
+def test_pool_is_recreated_after_close(upstream):
+    first = get_transport()
+    http_module.close_transport()
+    second = get_transport()
     assert second is not first
     assert call({"base_url": upstream.url + "/echo"}).ok
 
