@@ -101,6 +101,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+# Admin messages live in the session. The default (cookie, then session) builds
+# a cookie signer on every request, API calls included: 3 % of the web
+# process's CPU under load (bench/README.md), for messages only the admin shows.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+
 ROOT_URLCONF = "toolhub.urls"
 WSGI_APPLICATION = "toolhub.wsgi.application"
 ASGI_APPLICATION = "toolhub.asgi.application"
