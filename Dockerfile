@@ -10,4 +10,4 @@ COPY . .
 RUN DEBUG=true python manage.py collectstatic --noinput
 USER nobody
 EXPOSE 8000
-CMD ["gunicorn", "toolhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2"]
+CMD ["gunicorn", "toolhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]
