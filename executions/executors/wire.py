@@ -113,6 +113,7 @@ class PinnedTransport(httpx.BaseTransport):
         self._idle_per_origin = idle_per_origin
         self._idle: dict[tuple[str, str, int], deque[_Connection]] = {}
         self._lock = threading.Lock()
+        self._swept_at = time.monotonic()
 
     # ----------------------------------------------------------------- the pool
 
@@ -122,6 +123,7 @@ class PinnedTransport(httpx.BaseTransport):
             with self._lock:
                 idle = self._idle.get(key)
                 if not idle:
+                    self._idle.pop(key, None)
                     return None
                 connection = idle.pop()  # the most recently used one
             if (
@@ -133,13 +135,25 @@ class PinnedTransport(httpx.BaseTransport):
             connection.close()
 
     def _checkin(self, key: tuple[str, str, int], connection: _Connection) -> None:
-        connection.idle_since = time.monotonic()
+        now = connection.idle_since = time.monotonic()
+        expired: list[_Connection] = []
         with self._lock:
+            if now - self._swept_at > self._keepalive_expiry:
+                # Connections to origins nobody calls any more are closed here,
+                # not left open until a call to their origin comes along.
+                self._swept_at = now
+                for origin, idle in list(self._idle.items()):
+                    while idle and now - idle[0].idle_since >= self._keepalive_expiry:
+                        expired.append(idle.popleft())
+                    if not idle:
+                        del self._idle[origin]
             idle = self._idle.setdefault(key, deque())
             if len(idle) < self._idle_per_origin:
                 idle.append(connection)
-                return
-        connection.close()
+            else:
+                expired.append(connection)
+        for old in expired:
+            old.close()
 
     def close(self) -> None:
         with self._lock:
@@ -162,7 +176,8 @@ class PinnedTransport(httpx.BaseTransport):
         body = request.read()
 
         for attempt in (1, 2):
-            connection = self._checkout(key, destination.addresses)
+            # A retry after a dead kept connection always opens a new one.
+            connection = self._checkout(key, destination.addresses) if attempt == 1 else None
             reused = connection is not None
             if connection is None:
                 connection = self._connect(scheme, host, port, destination.addresses, request)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 import httpx
@@ -248,3 +249,16 @@ def test_head_and_no_content_keep_the_connection(scripted, client):
     assert client.delete(server.url + "/a").status_code == 204
     assert client.head(server.url + "/a").status_code == 200
     assert server.connections == 1
+
+
+def test_idle_connections_of_other_origins_are_closed_once_expired(scripted):
+    first = scripted(lambda head, n: ok())
+    second = scripted(lambda head, n: ok())
+    transport = PinnedTransport(keepalive_expiry=0.2)
+    with httpx.Client(transport=transport, timeout=5) as c:
+        assert c.get(first.url + "/a").status_code == 200
+        kept = next(iter(transport._idle.values()))[0]
+        time.sleep(0.3)
+        assert c.get(second.url + "/a").status_code == 200  # its check-in sweeps the pool
+        assert kept.sock.fileno() == -1  # closed
+        assert len(transport._idle) == 1
