@@ -56,7 +56,7 @@ import httpx
 
 from executions import egress
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
-from executions.executors.wire import PinnedTransport
+from executions.executors.wire import HEADER_NAME, IDEMPOTENT_METHODS, PinnedTransport
 from executions.redaction import redact, redact_text
 
 MAX_REDIRECTS = 5
@@ -65,14 +65,12 @@ USER_AGENT = "ToolHub-HTTPExecutor/1"
 
 QUERY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 # Header names that carry credentials; never forwarded to another origin.
 _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ABSOLUTE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _REDIRECT_DRAIN_BYTES = 64 * 1024
@@ -217,7 +215,7 @@ def _header_value(name: str, value: Any, error_type: str) -> str:
 
 
 def _check_header_name(name: Any, where: str) -> str:
-    if not isinstance(name, str) or not _HEADER_NAME.match(name):
+    if not isinstance(name, str) or not HEADER_NAME.match(name):
         raise _Failure(ErrorType.CONFIG, f"{where}: {name!r} is not a valid header name")
     return name
 

@@ -37,9 +37,13 @@ from executions import egress
 KEEPALIVE_EXPIRY = 5.0
 IDLE_PER_ORIGIN = 16
 READ_CHUNK = 64 * 1024
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
+# Methods a server may receive twice without harm: the executor retries only
+# these, and the pool resends only these after a hang-up.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
-_TOKEN = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# An HTTP token (RFC 9110): what a method or a header name may be made of.
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_TOKEN = re.compile(HEADER_NAME.pattern.encode("ascii"))
 _UNSAFE_VALUE = re.compile(rb"[\r\n\x00]")
 _UNSAFE_TARGET = re.compile(r"[\x00-\x20\x7f]")
 
