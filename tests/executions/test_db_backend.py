@@ -21,9 +21,8 @@ from django.test.utils import CaptureQueriesContext
 from registry import snapshot
 from registry.models import Tool
 from registry.services import access as access_services
-from registry.services import tools as tool_services
 from tests.conftest import make_token
-from tests.factories import make_user
+from tests.executions.conftest import echo_caller
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -120,24 +119,8 @@ def test_inside_a_transaction_the_check_is_djangos(warm_connection):
 
 @pytest.fixture
 def caller(upstream, allow_loopback, eager_tasks):
-    owner = make_user("owner-backend")
-    role = access_services.role_create(actor=None, name="backend-callers")
-    agent = access_services.agent_create(
-        actor=None, name="agent-backend", owner=owner, role_ids=[role.pk]
-    )
-    tool = tool_services.tool_create(
-        actor=None,
-        name="backend_echo",
-        type="http",
-        timeout_seconds=5,
-        parameters=[{"name": "path", "type": "string", "required": True}],
-        configs=[
-            {"config_key": "base_url", "config_value": upstream.url},
-            {"config_key": "endpoint", "config_value": "/{path}"},
-        ],
-    )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    return {"token": make_token(agent.user), "agent": agent}
+    cast = echo_caller(upstream, "backend", "backend_echo")
+    return {"token": make_token(cast["agent"].user), "agent": cast["agent"]}
 
 
 def wsgi_call(token: str) -> tuple[str, dict]:

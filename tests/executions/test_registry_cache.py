@@ -21,32 +21,15 @@ from registry.models import ApiToken, Tool, ToolGrant
 from registry.services import access as access_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
-from tests.factories import make_user
+from tests.executions.conftest import echo_caller
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def cast(upstream, allow_loopback, eager_tasks):
-    owner = make_user("owner-cache")
-    role = access_services.role_create(actor=None, name="cache-callers")
-    agent = access_services.agent_create(
-        actor=None, name="agent-cache", owner=owner, role_ids=[role.pk]
-    )
-    tool = tool_services.tool_create(
-        actor=None,
-        name="cached_echo",
-        type="http",
-        timeout_seconds=5,
-        parameters=[{"name": "path", "type": "string", "required": True}],
-        configs=[
-            {"config_key": "base_url", "config_value": upstream.url},
-            {"config_key": "endpoint", "config_value": "/{path}"},
-        ],
-    )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    client = token_client(agent.user)
-    return {"client": client, "agent": agent, "tool": tool, "role": role, "owner": owner}
+    cast = echo_caller(upstream, "cache", "cached_echo")
+    return {**cast, "client": token_client(cast["agent"].user)}
 
 
 def call(client, **input_data):
