@@ -104,32 +104,43 @@ def _record_refusal(
     inputs: Any = None,
     raw_input: str = "",
 ) -> Execution:
-    ctx = context.current()
+    execution = _call_record(
+        caller,
+        tool,
+        requested,
+        status=status,
+        reason_code=reason,
+        # Refused input is kept as received, minus what no record can hold.
+        input_data=json_safe(inputs) if isinstance(inputs, dict) else None,
+        raw_input=storable_text(raw_input)[:65536],
+        input_hash=input_hash(inputs) if isinstance(inputs, dict) else "",
+        error_message=storable_text(message)[:2000],
+        finished_at=timezone.now(),
+    )
     with transaction.atomic():
-        execution = Execution.objects.create(
-            tool=tool,
-            tool_name=tool.name if tool else "",
-            tool_version=tool.version if tool else "",
-            tool_type=tool.type if tool else "",
-            requested_tool=storable_text(requested)[:200],
-            agent=caller.agent,
-            principal=caller.user,
-            principal_name=caller.name,
-            role=caller.role,
-            roles_used=_role_names(caller),
-            status=status,
-            reason_code=reason,
-            # Refused input is kept as received, minus what no record can hold.
-            input_data=json_safe(inputs) if isinstance(inputs, dict) else None,
-            raw_input=storable_text(raw_input)[:65536],
-            input_hash=input_hash(inputs) if isinstance(inputs, dict) else "",
-            error_message=storable_text(message)[:2000],
-            finished_at=timezone.now(),
-            request_id=ctx.request_id,
-            client_address=ctx.client_address,
-        )
+        execution.save(force_insert=True)
         audit_execution(execution, f"execution.{status}")
     return execution
+
+
+def _call_record(caller: Caller, tool: Tool | None, requested: Any, **fields) -> Execution:
+    """An unsaved Execution naming the tool, the caller and the request, plus ``fields``."""
+    ctx = context.current()
+    return Execution(
+        tool=tool,
+        tool_name=tool.name if tool else "",
+        tool_version=tool.version if tool else "",
+        tool_type=tool.type if tool else "",
+        requested_tool=storable_text(str(requested))[:200],
+        agent=caller.agent,
+        principal=caller.user,
+        principal_name=caller.name,
+        role=caller.role,
+        roles_used=_role_names(caller),
+        request_id=ctx.request_id,
+        client_address=ctx.client_address,
+        **fields,
+    )
 
 
 def _role_names(caller: Caller) -> list[str]:
@@ -255,20 +266,12 @@ def execution_request(
         cached = governance.cached_result(tool, digest)
         status = ExecutionStatus.SUCCEEDED if cached else ExecutionStatus.QUEUED
 
-    ctx = context.current()
     now = timezone.now()
     run_here, slots = False, []
-    execution = Execution(
-        tool=tool,
-        tool_name=tool.name,
-        tool_version=tool.version,
-        tool_type=tool.type,
-        requested_tool=str(tool_ref)[:200],
-        agent=caller.agent,
-        principal=caller.user,
-        principal_name=caller.name,
-        role=caller.role,
-        roles_used=_role_names(caller),
+    execution = _call_record(
+        caller,
+        tool,
+        tool_ref,
         status=status,
         input_data=stored,
         input_hash=digest,
@@ -277,8 +280,6 @@ def execution_request(
         cost=cost_of(tool),
         created_at=now,
         queued_at=now if status == ExecutionStatus.QUEUED else None,
-        request_id=ctx.request_id,
-        client_address=ctx.client_address,
     )
     if cached:
         execution.cached_from_id = cached["execution_id"]
