@@ -569,8 +569,16 @@ def report(results: list[RunResult], args, meta: dict) -> str:
     lines = [
         f"Machine: {meta['machine']}",
         f"Code: {meta['source']}",
-        f"ToolHub: gunicorn {args.gunicorn_workers} x {args.gunicorn_worker_class}"
-        + (f" ({args.gunicorn_threads} threads)" if args.gunicorn_worker_class == "gthread" else "")
+        (
+            f"ToolHub: granian {args.gunicorn_workers} x wsgi ({args.gunicorn_threads} threads)"
+            if args.server == "granian"
+            else f"ToolHub: gunicorn {args.gunicorn_workers} x {args.gunicorn_worker_class}"
+            + (
+                f" ({args.gunicorn_threads} threads)"
+                if args.gunicorn_worker_class == "gthread"
+                else ""
+            )
+        )
         + f", Celery {args.celery_pool} -c {args.celery_concurrency}"
         + (f", DATABASE_URL options {args.db_options}" if args.db_options else "")
         + (f", settings overrides {' '.join(args.set)}" if args.set else "")
@@ -732,6 +740,13 @@ def parse_args() -> argparse.Namespace:
     # worker measured 15-20 % fewer governed calls per second than 4 (GIL
     # contention; bench/README.md), so 4 is the production shape measured.
     parser.add_argument("--gunicorn-threads", type=int, default=4)
+    parser.add_argument(
+        "--server",
+        choices=("gunicorn", "granian"),
+        default="gunicorn",
+        help="the WSGI server in front of ToolHub (both with --gunicorn-workers processes and "
+        "--gunicorn-threads threads each)",
+    )
     parser.add_argument("--celery-pool", default="prefork", help="prefork, threads, solo")
     parser.add_argument("--celery-concurrency", type=int, default=2)
     parser.add_argument("--upstream-procs", type=int, default=1)
@@ -898,24 +913,45 @@ def main() -> int:
             return result.returncode
 
         port = free_port()
-        gunicorn_cmd = [
-            *launch,
-            "-m",
-            "gunicorn",
-            "toolhub.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.gunicorn_workers),
-            "--worker-class",
-            args.gunicorn_worker_class,
-            "--keep-alive",
-            "75",
-            "--log-level",
-            "warning",
-        ]
-        if args.gunicorn_worker_class == "gthread":
-            gunicorn_cmd += ["--threads", str(args.gunicorn_threads)]
+        if args.server == "granian":
+            gunicorn_cmd = [
+                *launch,
+                "-m",
+                "granian",
+                "--interface",
+                "wsgi",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(args.gunicorn_workers),
+                "--blocking-threads",
+                str(args.gunicorn_threads),
+                "--no-access-log",
+                "--log-level",
+                "warning",
+                "toolhub.wsgi:application",
+            ]
+        else:
+            gunicorn_cmd = [
+                *launch,
+                "-m",
+                "gunicorn",
+                "toolhub.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(args.gunicorn_workers),
+                "--worker-class",
+                args.gunicorn_worker_class,
+                "--keep-alive",
+                "75",
+                "--log-level",
+                "warning",
+            ]
+            if args.gunicorn_worker_class == "gthread":
+                gunicorn_cmd += ["--threads", str(args.gunicorn_threads)]
         gunicorn = procs.start("gunicorn", gunicorn_cmd, env)
         base = f"http://127.0.0.1:{port}"
         wait_until(
