@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -787,6 +788,13 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    if args.server == "granian" and importlib.util.find_spec("granian") is None:
+        print(
+            "--server granian: Granian is not installed (it is not a ToolHub dependency); "
+            "install it with: .venv/bin/pip install granian",
+            file=sys.stderr,
+        )
+        return 2
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
     # Ctrl-C, kill and a closed terminal all clean up (SIGINT too when it was inherited ignored).
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
