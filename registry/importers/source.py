@@ -16,6 +16,10 @@ import yaml
 # Aliases can make a small file expand enormously ("billion laughs"): refuse
 # documents with more nodes than this once aliases are expanded.
 MAX_NODES = 200_000
+# A tool catalog is a few levels deep; an alias that contains itself is infinitely
+# deep. Both this and the length of all paths together bound the work of indexing.
+MAX_DEPTH = 100
+MAX_PATH_CHARS = 20_000_000
 
 
 @dataclass
@@ -79,15 +83,30 @@ class Document:
 def _index(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[dict[str, int], list[Problem]]:
     lines: dict[str, int] = {"": root.start_mark.line + 1}
     problems: list[Problem] = []
-    budget = [MAX_NODES]
-    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    nodes, path_chars = MAX_NODES, MAX_PATH_CHARS
+    # Each entry: a node, its path, and the ids of the collections that contain it.
+    stack: list[tuple[yaml.Node, str, tuple[int, ...]]] = [(root, "", ())]
+
+    def refuse(message: str, path: str) -> SourceError:
+        return SourceError([Problem(message, path or "/", lines.get(path))])
+
     while stack:
-        node, path = stack.pop()
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise SourceError(
-                [Problem("the document is too large once its aliases are expanded", path or "/")]
+        node, path, outer = stack.pop()
+        nodes -= 1
+        path_chars -= len(path)
+        if nodes < 0 or path_chars < 0:
+            raise refuse("the document is too large once its aliases are expanded", path)
+        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            continue
+        if id(node) in outer:
+            raise refuse(
+                f"an alias refers to a node that contains it (line {node.start_mark.line + 1}): "
+                "recursive documents are not supported",
+                path,
             )
+        if len(outer) >= MAX_DEPTH:
+            raise refuse(f"the document is nested more than {MAX_DEPTH} levels deep", path)
+        inner = (*outer, id(node))
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for key_node, value_node in node.value:
@@ -110,12 +129,12 @@ def _index(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[dict[str, int], li
                 else:
                     seen[key] = line
                 lines.setdefault(child, line)
-                stack.append((value_node, child))
-        elif isinstance(node, yaml.SequenceNode):
+                stack.append((value_node, child, inner))
+        else:
             for index, item in enumerate(node.value):
                 child = f"{path}/{index}"
                 lines.setdefault(child, item.start_mark.line + 1)
-                stack.append((item, child))
+                stack.append((item, child, inner))
     return lines, problems
 
 
@@ -184,6 +203,8 @@ def load_documents(text: str) -> list[Document]:
         if text.lstrip()[:1] in "{[":
             return [_load_json(text)]
         raise SourceError([_yaml_problem(exc)]) from None
+    except RecursionError:  # the YAML composer recurses once per level of nesting
+        raise _too_deep() from None
     finally:
         loader.dispose()
     documents = [d for d in documents if d.data is not None]
@@ -195,9 +216,31 @@ def load_documents(text: str) -> list[Document]:
     return documents
 
 
+def _too_deep() -> SourceError:
+    return SourceError(
+        [Problem(f"the document is nested more than {MAX_DEPTH} levels deep", code="too_deep")]
+    )
+
+
+def _depth(value: Any) -> int:
+    """How many containers deep ``value`` goes (iteratively: any depth is safe)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend(
+                    (v, level + 1) for v in (item.values() if isinstance(item, dict) else item)
+                )
+    return deepest
+
+
 def _load_json(text: str) -> Document:
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise _too_deep() from None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         message = getattr(exc, "msg", str(exc))
@@ -206,6 +249,8 @@ def _load_json(text: str) -> Document:
         raise SourceError(
             [Problem(f"JSON syntax error: {message}{suffix}", line=line, code="syntax")]
         ) from None
+    if _depth(data) > MAX_DEPTH:
+        raise _too_deep()
     problems: list[Problem] = []
     data = _plain(data, "", problems, {})
     if problems:

@@ -262,6 +262,49 @@ def test_other_malformed_inputs(text, message):
     assert message in report.text()
 
 
+LAUGHS = "".join(
+    f"{name}: &{name} [{', '.join([prev] * 9)}]\n"
+    for name, prev in zip("bcdefg", ["x", "*b", "*c", "*d", "*e", "*f"], strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # An alias inside the node it names: an infinitely deep document, refused at once
+        # (it used to be walked until memory ran out).
+        ("a: &a [*a, *a]\n", "an alias refers to a node that contains it"),
+        ("a: &a {b: *a}\n", "an alias refers to a node that contains it"),
+        ("tools: &t\n  - name: x\n    more: *t\n", "an alias refers to a node that contains it"),
+        # A small file that expands to millions of nodes.
+        (LAUGHS, "too large once its aliases are expanded"),
+        # Long keys repeated by aliases: few nodes, but every path is long.
+        (
+            "a: &a\n"
+            + "".join(f"  {'k' * 900}{i}: 1\n" for i in range(200))
+            + f"b: &b [{', '.join(['*a'] * 200)}]\n"
+            + f"c: [{', '.join(['*b'] * 200)}]\n",
+            "too large once its aliases are expanded",
+        ),
+        ("[" * 150 + "]" * 150, "nested more than 100 levels deep"),
+        ("[" * 5000 + "]" * 5000, "nested more than 100 levels deep"),
+        ("[" * 3000 + "1," + "]" * 3000, "nested more than 100 levels deep"),  # JSON fallback
+    ],
+)
+def test_documents_that_would_exhaust_the_server_are_refused(text, message):
+    report = run(text)
+    assert not report.ok
+    assert message in report.text()
+
+
+def test_api_refuses_a_recursive_alias(staff_client):
+    response = staff_client.post(
+        "/api/v1/tools/import", {"content": "a: &a [*a, *a]", "dry_run": True}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "an alias refers to a node that contains it" in response.json()["error"]["message"]
+
+
 def test_service_errors_roll_back_the_whole_import():
     tool = tool_upsert(actor=None, name="has_secret", type="http").tool
     config_set(actor=None, tool=tool, config_key="api_key", config_value=CANARY, is_secret=True)
