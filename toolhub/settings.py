@@ -315,6 +315,9 @@ TOOLHUB_MCP_STDIO_COMMANDS = env_list("TOOLHUB_MCP_STDIO_COMMANDS")
 TOOLHUB_DATABASE_ALIASES = dict(
     item.split("=", 1) for item in env_list("TOOLHUB_DATABASE_ALIASES") if "=" in item
 )
+# Directories whose SQLite files a database tool's own connection_string may open
+# (aliases above are the operator's and are not limited). ToolHub's database never.
+TOOLHUB_SQLITE_DIRS = env_list("TOOLHUB_SQLITE_DIRS")
 
 # Secure defaults once DEBUG is off. TLS terminates at the reverse proxy, which
 # sets X-Forwarded-Proto; HSTS and the redirect can be tuned per deployment.

@@ -6,6 +6,13 @@ Configs (``call.configs``, already decrypted):
   ``sqlite:///relative/path.db`` / ``sqlite:////absolute/path.db`` (sqlite3), or
 - ``connection_alias``: a name looked up in the ``TOOLHUB_DATABASE_ALIASES``
   setting (alias -> connection string), read at call time. Not both.
+
+  A tool's own ``connection_string`` goes through the egress guard
+  (``executions/egress.py``): a PostgreSQL host must be a TCP host the guard
+  allows (loopback and private networks only via ``TOOLHUB_EGRESS_ALLOW``), and
+  the connection is pinned to the address it checked; a SQLite file must lie
+  under a directory of ``TOOLHUB_SQLITE_DIRS``. An alias is the operator's
+  choice and is not limited. ToolHub's own database is refused either way.
 - ``query_template`` (required): ONE statement with named placeholders, written
   ``:name`` or ``%(name)s``. Values come from ``call.inputs`` and are bound by
   the driver, never spliced into the SQL. A small tokenizer finds the
@@ -48,22 +55,28 @@ connection string) is a later improvement.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
+import socket
 import sqlite3
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import psycopg
 from django.conf import settings
+from django.db import connections
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
+from executions import egress
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.jsonsafe import json_safe
 from executions.redaction import redact, redact_text
@@ -73,6 +86,7 @@ SQLITE = "sqlite"
 
 DEFAULT_MAX_ROWS = 1000
 ALIASES_SETTING = "TOOLHUB_DATABASE_ALIASES"
+SQLITE_DIRS_SETTING = "TOOLHUB_SQLITE_DIRS"
 
 _FALSE_WORDS = {"false", "0", "no", "off"}
 # Statements a read-only PostgreSQL call may run through a server-side cursor,
@@ -273,6 +287,7 @@ class _Options:
     read_only: bool
     timeout: float
     max_rows: int
+    pinned: Mapping[str, str] = field(default_factory=dict)  # hostaddr the guard checked
 
 
 def parse_read_only(value: Any) -> bool:
@@ -312,7 +327,8 @@ def _positive_seconds(value: Any, key: str) -> float:
     return seconds
 
 
-def _connection_string(configs: Mapping[str, Any]) -> str:
+def _connection_string(configs: Mapping[str, Any]) -> tuple[str, bool]:
+    """The connection string, and whether it comes from an operator's alias (trusted)."""
     direct = configs.get("connection_string")
     alias = configs.get("connection_alias")
     if direct and alias:
@@ -326,7 +342,121 @@ def _connection_string(configs: Mapping[str, Any]) -> str:
         direct = aliases[alias]
     if not direct or not isinstance(direct, str):
         raise _Failure(ErrorType.CONFIG, "the tool needs a connection_string or connection_alias")
-    return direct.strip()
+    return direct.strip(), bool(alias)
+
+
+# --------------------------------------------------------------------------- where it may connect
+
+# conninfo keys that would let a tool's connection string read files or settings of
+# the worker's machine instead of naming a server.
+_REFUSED_CONNINFO_KEYS = ("service", "servicefile", "passfile")
+
+
+def _guard_postgresql(target: str) -> dict[str, str]:
+    """Apply the egress guard to a tool's PostgreSQL connection string.
+
+    Returns ``{"hostaddr": …}``: the address that was checked, so the connection is
+    pinned to it (no second DNS lookup). A tool's own connection string must name
+    one TCP host: no Unix socket, no default host from the worker's environment.
+    """
+    try:
+        info = conninfo_to_dict(target)
+    except psycopg.ProgrammingError as exc:
+        raise _Failure(ErrorType.CONFIG, f"invalid connection string: {exc}") from None
+    for key in _REFUSED_CONNINFO_KEYS:
+        if info.get(key):
+            raise _Failure(ErrorType.CONFIG, f"the connection string may not set {key!r}")
+    host = str(info.get("host") or "").strip()
+    hostaddr = str(info.get("hostaddr") or "").strip()
+    port_text = str(info.get("port") or "5432").strip()
+    if "," in host or "," in hostaddr or "," in port_text:
+        raise _Failure(ErrorType.CONFIG, "the connection string must name a single host")
+    if not host and not hostaddr:
+        raise _Failure(
+            ErrorType.EGRESS_DENIED,
+            "the connection string names no host (a local socket or the worker's default "
+            "is not allowed): give host and port",
+        )
+    if host.startswith(("/", "@")):
+        raise _Failure(
+            ErrorType.EGRESS_DENIED, f"a Unix socket ({host}) is not allowed: give a TCP host"
+        )
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise _Failure(ErrorType.CONFIG, f"invalid port {port_text!r}") from None
+    try:
+        destination = egress.check_host(hostaddr or host, port)
+    except egress.EgressDenied as exc:
+        raise _Failure(ErrorType.EGRESS_DENIED, str(exc)) from None
+    except egress.HostResolutionError as exc:
+        raise _Failure(ErrorType.CONNECTION, str(exc), retryable=True) from None
+    _refuse_own_postgresql(destination.addresses, port, str(info.get("dbname") or ""))
+    return {"hostaddr": destination.address}
+
+
+def _own_databases() -> list[Mapping[str, Any]]:
+    """ToolHub's databases: as configured, and as connected (a test run renames them)."""
+    configured = list((getattr(settings, "DATABASES", None) or {}).values())
+    return configured + [connections[alias].settings_dict for alias in connections]
+
+
+def _refuse_own_postgresql(addresses: tuple[str, ...], port: int, dbname: str) -> None:
+    """ToolHub's own database is never a tool's target, even where egress is allowed."""
+    for own in _own_databases():
+        if "postgresql" not in own.get("ENGINE", "") or not dbname:
+            continue
+        if dbname != own.get("NAME") or port != int(own.get("PORT") or 5432):
+            continue
+        own_host = str(own.get("HOST") or "")
+        same_host = (
+            not own_host
+            or own_host.startswith("/")
+            or own_host in addresses
+            or any(ipaddress.ip_address(a).is_loopback for a in addresses)
+            or _resolves_to(own_host, port, addresses)
+        )
+        if same_host:
+            raise _Failure(ErrorType.EGRESS_DENIED, "a tool may not connect to ToolHub's database")
+
+
+def _resolves_to(host: str, port: int, addresses: tuple[str, ...]) -> bool:
+    try:
+        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return False
+    return any(info[4][0] in addresses for info in infos)
+
+
+def _sqlite_dirs() -> list[Path]:
+    return [Path(d).resolve() for d in getattr(settings, SQLITE_DIRS_SETTING, None) or [] if d]
+
+
+def _guard_sqlite(path: str, trusted: bool) -> None:
+    """A tool's own SQLite file must lie under ``TOOLHUB_SQLITE_DIRS``; ToolHub's
+    database files are refused whatever configured them."""
+    try:
+        resolved = Path(path).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise _Failure(ErrorType.CONFIG, f"invalid SQLite path: {exc}") from None
+    for own in _own_databases():
+        if "sqlite" not in own.get("ENGINE", "") or not own.get("NAME"):
+            continue
+        own_path = str(own["NAME"])
+        if own_path == ":memory:" or own_path.startswith("file:"):
+            continue
+        if resolved == Path(own_path).resolve():
+            raise _Failure(ErrorType.EGRESS_DENIED, "a tool may not open ToolHub's database")
+    if trusted:
+        return
+    allowed = _sqlite_dirs()
+    if not any(resolved.is_relative_to(directory) for directory in allowed):
+        where = ", ".join(str(d) for d in allowed) or "none is set"
+        raise _Failure(
+            ErrorType.EGRESS_DENIED,
+            f"SQLite files may only be opened under the directories in {SQLITE_DIRS_SETTING} "
+            f"({where})",
+        )
 
 
 def connection_secrets(connection_string: str) -> list[str]:
@@ -367,9 +497,14 @@ def _bind_value(value: Any, dialect: str) -> Any:
     return value
 
 
-def _options(call: ToolCall, connection_string: str) -> _Options:
+def _options(call: ToolCall, connection_string: str, trusted: bool = False) -> _Options:
     configs = call.configs
     dialect, target = _dialect_and_target(connection_string)
+    pinned: dict[str, str] = {}
+    if dialect == SQLITE:
+        _guard_sqlite(target, trusted)
+    elif not trusted:
+        pinned = _guard_postgresql(target)
     template = configs.get("query_template")
     if not template or not isinstance(template, str) or not template.strip():
         raise _Failure(ErrorType.CONFIG, "the tool has no query_template")
@@ -406,6 +541,7 @@ def _options(call: ToolCall, connection_string: str) -> _Options:
         read_only=parse_read_only(configs.get("read_only", True)),
         timeout=timeout,
         max_rows=max_rows,
+        pinned=pinned,
     )
 
 
@@ -431,9 +567,9 @@ class DatabaseExecutor:
         secrets: list[str] = [s for s in call.secret_values if s]
         metadata: dict[str, Any] = {}
         try:
-            connection_string = _connection_string(call.configs)
+            connection_string, trusted = _connection_string(call.configs)
             secrets += connection_secrets(connection_string)
-            opts = _options(call, connection_string)
+            opts = _options(call, connection_string, trusted)
             metadata = {
                 "engine": opts.dialect,
                 "read_only": opts.read_only,
@@ -477,6 +613,7 @@ class DatabaseExecutor:
                 prepare_threshold=None,
                 connect_timeout=max(2, math.ceil(opts.timeout)),
                 application_name="toolhub",
+                **opts.pinned,
             )
         except psycopg.ProgrammingError as exc:  # the conninfo itself is malformed
             raise _Failure(ErrorType.CONFIG, f"invalid connection string: {exc}") from None

@@ -181,6 +181,13 @@ def engine(request) -> Engine:
     )
 
 
+@pytest.fixture(autouse=True)
+def _reachable(settings, tmp_path):
+    """The test servers listen on 127.0.0.1 and the SQLite files live in tmp_path."""
+    settings.TOOLHUB_EGRESS_ALLOW = ["127.0.0.1/32"]
+    settings.TOOLHUB_SQLITE_DIRS = [str(tmp_path)]
+
+
 def run(
     url: str | None,
     query: str,
@@ -641,3 +648,112 @@ def test_alias_password_is_redacted(settings):
     result = run(None, "SELECT 1", connection_alias="bad", timeout=3)
     assert result.error_type == ErrorType.CONNECTION
     assert canary not in result.error_message
+
+
+# --------------------------------------------------------------------------- where a tool may connect
+
+
+def _own_database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
+    return f"postgresql://{db.get('USER') or 'postgres'}@{host}:{port}/{db['NAME']}"
+
+
+@pytest.mark.django_db
+def test_own_database_is_refused_even_where_egress_is_allowed(settings):
+    if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        pytest.skip("SQLite: test_own_sqlite_file_is_refused (the test database is in memory)")
+    url = _own_database_url()
+    for variant in (url, url.replace("@127.0.0.1:", "@localhost:")):
+        result = run(variant, "SELECT session_key FROM django_session")
+        assert not result.ok and result.error_type == ErrorType.EGRESS_DENIED, variant
+        assert "ToolHub's database" in result.error_message
+    # Another database of the same server stays reachable where egress allows it.
+    assert run(url.rsplit("/", 1)[0] + "/postgres", "SELECT 1 AS one").ok
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_own_sqlite_file_is_refused(settings, tmp_path):
+    own = tmp_path / "toolhub.sqlite3"
+    sqlite3.connect(own).close()
+    settings.DATABASES = {
+        **settings.DATABASES,
+        "extra": {"ENGINE": "django.db.backends.sqlite3", "NAME": own},
+    }
+    for variant in (f"sqlite:///{own}", f"sqlite:///{tmp_path}/./x/../toolhub.sqlite3"):
+        result = run(variant, "SELECT 1")
+        assert result.error_type == ErrorType.EGRESS_DENIED, variant
+        assert "ToolHub's database" in result.error_message
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://postgres@127.0.0.1:5432/postgres", "is a loopback address"),
+        ("postgresql://postgres@10.1.2.3:5432/db", "is a private address"),
+        ("postgresql://postgres@169.254.169.254/db", "metadata"),
+        ("postgresql://postgres@2130706433:5432/postgres", "loopback"),
+        ("postgresql://postgres@[::1]:5432/postgres", "loopback"),
+        ("postgresql:///postgres", "names no host"),
+        ("postgresql://postgres@%2Fvar%2Frun%2Fpostgresql/postgres", "Unix socket"),
+        ("postgresql://postgres@/postgres?host=/var/run/postgresql", "Unix socket"),
+        ("postgresql://postgres@example.invalid/db?hostaddr=127.0.0.1", "loopback"),
+    ],
+)
+def test_postgresql_targets_go_through_the_egress_guard(settings, url, message):
+    settings.TOOLHUB_EGRESS_ALLOW = []
+    result = run(url, "SELECT 1")
+    assert not result.ok and result.error_type == ErrorType.EGRESS_DENIED, result
+    assert message in result.error_message
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://a@h1:5432,h2:5432/db", "single host"),
+        ("postgresql://a@127.0.0.1/db?service=mine", "may not set 'service'"),
+        ("postgresql://a@127.0.0.1/db?passfile=/etc/shadow", "may not set 'passfile'"),
+    ],
+)
+def test_postgresql_connection_strings_name_one_tcp_server(url, message):
+    result = run(url, "SELECT 1")
+    assert result.error_type == ErrorType.CONFIG and message in result.error_message
+
+
+def test_postgresql_connection_is_pinned_to_the_checked_address(pg_engine, monkeypatch):
+    from executions import egress
+
+    monkeypatch.setattr(
+        egress, "_resolve", lambda host, port: ("127.0.0.1",) if host == "db.test" else ()
+    )
+    url = pg_engine.url.replace("@127.0.0.1:", "@db.test:")
+    result = run(url, "SELECT inet_server_addr()::text AS addr")
+    assert result.ok, result.error_message
+    assert result.output["rows"] == [["127.0.0.1/32"]]
+
+
+def test_sqlite_files_only_under_the_allowed_directories(settings, sqlite_engine, tmp_path):
+    assert run(sqlite_engine.url, "SELECT count(*) FROM items").ok
+    outside = tmp_path.parent / f"outside-{uuid.uuid4().hex[:6]}.db"
+    sqlite3.connect(outside).close()
+    try:
+        for url in (f"sqlite:///{outside}", f"sqlite:///{tmp_path}/../{outside.name}"):
+            result = run(url, "SELECT 1")
+            assert result.error_type == ErrorType.EGRESS_DENIED, url
+            assert "TOOLHUB_SQLITE_DIRS" in result.error_message
+        settings.TOOLHUB_SQLITE_DIRS = []
+        result = run(sqlite_engine.url, "SELECT 1")
+        assert result.error_type == ErrorType.EGRESS_DENIED
+        assert "none is set" in result.error_message
+    finally:
+        outside.unlink()
+
+
+def test_an_alias_is_the_operators_choice(settings, sqlite_engine):
+    settings.TOOLHUB_SQLITE_DIRS = []
+    settings.TOOLHUB_EGRESS_ALLOW = []
+    settings.TOOLHUB_DATABASE_ALIASES = {"reporting": sqlite_engine.url}
+    result = run(None, "SELECT count(*) AS n FROM items", connection_alias="reporting")
+    assert result.ok, result.error_message

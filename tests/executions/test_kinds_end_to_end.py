@@ -56,7 +56,12 @@ def test_every_kind_runs_through_a_real_worker(caller):
         type="database",
         parameters=[{"name": "n", "type": "integer", "required": True}],
         configs=[
-            {"config_key": "connection_string", "config_value": _database_url(), "is_secret": True},
+            {
+                # Another database of the same server: ToolHub's own is refused to tools.
+                "config_key": "connection_string",
+                "config_value": _database_url().rsplit("/", 1)[0] + "/postgres",
+                "is_secret": True,
+            },
             {
                 "config_key": "query_template",
                 "config_value": "SELECT CAST(:n AS integer) * 2 AS doubled",
