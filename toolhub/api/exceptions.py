@@ -57,6 +57,28 @@ def error_body(code: str, message: str, details=None) -> dict:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
+def _named_scheme(exc: drf.NotAuthenticated, request) -> drf.NotAuthenticated:
+    """No credentials were accepted, but an Authorization header was sent: say that its
+    scheme is not one the API takes (``Basic …``, a bare token) instead of "not provided"."""
+    header = (getattr(request, "META", None) or {}).get("HTTP_AUTHORIZATION", "")
+    parts = header.split()
+    if not parts or parts[0].lower() in ("bearer", "token"):
+        return exc
+    # Only a scheme followed by credentials is named; a lone value may be a secret.
+    scheme = parts[0] if len(parts) > 1 and len(parts[0]) <= 20 and parts[0].isascii() else ""
+    scheme = scheme if scheme.replace("-", "").isalnum() else ""
+    named = drf.NotAuthenticated(
+        (
+            f"The Authorization scheme {scheme!r} is not accepted"
+            if scheme
+            else "The Authorization header is not in a form the API accepts"
+        )
+        + ": send 'Authorization: Bearer <token>'."
+    )
+    named.auth_header = getattr(exc, "auth_header", None)
+    return named
+
+
 def exception_handler(exc, context):
     headers: dict[str, str] = {}
     if isinstance(exc, ToolHubError):
@@ -72,6 +94,8 @@ def exception_handler(exc, context):
     if not isinstance(exc, drf.APIException):
         return None  # a real bug: let Django log it and answer 500
 
+    if isinstance(exc, drf.NotAuthenticated):
+        exc = _named_scheme(exc, context.get("request"))
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
     if getattr(exc, "wait", None):
