@@ -389,8 +389,17 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 def _describe(exc: BaseException) -> str:
     """``Type: first line of the message`` (bounded)."""
-    text = str(exc).strip().split("\n", 1)[0][:500]
+    text = _server_message(str(exc)) if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _server_message(text: str) -> str:
+    """An MCP error's message as a person should read it: the first line, bounded; a
+    parser's report about an answer that is not JSON-RPC becomes one plain sentence."""
+    first = str(text or "").strip().split("\n", 1)[0]
+    if "validation error" in first.lower() and ("jsonrpc" in first.lower() or "for " in first):
+        return "the answer is not an MCP (JSON-RPC) message"
+    return first[:300] or "no message"
 
 
 def _translate(exc: BaseException, *, phase: str, status: int | None = None) -> MCPClientError:
@@ -425,9 +434,12 @@ def _translate(exc: BaseException, *, phase: str, status: int | None = None) -> 
                 )
             suffix = f" (HTTP {status})" if status else ""
             return MCPConnectionError(
-                f"could not open an MCP session: {leaf.message}{suffix}", status=status
+                f"could not open an MCP session: {_server_message(leaf.message)}{suffix}",
+                status=status,
             )
-        return MCPToolError(f"the MCP server returned an error: {leaf.message}", code=leaf.code)
+        return MCPToolError(
+            f"the MCP server returned an error: {_server_message(leaf.message)}", code=leaf.code
+        )
     if isinstance(leaf, TimeoutError):
         return MCPTimeout(f"the MCP server did not answer in time ({phase})")
     if phase == "request" and not _is_transport_failure(leaf):

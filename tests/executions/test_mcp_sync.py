@@ -358,3 +358,19 @@ def test_admin_sync_action(web, superuser):
     assert services.mcp_server_tools(web).count() == len(ALL_TOOLS)
     change = client.get(reverse("admin:registry_mcpserver_change", args=[web.pk])).content.decode()
     assert TOKEN not in change and f"{len(ALL_TOOLS)} tool(s)" in change
+
+
+def test_a_server_that_does_not_speak_mcp_is_named_plainly(upstream, loopback):
+    """An ordinary JSON API at the MCP URL: one plain sentence, not the SDK's parser report."""
+    server = services.mcp_server_create(
+        actor=None,
+        name="notmcp",
+        transport="streamable_http",
+        url=f"{upstream.url}/echo",
+        timeout_seconds=10,
+    )
+    report = mcp_server_sync(actor=None, server=server)
+    assert not report.ok and report.error_code == "mcp_unreachable"
+    assert "not an MCP (JSON-RPC) message" in report.error, report.error
+    assert len(report.error) < 300 and "pydantic" not in report.error
+    assert "validation error" not in report.error
