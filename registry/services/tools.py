@@ -172,7 +172,24 @@ def tool_create(
     audit_record(actor=actor, action="tool.created", target=tool, after=tool_snapshot(tool))
     for index, spec in enumerate(parameters or []):
         parameter_create(actor=actor, tool=tool, _prefix=f"parameters[{index}]", **spec)
+    first_index: dict[str, int] = {}
     for index, spec in enumerate(configs or []):
+        key = spec.get("config_key")
+        if isinstance(key, str) and key in first_index:
+            # config_set replaces an existing key; twice in one new tool is a mistake.
+            raise Conflict(
+                f"Config key '{key}' is given twice (configs[{first_index[key]}] and "
+                f"configs[{index}]).",
+                code="duplicate",
+                details=[
+                    {
+                        "field": f"configs[{index}].config_key",
+                        "message": "Already in use.",
+                        "code": "unique",
+                    }
+                ],
+            )
+        first_index.setdefault(key, index)
         config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", _check=False, **spec)
     _check_cacheable(tool)
     return tool

@@ -129,6 +129,19 @@ class TestCreate:
         assert not Tool.objects.exists()
         assert not AuditEvent.objects.filter(action__startswith="tool").exists()
 
+    def test_duplicate_config_key_in_create_rolls_back_everything(self, staff_client):
+        configs = [
+            {"config_key": "base_url", "config_value": "https://a.example"},
+            {"config_key": "base_url", "config_value": "https://b.example"},
+        ]
+        response = create(staff_client, configs=configs)
+        assert response.status_code == 409
+        body = error(response)
+        assert "'base_url' is given twice" in body["message"]
+        assert body["details"][0]["field"] == "configs[1].config_key"
+        assert not Tool.objects.exists()
+        assert not AuditEvent.objects.filter(action__startswith="tool").exists()
+
     def test_malformed_json_is_400(self, staff_client):
         response = staff_client.post(TOOLS, "{not json", content_type="application/json")
         assert response.status_code == 400
