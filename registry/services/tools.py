@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -113,10 +114,34 @@ def _check_approval_condition(tool: Tool) -> None:
         )
 
 
+# Execution.cost is DECIMAL(12, 6): a cost per call below one million, six decimals kept.
+COST_PER_CALL_LIMIT = Decimal(10) ** 6
+
+
 def _check_metadata(metadata: Any) -> None:
     if not isinstance(metadata, dict):
         raise_invalid(
             [{"field": "tool_metadata", "message": "Must be a JSON object.", "code": "invalid"}]
+        )
+    cost = metadata.get("cost_per_call")
+    if cost is None:
+        return
+    try:
+        if isinstance(cost, bool) or not isinstance(cost, int | float | str):
+            raise InvalidOperation
+        value = Decimal(str(cost).strip())
+    except (InvalidOperation, ValueError):
+        value = None
+    if value is None or not value.is_finite() or not 0 <= value < COST_PER_CALL_LIMIT:
+        raise_invalid(
+            [
+                {
+                    "field": "tool_metadata.cost_per_call",
+                    "message": "Must be a number (or a decimal string) from 0 to below "
+                    f"{COST_PER_CALL_LIMIT:,}; got {str(cost)[:40]!r}.",
+                    "code": "invalid",
+                }
+            ]
         )
 
 

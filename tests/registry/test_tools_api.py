@@ -142,6 +142,18 @@ class TestCreate:
         assert not Tool.objects.exists()
         assert not AuditEvent.objects.filter(action__startswith="tool").exists()
 
+    @pytest.mark.parametrize("cost", ["abc", 1e300, -1, "NaN", "Infinity", True, [1], 1_000_000])
+    def test_cost_per_call_must_be_a_storable_amount(self, staff_client, cost):
+        response = create(staff_client, tool_metadata={"cost_per_call": cost})
+        assert response.status_code == 400, response.content
+        assert error(response)["details"][0]["field"] == "tool_metadata.cost_per_call"
+        assert not Tool.objects.exists()
+
+    @pytest.mark.parametrize("cost", [0, 0.002, "0.0025", "12.5", 999_999.999999])
+    def test_cost_per_call_accepts_amounts(self, staff_client, cost):
+        response = create(staff_client, tool_metadata={"cost_per_call": cost})
+        assert response.status_code == 201, response.content
+
     def test_malformed_json_is_400(self, staff_client):
         response = staff_client.post(TOOLS, "{not json", content_type="application/json")
         assert response.status_code == 400
