@@ -112,6 +112,27 @@ def _aware(value: datetime) -> datetime:
     return value if timezone.is_aware(value) else value.replace(tzinfo=UTC)
 
 
+def _in_calendar(value: datetime, field_name: str) -> datetime:
+    """``value`` if it stays in the years 1-9999 once in UTC (where the database compares it)."""
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        raise StatsParamError(
+            field_name, "Out of range: in UTC it falls outside the years 1 to 9999."
+        ) from None
+    return value
+
+
+def _shift(value: datetime, delta: timedelta, field_name: str, message: str) -> datetime:
+    """``value + delta``, or ``StatsParamError(field_name, message)`` outside the calendar."""
+    try:
+        shifted = value + delta
+        shifted.astimezone(UTC)
+    except OverflowError:
+        raise StatsParamError(field_name, message) from None
+    return shifted
+
+
 def stats_window(
     *,
     start: datetime | None = None,
@@ -125,12 +146,27 @@ def stats_window(
     datetimes are taken as UTC. Raises ``StatsParamError`` naming the field.
     """
     now = now or timezone.now()
-    end = _aware(end) if end is not None else None
-    start = _aware(start) if start is not None else None
+    end = _in_calendar(_aware(end), "to") if end is not None else None
+    start = _in_calendar(_aware(start), "from") if start is not None else None
     if end is None:
-        end = now if start is None or start < now else start + DEFAULT_RANGE
+        if start is None or start < now:
+            end = now
+        else:
+            end = _shift(
+                start,
+                DEFAULT_RANGE,
+                "from",
+                f"Too late: the default range, {DEFAULT_RANGE.days} days from it, would end "
+                "after the year 9999; give 'to' as well.",
+            )
     if start is None:
-        start = end - DEFAULT_RANGE
+        start = _shift(
+            end,
+            -DEFAULT_RANGE,
+            "to",
+            f"Too early: the default range, {DEFAULT_RANGE.days} days up to it, would start "
+            "before the year 1; give 'from' as well.",
+        )
     if start >= end:
         raise StatsParamError("to", "Must be later than 'from'.")
     if end - start > MAX_RANGE:
@@ -166,7 +202,10 @@ def bucket_starts(window: StatsWindow, interval: str) -> list[datetime]:
     starts = []
     while current < window.end:
         starts.append(current)
-        current += step
+        try:
+            current += step
+        except OverflowError:  # the last bucket of the calendar (year 9999)
+            break
     return starts
 
 

@@ -26,6 +26,7 @@ from registry.admin.mixins import (
     time_range_filter,
 )
 from registry.models import Agent, AuditEvent, Tool
+from toolhub.api.params import parse_id
 
 EXECUTION_TARGET = "executions.execution"  # audit events of an execution have this target_type
 AUDIT_ROWS_SHOWN = 50
@@ -91,7 +92,7 @@ class RoleFilter(NameOrIdFilter):
         return Group.objects.all()
 
     def parse_id(self, value: str):
-        return int(value) if value.isdecimal() else None
+        return parse_id(value)  # not an id (huge, or other scripts' digits): a role name
 
 
 class PrincipalFilter(NameOrIdFilter):

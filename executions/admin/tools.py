@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -72,7 +74,11 @@ class ToolAdminWithTestRun(ToolAdmin):
         return extra + urls
 
     def test_run_view(self, request, object_id):
-        tool = get_object_or_404(Tool, pk=object_id)
+        try:
+            tool_id = uuid.UUID(object_id)
+        except ValueError:  # the route takes any path, as the admin's own change URL does
+            raise Http404(f"No tool with id '{object_id}'.") from None
+        tool = get_object_or_404(Tool, pk=tool_id)
         if not access.can(request.user, Action.READ, tool):
             raise DjangoPermissionDenied
         form = TestRunForm(request.POST or None)

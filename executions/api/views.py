@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.core.files.storage import default_storage
 from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import pagination
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
@@ -14,24 +13,14 @@ from executions.api.serializers import ExecutionRequestSerializer, ExecutionSeri
 from executions.models import ExecutionStatus
 from executions.services.pipeline import execution_cancel, execution_request
 from registry.authentication import registry_entries
-from toolhub.api.params import query_datetime, query_uuid
+from toolhub.api.pagination import CursorPagination
+from toolhub.api.params import parse_id, query_datetime, query_uuid
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound
 
 
-class ExecutionCursorPagination(pagination.CursorPagination):
+class ExecutionCursorPagination(CursorPagination):
     ordering = ("-created_at", "-id")
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 200
-
-    def get_page_size(self, request):
-        raw = request.query_params.get(self.page_size_query_param)
-        if raw is None:
-            return self.page_size
-        if not raw.isdecimal() or not 1 <= int(raw) <= self.max_page_size:
-            raise ValidationError({"page_size": [f"Must be between 1 and {self.max_page_size}."]})
-        return int(raw)
 
 
 FILTER_PARAMETERS = [
@@ -55,11 +44,8 @@ def filter_executions(qs, params):
         qs = qs.filter(agent_id=agent_id)
     role = params.get("role") or params.get("role_id")
     if role:
-        qs = (
-            qs.filter(role_id=int(role))
-            if role.isdecimal() and len(role) <= 9
-            else qs.filter(role__name=role)
-        )
+        role_id = parse_id(role)  # anything else, huge numbers included, is a role name
+        qs = qs.filter(role_id=role_id) if role_id is not None else qs.filter(role__name=role)
     if params.get("status"):
         statuses = [s.strip() for s in params["status"].split(",") if s.strip()]
         bad = sorted(set(statuses) - set(ExecutionStatus.values))

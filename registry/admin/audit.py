@@ -27,6 +27,7 @@ from registry.admin.mixins import (
 )
 from registry.exports import AUDIT_CHUNK_SIZE, AUDIT_COLUMNS
 from registry.models import AuditEvent
+from toolhub.api.params import parse_id
 
 # Where the admin shows an audit event's target (when it is not app_label_model).
 TARGET_ADMIN = {"auth.group": "admin:registry_role_change"}
@@ -180,9 +181,10 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         return super().get_queryset(request).defer("before", "after")
 
     def get_object(self, request, object_id, from_field=None):
-        if not str(object_id).isdecimal() or len(str(object_id)) > 18:
+        event_id = parse_id(object_id)
+        if event_id is None:
             return None
-        return AuditEvent.objects.filter(pk=int(object_id)).first()
+        return AuditEvent.objects.filter(pk=event_id).first()
 
     def has_view_permission(self, request, obj=None):
         user = request.user
@@ -202,8 +204,9 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         # target_id alone has no index; (target_type, target_id) has one, and every target
         # type is a model label, so naming them all lets the index serve the search.
         condition = Q(request_id=term) | Q(target_type__in=model_labels(), target_id=term)
-        if term.isdecimal() and len(term) < 19:
-            condition |= Q(pk=int(term)) | Q(sequence=int(term))
+        number = parse_id(term)
+        if number is not None:
+            condition |= Q(pk=number) | Q(sequence=number)
         return queryset.filter(condition), False
 
     @admin.display(description="Target")

@@ -24,6 +24,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.functional import cached_property
 
 from registry.exports import FORMATS, Column, export_response
+from toolhub.api.params import db_integer_in_range, utc_in_range
 from toolhub.exceptions import ToolHubError
 
 
@@ -56,7 +57,10 @@ class NoCountPaginator(Paginator):
     @cached_property
     def count(self):
         offset = (self._page_number - 1) * self.per_page
-        self._window = list(self.object_list[offset : offset + self.per_page + 1])
+        if db_integer_in_range(offset + self.per_page + 1):
+            self._window = list(self.object_list[offset : offset + self.per_page + 1])
+        else:  # no table holds that many rows, and the database would refuse the OFFSET
+            self._window = []
         return offset + len(self._window)
 
     def page(self, number):
@@ -66,7 +70,40 @@ class NoCountPaginator(Paginator):
         return super().page(number)
 
 
+def _unusable_lookup_value(node):
+    """The first compared value in a query's WHERE tree the database cannot take, or None.
+
+    Integers beyond a bigint and aware date-times outside the years 1-9999 in
+    UTC pass ``filter()`` but fail when the query runs (SQLite: OverflowError),
+    long after the admin's check of its lookup parameters.
+    """
+    for child in getattr(node, "children", ()):
+        found = _unusable_lookup_value(child)
+        if found is not None:
+            return found
+    rhs = getattr(node, "rhs", None)
+    for value in rhs if isinstance(rhs, list | tuple | set | frozenset) else [rhs]:
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and not db_integer_in_range(value):
+            return node, value
+        if isinstance(value, dt.datetime) and timezone.is_aware(value):
+            if not utc_in_range(value):
+                return node, value
+    return None
+
+
 class NoCountChangeList(ChangeList):
+    def get_queryset(self, request, exclude_parameters=None):
+        queryset = super().get_queryset(request, exclude_parameters)
+        found = _unusable_lookup_value(queryset.query.where)
+        if found is not None:
+            lookup, value = found
+            target = getattr(getattr(lookup, "lhs", None), "target", None)
+            name = getattr(target, "attname", None) or "a filter"
+            raise IncorrectLookupParameters(f"{name}: '{value}' is out of range.")
+        return queryset
+
     def get_results(self, request):
         super().get_results(request)
         window = getattr(self.paginator, "_window", None)
@@ -158,8 +195,11 @@ def previous_quarter_start(start: dt.datetime) -> dt.datetime:
     return start.replace(month=start.month - 3)
 
 
-def _parse_bound(raw: str, *, end: bool) -> dt.datetime:
-    """A date (a whole day: from its start, or to the end of it) or a date-time."""
+def _parse_bound(raw: str, *, end: bool) -> dt.datetime | None:
+    """A date (a whole day: from its start, or to the end of it) or a date-time.
+
+    None for the end of 9999-12-31: no upper bound, every date-time is before it.
+    """
     message = f"'{raw}' is not a date (YYYY-MM-DD) or date-time."
     try:
         # A bare date first: parse_datetime would also read it, as midnight.
@@ -169,12 +209,22 @@ def _parse_bound(raw: str, *, end: bool) -> dt.datetime:
         raise IncorrectLookupParameters(message) from None
     if day is not None:
         if end:
+            if day == dt.date.max:
+                return None
             day += dt.timedelta(days=1)
         value = dt.datetime.combine(day, dt.time.min)
     elif value is None:
         raise IncorrectLookupParameters(message)
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value)
+    try:
+        if timezone.is_naive(value):
+            value = timezone.make_aware(value)
+        in_range = utc_in_range(value)
+    except OverflowError:  # naive, near the calendar's edge, in a time zone east or west of UTC
+        in_range = False
+    if not in_range:
+        raise IncorrectLookupParameters(
+            f"'{raw}' is out of range: in UTC it falls outside the years 1 to 9999."
+        )
     return value
 
 

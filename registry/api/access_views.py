@@ -10,7 +10,6 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from registry import access, formats
@@ -18,7 +17,7 @@ from registry.api import access_serializers as s
 from registry.api.serializers import ToolOutputSerializer
 from registry.models import Action, Agent, ApiToken, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as services
-from toolhub.api.params import query_choice, query_uuid
+from toolhub.api.params import parse_id, query_choice, query_id, query_uuid
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
 
@@ -40,8 +39,9 @@ def _role_qs():
 def _find_user(ref: str):
     User = get_user_model()
     user = User.objects.filter(username=ref).first()
-    if user is None and str(ref).isdecimal():
-        user = User.objects.filter(pk=int(ref)).first()
+    user_id = parse_id(ref) if user is None else None
+    if user_id is not None:
+        user = User.objects.filter(pk=user_id).first()
     if user is None or hasattr(user, "agent"):
         raise InvalidInput(
             f"Unknown owner '{ref}': give the username of a person.",
@@ -245,10 +245,9 @@ class GrantListView(BaseAPIView):
         params = request.query_params
         if params.get("tool_id"):
             qs = qs.filter(tool_id=query_uuid(params, "tool_id"))
-        if params.get("role_id"):
-            if not params["role_id"].isdecimal():
-                raise ValidationError({"role_id": ["Must be an integer."]})
-            qs = qs.filter(role_id=int(params["role_id"]))
+        role_id = query_id(params, "role_id", what="a role id")
+        if role_id is not None:
+            qs = qs.filter(role_id=role_id)
         action = query_choice(params, "action", Action.values)
         if action:
             qs = qs.filter(action=action)

@@ -12,8 +12,7 @@ from django.apps import apps
 from django.db.models import F
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import pagination, serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework import serializers
 
 from registry import access
 from registry.exports import (
@@ -23,7 +22,8 @@ from registry.exports import (
     export_format,
 )
 from registry.models import AuditEvent
-from toolhub.api.params import query_datetime
+from toolhub.api.pagination import CursorPagination
+from toolhub.api.params import query_datetime, query_id
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
 
@@ -58,11 +58,9 @@ def filter_audit_events(queryset, params):
             queryset = queryset.filter(action=action)
     if params.get("actor"):
         queryset = queryset.filter(actor_name=params["actor"])
-    actor_id = params.get("actor_id")
-    if actor_id:
-        if not actor_id.isdecimal():
-            raise ValidationError({"actor_id": [f"'{actor_id}' is not a user id."]})
-        queryset = queryset.filter(actor_id=int(actor_id))
+    actor_id = query_id(params, "actor_id", what="a user id")
+    if actor_id is not None:
+        queryset = queryset.filter(actor_id=actor_id)
     for name in ("target_type", "target_id", "request_id"):
         if params.get(name):
             queryset = queryset.filter(**{name: params[name]})
@@ -80,21 +78,10 @@ def filter_audit_events(queryset, params):
     return queryset
 
 
-class AuditCursorPagination(pagination.CursorPagination):
+class AuditCursorPagination(CursorPagination):
     # Newest first by time: time-window filters then walk the occurred_at index
     # instead of scanning the primary key backwards (4 s → 0.4 ms on 13 M events).
     ordering = ("-occurred_at", "-id")
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 200
-
-    def get_page_size(self, request):
-        raw = request.query_params.get(self.page_size_query_param)
-        if raw is None:
-            return self.page_size
-        if not raw.isdecimal() or not 1 <= int(raw) <= self.max_page_size:
-            raise ValidationError({"page_size": [f"Must be between 1 and {self.max_page_size}."]})
-        return int(raw)
 
 
 class AuditEventSerializer(serializers.ModelSerializer):

@@ -1,12 +1,31 @@
-"""Page-number pagination with a bounded ``page_size``."""
+"""Page-number and cursor pagination with a bounded ``page_size`` and 400s for bad input."""
 
 from __future__ import annotations
 
+from base64 import b64decode
+from datetime import datetime
+
+from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
 from rest_framework import pagination
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
+from toolhub.api.params import db_integer_in_range, parse_id, utc_in_range
+
 MAX_PAGE_SIZE = 200
+
+
+def query_page_size(request, name: str, default: int, maximum: int) -> int:
+    """``page_size`` from the query string: ASCII digits, from 1 to ``maximum``."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    size = parse_id(raw)
+    if size is None or size > maximum:
+        raise ValidationError({name: [f"Must be a whole number between 1 and {maximum}."]})
+    return size
 
 
 class PageNumberPagination(pagination.PageNumberPagination):
@@ -14,20 +33,13 @@ class PageNumberPagination(pagination.PageNumberPagination):
     max_page_size = MAX_PAGE_SIZE
 
     def get_page_size(self, request):
-        raw = request.query_params.get(self.page_size_query_param)
-        if raw is None:
-            return self.page_size
-        try:
-            size = int(raw)
-        except ValueError:
-            raise ValidationError({"page_size": ["Must be an integer."]}) from None
-        if not 1 <= size <= self.max_page_size:
-            raise ValidationError({"page_size": [f"Must be between 1 and {self.max_page_size}."]})
-        return size
+        return query_page_size(
+            request, self.page_size_query_param, self.page_size, self.max_page_size
+        )
 
     def paginate_queryset(self, queryset, request, view=None):
         raw = request.query_params.get(self.page_query_param, "1")
-        if not raw.isdecimal() or int(raw) < 1:
+        if parse_id(raw) is None:
             raise ValidationError({"page": ["Must be a positive integer."]})
         return super().paginate_queryset(queryset, request, view)
 
@@ -58,3 +70,62 @@ class PageNumberPagination(pagination.PageNumberPagination):
                 "results": schema,
             },
         }
+
+
+class CursorPagination(pagination.CursorPagination):
+    """Cursor pages whose bad cursors are a 400 naming ``cursor``, never a 404 or a 500.
+
+    A cursor is bad when it does not decode, or when its position is not a
+    value of the first ordering field that the database can compare with
+    (DRF would pass it to the query as it is).
+    """
+
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+    invalid_cursor_message = (
+        "Invalid cursor: use the next or previous link of a page, unchanged, "
+        "or leave the cursor out for the first page."
+    )
+
+    def get_page_size(self, request):
+        return query_page_size(
+            request, self.page_size_query_param, self.page_size, self.max_page_size
+        )
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self._model = queryset.model
+        return super().paginate_queryset(queryset, request, view)
+
+    def decode_cursor(self, request):
+        try:
+            # DRF's decoding skips characters outside base64: "%%%" would read as no cursor.
+            b64decode(request.query_params.get(self.cursor_query_param, ""), validate=True)
+            cursor = super().decode_cursor(request)
+        except (ValueError, NotFound):  # binascii.Error and UnicodeEncodeError are ValueErrors
+            cursor = None
+            valid = False
+        else:
+            valid = cursor is None or cursor.position is None or self.valid_position(cursor)
+        if not valid:
+            raise ValidationError({self.cursor_query_param: [self.invalid_cursor_message]})
+        return cursor
+
+    def valid_position(self, cursor) -> bool:
+        """Whether the cursor's position is a value the ordering field's filter can use."""
+        try:
+            field = self._model._meta.get_field(self.ordering[0].lstrip("-"))
+        except (AttributeError, FieldDoesNotExist):  # not a model field: nothing to check
+            return True
+        try:
+            value = field.to_python(cursor.position)
+        except DjangoValidationError:
+            return False
+        if isinstance(value, datetime):
+            # Positions handed out carry their offset; a naive one was never issued.
+            return timezone.is_aware(value) and utc_in_range(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return db_integer_in_range(value)
+        if isinstance(value, str):
+            return "\x00" not in value  # PostgreSQL refuses NUL in text
+        return True

@@ -12,6 +12,46 @@ from rest_framework.exceptions import ValidationError
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
+# The widest integer column of PostgreSQL and SQLite (bigint, 64-bit signed): a
+# number beyond it is no id of any row, and sending it to the database fails.
+MIN_DB_INTEGER = -(2**63)
+MAX_DB_INTEGER = 2**63 - 1
+_MAX_ID_DIGITS = len(str(MAX_DB_INTEGER))
+
+
+def parse_id(raw) -> int | None:
+    """A positive integer id written in ASCII digits, at most ``MAX_DB_INTEGER``; else None.
+
+    Unlike ``str.isdecimal`` and ``int``, refuses the digits of other scripts
+    (ARABIC-INDIC DIGIT ONE is not 1), signs, spaces and underscores.
+    """
+    text = str(raw)
+    if not (text.isascii() and text.isdigit()):
+        return None
+    digits = text.lstrip("0")
+    if not digits or len(digits) > _MAX_ID_DIGITS:
+        return None
+    value = int(digits)
+    return value if value <= MAX_DB_INTEGER else None
+
+
+def db_integer_in_range(value: int) -> bool:
+    """Whether ``value`` fits in a bigint column."""
+    return MIN_DB_INTEGER <= value <= MAX_DB_INTEGER
+
+
+def utc_in_range(value: datetime) -> bool:
+    """Whether an aware ``value`` still falls in the years 1 to 9999 once converted to UTC.
+
+    The database layer converts every aware date-time to UTC; one just inside
+    the calendar with an offset (9999-12-31T23:59-12:00) falls outside it there.
+    """
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
 
 def query_bool(params, name: str) -> bool | None:
     raw = params.get(name)
@@ -45,10 +85,31 @@ def query_uuid(params, name: str) -> uuid.UUID | None:
         raise ValidationError({name: [f"'{raw}' is not a UUID."]}) from None
 
 
+def query_id(params, name: str, *, what: str = "an id") -> int | None:
+    """A positive integer id (see ``parse_id``); a 400 naming ``name`` when it is not one."""
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    value = parse_id(raw)
+    if value is None:
+        raise ValidationError(
+            {
+                name: [
+                    f"'{raw}' is not {what}: use a whole number from 1 to {MAX_DB_INTEGER}, "
+                    "in ASCII digits."
+                ]
+            }
+        )
+    return value
+
+
 def query_datetime(
     params, name: str, *, allow_date: bool = False, plus_as_space: bool = False
 ) -> datetime | None:
     """An ISO 8601 date-time (or, with ``allow_date``, a date: its midnight), made aware in UTC.
+
+    Naive values are taken as UTC; a value that leaves the years 1-9999 once
+    converted to UTC is refused (400), since no query can use it.
 
     ``plus_as_space`` repairs an offset whose '+' arrived as a space because the
     client did not encode the query string.
@@ -71,4 +132,8 @@ def query_datetime(
         raise ValidationError({name: [f"'{raw}' is not {expected}."]})
     if timezone.is_naive(value):
         value = timezone.make_aware(value, UTC)
+    if not utc_in_range(value):
+        raise ValidationError(
+            {name: [f"'{raw}' is out of range: in UTC it falls outside the years 1 to 9999."]}
+        )
     return value
