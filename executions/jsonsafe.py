@@ -16,6 +16,10 @@ kind of tool produced it:
 - dataclass instances -> ``dict`` of their fields.
 - anything else -> ``str(value)``. A container that contains itself is cut
   with the marker ``"[circular]"``.
+- nesting is kept up to ``MAX_DEPTH`` levels of containers; a container deeper
+  than that is cut with the marker ``"[nested too deeply]"`` (no JSON encoder,
+  database or client is asked to handle unbounded depth, and converting never
+  exhausts the stack whatever it is handed).
 - text (values and keys) that a database cannot store is mended: NUL
   characters and unpaired surrogates become U+FFFD (``storable_text``).
 """
@@ -33,16 +37,21 @@ from enum import Enum
 from typing import Any
 
 CIRCULAR = "[circular]"
+TOO_DEEP = "[nested too deeply]"
+# The deepest nesting of containers a stored value keeps (the outermost counts as 1);
+# call arguments may be nested at most this deep too (executions/validation.py).
+MAX_DEPTH = 100
 
 
 def json_safe(value: Any) -> Any:
     """Return ``value`` converted to ``None``/``bool``/``int``/``float``/``str``/``list``/``dict``."""
-    return _convert(value, set())
+    return _convert(value, set(), 0)
 
 
-def _convert(value: Any, path: set[int]) -> Any:
+def _convert(value: Any, path: set[int], depth: int) -> Any:
+    """``value`` converted; ``depth`` is how many containers enclose it."""
     if isinstance(value, Enum):  # before the primitives: IntEnum / StrEnum are int / str
-        return _convert(value.value, path)
+        return _convert(value.value, path, depth)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
@@ -67,27 +76,37 @@ def _convert(value: Any, path: set[int]) -> Any:
         marker = id(value)
         if marker in path:
             return CIRCULAR
+        if depth >= MAX_DEPTH:
+            return TOO_DEEP
         path.add(marker)
         try:
-            return _convert_container(value, path)
+            return _convert_container(value, path, depth + 1)
         finally:
             path.discard(marker)
     return str(value)
 
 
-def _convert_container(value: Any, path: set[int]) -> Any:
+def _convert_container(value: Any, path: set[int], depth: int) -> Any:
+    # Plain loops, not comprehensions: one stack frame less per level.
     if isinstance(value, Mapping):
-        return {_key(k, path): _convert(v, path) for k, v in value.items()}
-    if isinstance(value, set | frozenset):
-        items = [_convert(v, path) for v in value]
+        mapping = {}
+        for k, v in value.items():
+            mapping[_key(k, path, depth)] = _convert(v, path, depth)
+        return mapping
+    items = []
+    if isinstance(value, set | frozenset | list | tuple):
+        for v in value:
+            items.append(_convert(v, path, depth))
+        if isinstance(value, list | tuple):
+            return items
         try:
             return sorted(items)
         except TypeError:  # mixed types: keep iteration order
             return items
-    if isinstance(value, list | tuple):
-        return [_convert(v, path) for v in value]
-    fields = dataclasses.fields(value)
-    return {f.name: _convert(getattr(value, f.name), path) for f in fields}
+    fields = {}
+    for f in dataclasses.fields(value):
+        fields[f.name] = _convert(getattr(value, f.name), path, depth)
+    return fields
 
 
 def storable_text(text: str) -> str:
@@ -115,10 +134,10 @@ def is_storable_text(text: str) -> bool:
     return True
 
 
-def _key(key: Any, path: set[int]) -> str:
+def _key(key: Any, path: set[int], depth: int) -> str:
     if isinstance(key, str) and not isinstance(key, Enum):
         return storable_text(key)
-    converted = _convert(key, path)
+    converted = _convert(key, path, depth)
     if isinstance(converted, str):
         return converted
     if converted is None or isinstance(converted, bool):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+from executions.jsonsafe import CIRCULAR
 
 REDACTED = "[REDACTED]"
 _MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words
@@ -21,20 +23,58 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
 
 
 def redact(value: Any, secrets: Iterable[str]) -> Any:
-    """Return ``value`` with every secret string replaced, recursively."""
+    """Return ``value`` with every secret string replaced, at any depth.
+
+    Dicts, lists and tuples (as lists) are copied with their strings and string
+    keys redacted; other values are kept as they are. The walk uses no
+    recursion, so however deeply nested ``value`` is (an upstream's JSON, say)
+    it is redacted whole; a container inside itself becomes ``"[circular]"``.
+    """
     usable = _usable(secrets)
     if not usable:
         return value
     return _redact(value, usable)
 
 
+def _text(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _entries(value: dict | list | tuple) -> Iterator[tuple[Any, Any]]:
+    return iter(value.items()) if isinstance(value, dict) else ((None, v) for v in value)
+
+
 def _redact(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
+        return _text(value, secrets)
+    if not isinstance(value, dict | list | tuple):
         return value
-    if isinstance(value, dict):
-        return {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact(v, secrets) for v in value]
-    return value
+    root: dict | list = {} if isinstance(value, dict) else []
+    # Each frame: the source's remaining entries, the copy being filled, the source's id.
+    stack = [(_entries(value), root, id(value))]
+    open_ids = {id(value)}  # the containers being copied: meeting one again is a cycle
+    while stack:
+        entries, copy, marker = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            open_ids.discard(marker)
+            continue
+        key, item = entry
+        if isinstance(item, str):
+            item = _text(item, secrets)
+        elif isinstance(item, dict | list | tuple):
+            if id(item) in open_ids:
+                item = CIRCULAR
+            else:
+                child: dict | list = {} if isinstance(item, dict) else []
+                stack.append((_entries(item), child, id(item)))
+                open_ids.add(id(item))
+                item = child
+        if isinstance(copy, dict):
+            copy[_text(key, secrets) if isinstance(key, str) else key] = item
+        else:
+            copy.append(item)
+    return root

@@ -5,12 +5,18 @@ Before validation, values are coerced where the intent is unambiguous ("5" for
 an integer, "true" for a boolean, a number for a string) and defaults are
 filled in. Every problem is reported, each as ``{path, message, expected}``,
 so the model can fix its call in one go.
+
+What no JSON record can hold is refused, whichever way it arrives: ``NaN`` and
+``Infinity`` (and numbers too large for a float), nesting deeper than
+``MAX_DEPTH`` levels, NUL characters and unpaired surrogates (in values and in
+argument names). Problems echo names and text made storable (U+FFFD in place).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -18,7 +24,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from executions.jsonsafe import is_storable_text
+from executions.jsonsafe import MAX_DEPTH, is_storable_text, json_safe, storable_text
 
 _INT = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -30,6 +36,42 @@ class ValidationOutcome:
     value: Any = None
     errors: list[dict] = field(default_factory=list)
     raw_text: str = ""
+
+
+class NotJSONNumber(ValueError):
+    """A number JSON cannot carry: ``NaN``, ``Infinity`` or a literal beyond a float's range."""
+
+
+def _refuse_constant(name: str):
+    raise NotJSONNumber(
+        f"{name} is not a JSON value (numbers must be finite; use null or a string instead)"
+    )
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise NotJSONNumber(f"the number {shown} is out of range (numbers must be finite)")
+    return number
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads`` refusing what JSON has no place for: ``NaN``, ``Infinity``, ``1e999``.
+
+    Raises ``ValueError`` (``NotJSONNumber`` for those numbers) or ``RecursionError``.
+    """
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _number_name(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
 
 
 def _types(schema: dict) -> list[str]:
@@ -46,9 +88,14 @@ def _coerce(value: Any, schema: dict) -> Any:
     if isinstance(value, str) and kinds:
         text = value.strip()
         if "integer" in kinds and _INT.match(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # more digits than Python converts: left to the schema
+                return value
         if "number" in kinds and _NUMBER.match(text):
             number = float(text)
+            if not math.isfinite(number):  # "1e999": no JSON number, left to the schema
+                return value
             return (
                 int(number)
                 if number.is_integer() and "." not in text and "e" not in text.lower()
@@ -60,10 +107,12 @@ def _coerce(value: Any, schema: dict) -> Any:
             return None
         if ("array" in kinds or "object" in kinds) and text[:1] in "[{":
             try:
-                parsed = json.loads(text)
-            except ValueError:
+                parsed = loads_json(text)
+            except (ValueError, RecursionError):
                 return value
             return _coerce(parsed, schema)
+        return value
+    if _not_finite(value):  # reported as such, never turned into "nan"
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "string" in kinds and not ({"integer", "number"} & set(kinds)):
@@ -138,27 +187,78 @@ def _flatten(errors) -> list:
     return out
 
 
-def _unstorable_text(value: Any, path: str) -> list[dict]:
-    """Problems for text a record cannot hold: NUL characters, unpaired surrogates."""
+def _problem(path: str, message: str, expected: str) -> dict:
+    return {"path": path or "$", "message": message, "expected": expected}
+
+
+def _unrepresentable(value: Any, path: str) -> list[dict]:
+    """Problems for values a record cannot hold: NUL characters and unpaired
+    surrogates (in text and in names), NaN and infinite numbers.
+
+    Recursive: called only on values no deeper than ``MAX_DEPTH``.
+    """
     problems: list[dict] = []
     if isinstance(value, str):
         if not is_storable_text(value):
             problems.append(
-                {
-                    "path": path or "$",
-                    "message": "Text may not contain NUL characters or unpaired surrogates.",
-                    "expected": "valid Unicode text",
-                }
+                _problem(
+                    path,
+                    "Text may not contain NUL characters or unpaired surrogates.",
+                    "valid Unicode text",
+                )
             )
+    elif _not_finite(value):
+        problems.append(
+            _problem(
+                path,
+                f"{_number_name(value)} is not a JSON number; numbers must be finite.",
+                "a finite number",
+            )
+        )
     elif isinstance(value, dict):
         for key, item in value.items():
             child = f"{path}.{key}" if path else str(key)
-            problems += _unstorable_text(key, child) if isinstance(key, str) else []
-            problems += _unstorable_text(item, child)
-    elif isinstance(value, list):
+            if isinstance(key, str) and not is_storable_text(key):
+                problems.append(
+                    _problem(
+                        child,
+                        "Property names may not contain NUL characters or unpaired surrogates.",
+                        "valid Unicode text",
+                    )
+                )
+            problems += _unrepresentable(item, child)
+    elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            problems += _unstorable_text(item, f"{path}[{index}]" if path else f"[{index}]")
+            problems += _unrepresentable(item, f"{path}[{index}]" if path else f"[{index}]")
     return problems
+
+
+def _too_deep(arguments: dict) -> str | None:
+    """The first argument nested deeper than ``MAX_DEPTH`` levels (the arguments
+    object is level 1), or None. Iterative, so any depth is measured; a container
+    inside itself is too deep too (the walk ends)."""
+    for name, item in arguments.items():
+        stack = [(item, 2)]
+        while stack:
+            value, level = stack.pop()
+            if isinstance(value, dict):
+                children = value.values()
+            elif isinstance(value, list | tuple):
+                children = value
+            else:
+                continue
+            if level > MAX_DEPTH:
+                return str(name)
+            stack.extend(
+                (child, level + 1) for child in children if isinstance(child, dict | list | tuple)
+            )
+    return None
+
+
+def _echoable(problems: list[dict]) -> list[dict]:
+    """Problems whose text any client and record can take: names and messages
+    quoting a caller's text get U+FFFD for NUL characters and unpaired surrogates."""
+    return [{key: storable_text(text) for key, text in problem.items()} for problem in problems]
 
 
 @lru_cache(maxsize=512)
@@ -175,18 +275,23 @@ def validate_arguments(arguments: Any, schema: dict) -> ValidationOutcome:
             arguments = {}
         else:
             try:
-                arguments = json.loads(raw_text)
+                arguments = loads_json(raw_text)
+            except RecursionError:
+                return _refused(_depth_problem("$"), raw_text)
+            except NotJSONNumber as exc:
+                return _refused(
+                    _problem("$", f"Arguments are not valid JSON: {exc}.", "a JSON object"),
+                    raw_text,
+                )
             except ValueError as exc:
-                return ValidationOutcome(
-                    ok=False,
-                    errors=[
-                        {
-                            "path": "$",
-                            "message": f"Arguments are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.",
-                            "expected": "a JSON object",
-                        }
-                    ],
-                    raw_text=raw_text,
+                where = (
+                    f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+                    if isinstance(exc, json.JSONDecodeError)
+                    else str(exc)
+                )
+                return _refused(
+                    _problem("$", f"Arguments are not valid JSON: {where}.", "a JSON object"),
+                    raw_text,
                 )
     if arguments is None:
         arguments = {}
@@ -202,9 +307,13 @@ def validate_arguments(arguments: Any, schema: dict) -> ValidationOutcome:
             ],
             raw_text=raw_text,
         )
-    value = _coerce(arguments, schema)
+    value = _coerce(arguments, schema)  # follows the schema, not the value: any depth is safe
+    deep = _too_deep(value)  # after coercion: an argument's JSON text may nest too
+    if deep is not None:
+        # Nothing else is checked: the record keeps the arguments cut at MAX_DEPTH.
+        return _refused(_depth_problem(deep), raw_text, value=json_safe(value))
     validator = _validator_for(json.dumps(schema, sort_keys=True))
-    errors = _unstorable_text(value, "")
+    errors = _unrepresentable(value, "")
     for error in sorted(
         validator.iter_errors(value), key=lambda e: (list(e.absolute_path), e.message)
     ):
@@ -234,5 +343,17 @@ def validate_arguments(arguments: Any, schema: dict) -> ValidationOutcome:
             continue
         errors.append({"path": path, "message": message, "expected": _expected(error)})
     if errors:
-        return ValidationOutcome(ok=False, value=value, errors=errors, raw_text=raw_text)
+        return ValidationOutcome(ok=False, value=value, errors=_echoable(errors), raw_text=raw_text)
     return ValidationOutcome(ok=True, value=value, raw_text=raw_text)
+
+
+def _depth_problem(path: str) -> dict:
+    return _problem(
+        path,
+        f"Arguments may be nested at most {MAX_DEPTH} levels deep.",
+        f"at most {MAX_DEPTH} levels of nesting",
+    )
+
+
+def _refused(problem: dict, raw_text: str, value: Any = None) -> ValidationOutcome:
+    return ValidationOutcome(ok=False, value=value, errors=_echoable([problem]), raw_text=raw_text)

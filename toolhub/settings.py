@@ -199,7 +199,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["toolhub.api.renderers.EncodableJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["toolhub.api.parsers.LimitedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "toolhub.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

@@ -15,6 +15,7 @@ from rest_framework import serializers
 from rest_framework.fields import get_error_detail
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
+from executions.jsonsafe import storable_text
 from executions.models import Execution
 from executions.services.records import COST_SCALE
 
@@ -167,6 +168,12 @@ def _char(value) -> str:
 _TEXT_VALIDATORS = (ProhibitNullCharactersValidator(), ProhibitSurrogateCharactersValidator())
 
 
+def _unknown_fields(names: list) -> dict:
+    """The "Unknown field." errors, each name made encodable (U+FFFD for NUL characters
+    and unpaired surrogates): an error body must never fail to render."""
+    return {storable_text(str(name)): ["Unknown field."] for name in names}
+
+
 class ExecutionRequestSerializer(serializers.Serializer):
     tool_id = serializers.CharField(required=False, help_text="The tool's UUID (or give `tool`).")
     tool = serializers.CharField(required=False, help_text="The tool's name (or give `tool_id`).")
@@ -219,7 +226,7 @@ class ExecutionRequestSerializer(serializers.Serializer):
             return self.generic_to_internal_value(data)
         unknown = sorted(set(data) - set(self._declared_fields))
         if unknown:
-            raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+            raise serializers.ValidationError(_unknown_fields(unknown))
         values: dict[str, Any] = {}
         errors: dict[str, list] = {}
         for name, kind in _REQUEST_FIELDS:
@@ -255,5 +262,5 @@ class ExecutionRequestSerializer(serializers.Serializer):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
-                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+                raise serializers.ValidationError(_unknown_fields(unknown))
         return super().to_internal_value(data)

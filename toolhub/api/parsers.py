@@ -1,19 +1,71 @@
-"""A JSON parser that enforces the request size limit.
+"""A JSON parser that enforces the request size limit and keeps to JSON proper.
 
 Django checks ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only for ``request.body`` and
 form data; DRF's parsers read the stream directly, so without this a client
 could post an unbounded JSON body.
+
+Python's ``json`` module also reads what JSON does not allow, and what no
+record can store: ``NaN``, ``Infinity``, ``-Infinity`` and number literals
+beyond a float's range (``1e999`` becomes infinity). Those are refused (400), as
+are bodies nested more than ``MAX_DEPTH`` levels deep: code further on need not
+guard its recursion against a client's nesting.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from typing import Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from toolhub.api.exceptions import PayloadTooLarge
+
+# The deepest nesting of arrays and objects a request body may have (the body
+# itself is level 1). Above the depth call arguments may have
+# (executions.jsonsafe.MAX_DEPTH), so those are refused by the call's rules.
+MAX_DEPTH = 128
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _refuse_constant(name: str):
+    raise _NotJSON(
+        f"{name} is not a JSON value (numbers must be finite; use null or a string instead)"
+    )
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise _NotJSON(f"the number {shown} is out of range (numbers must be finite)")
+    return number
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` levels (iterative)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _too_deep() -> ParseError:
+    return ParseError(f"JSON parse error: the body is nested more than {MAX_DEPTH} levels deep.")
 
 
 class LimitedJSONParser(JSONParser):
@@ -27,6 +79,14 @@ class LimitedJSONParser(JSONParser):
         parser_context = parser_context or {}
         encoding = parser_context.get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return json.loads(raw.decode(encoding))
+            data = json.loads(
+                raw.decode(encoding), parse_constant=_refuse_constant, parse_float=_finite_float
+            )
+        except RecursionError:
+            raise _too_deep() from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"JSON parse error: {exc}") from exc
+        # Fewer opening brackets than the limit cannot nest deeper: most bodies skip the walk.
+        if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _deeper_than(data, MAX_DEPTH):
+            raise _too_deep()
+        return data
