@@ -213,6 +213,13 @@ class ExecutionRequestSerializer(serializers.Serializer):
             raise serializers.ValidationError({"tool_id": ["Give tool_id or tool."]})
         if attrs.get("tool_id") and attrs.get("tool"):
             raise serializers.ValidationError({"tool": ["Give tool_id or tool, not both."]})
+        given = self.initial_data if isinstance(self.initial_data, Mapping) else {}
+        if "arguments" in given and "input_data" in given:
+            raise serializers.ValidationError(
+                {"arguments": ["Give input_data or arguments (its alias), not both."]}
+            )
+        if attrs.get("role_id") and attrs.get("role"):
+            raise serializers.ValidationError({"role": ["Give role_id or role, not both."]})
         if "arguments" in attrs:
             attrs["input_data"] = attrs.pop("arguments")
         return attrs

@@ -151,4 +151,10 @@ class ExecutionOutputView(ExecutionLookupMixin):
         if execution.output_artifact:
             handle = default_storage.open(execution.output_artifact, "rb")
             return FileResponse(handle, content_type="application/json")
+        if execution.output_data is None:
+            # Refused, still queued or running, or failed before any answer: say which.
+            raise NotFound(
+                f"Execution {execution.pk} has no output (status: {execution.status}).",
+                code="no_output",
+            )
         return Response(execution.output_data)

@@ -245,6 +245,20 @@ def test_large_output_is_capped_and_kept_as_artifact(world):
     assert world["reader"].get(f"/api/v1/executions/{body['id']}/output").status_code == 404
 
 
+def test_output_of_a_call_without_output_is_a_404_naming_its_status(world):
+    response = run(world["client"], tool="echo_tool", input_data={}, wait=True)
+    assert response.status_code == 422
+    execution_id = response.json()["error"]["execution_id"]
+    answer = world["client"].get(f"/api/v1/executions/{execution_id}/output")
+    assert answer.status_code == 404 and answer["Content-Type"] == "application/json"
+    error = answer.json()["error"]
+    assert error["code"] == "no_output" and "(status: invalid)" in error["message"]
+    # A small output is answered as JSON.
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    small = world["client"].get(f"/api/v1/executions/{body['id']}/output")
+    assert small.status_code == 200 and small.json()["status_code"] == 200
+
+
 def test_listing_filters_and_visibility(world, staff_client):
     client = world["client"]
     for path in ("echo", "status/500"):

@@ -100,6 +100,9 @@ REQUESTS = [
     {"tool": ["t"]},
     {"tool": {"n": 1}},
     {"tool": "a", "tool_id": "b"},
+    {"tool": "t", "input_data": {"a": 1}, "arguments": {"a": 2}},
+    {"tool": "t", "input_data": None, "arguments": {"a": 2}},
+    {"tool": "t", "role": "r", "role_id": 3},
     {"tool": "t", "wait": None},
     {"tool": "t", "wait": "yes"},
     {"tool": "t", "wait": -1},
@@ -134,3 +137,19 @@ def test_direct_request_parsing_equals_the_generic_serializer(payload):
         return (ok, dict(serializer.validated_data) if ok else serializer.errors)
 
     assert outcome(generic=False) == outcome(generic=True)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"tool": "t", "input_data": {"a": 1}, "arguments": {"a": 2}}, "arguments"),
+        ({"tool": "t", "input_data": None, "arguments": {"a": 2}}, "arguments"),
+        ({"tool": "t", "role": "r", "role_id": 3}, "role"),
+    ],
+)
+def test_an_alias_and_its_field_together_are_refused(payload, field):
+    from executions.api.serializers import ExecutionRequestSerializer
+
+    serializer = ExecutionRequestSerializer(data=payload)
+    assert not serializer.is_valid()
+    assert "not both" in str(serializer.errors[field][0])
