@@ -8,12 +8,18 @@ the arguments (422) → rate limits (429) → the approval gate (202
 return at once, or wait until it is final.
 
 Refused calls are recorded too (status ``denied`` or ``invalid`` with a reason
-code) and audited, then raised as domain errors the API maps to HTTP.
+code) and audited, then raised as domain errors the API maps to HTTP. Neither
+the answer nor the record of a refusal holds a value given for a secret
+parameter (``problems_without_secrets``); arguments text that does not parse is
+not kept for a tool with secret parameters (``RAW_INPUT_NOT_KEPT``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -25,6 +31,7 @@ from django.utils import timezone
 
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
+from executions.redaction import REDACTED
 from executions.services import governance, notify
 from executions.services.records import (
     audit_execution,
@@ -38,11 +45,29 @@ from executions.validation import validate_arguments
 from registry import access, crypto, snapshot
 from registry.models import Action, Tool
 from toolhub import context, rows
+from toolhub.api.params import parse_id
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
 
 logger = logging.getLogger(__name__)
 # The Execution row is written on every call: one prepared INSERT shape (toolhub/rows.py).
 EXECUTION_ROWS = rows.writer_for(Execution)
+# What a refused call's row holds instead of arguments text that did not parse
+# (or was no object) when the tool has secret parameters: no part of broken text
+# can be told to be or not to be a secret, so none of it is kept.
+RAW_INPUT_NOT_KEPT = "[not kept: the tool has secret parameters]"
+VALUE_NOT_SHOWN = "value not shown: secret parameter"
+# How much of a refusal's message and raw text the row keeps.
+MESSAGE_LIMIT = 2000
+RAW_INPUT_LIMIT = 65536
+# Shorter forms of a secret value are not looked for in messages: they would
+# hide ordinary words and numbers (as in executions.redaction).
+_MIN_FORM_LENGTH = 4
+# Strings and numbers inside a secret value whose own forms are looked for,
+# besides the whole value's: any real secret has fewer; any call costs little.
+_MAX_SECRET_SCALARS = 256
+# Marks secret text in place while redacting (NUL never survives storable_text).
+_MASK = "\x00"
+_MASKED = re.compile("\x00+")
 
 
 class InvalidArguments(ToolHubError):
@@ -77,6 +102,7 @@ def _refuse(
     message: str | None = None,
     inputs: Any = None,
     raw_input: str = "",
+    secrets: Iterable[str] = (),
 ) -> ToolHubError:
     """Record a refused call (reason = the error's code) and return the error to raise."""
     execution = _record_refusal(
@@ -88,6 +114,7 @@ def _refuse(
         message=message or exc.message,
         inputs=inputs,
         raw_input=raw_input,
+        secrets=secrets,
     )
     exc.extra = {"execution_id": str(execution.pk)}
     return exc
@@ -103,7 +130,11 @@ def _record_refusal(
     message: str,
     inputs: Any = None,
     raw_input: str = "",
+    secrets: Iterable[str] = (),
 ) -> Execution:
+    """Write a refused call's row and audit event. ``secrets``: every text form of
+    the secret values given in the call, removed from the message and raw text."""
+    secrets = list(secrets)
     execution = _call_record(
         caller,
         tool,
@@ -112,9 +143,9 @@ def _record_refusal(
         reason_code=reason,
         # Refused input is kept as received, minus what no record can hold.
         input_data=json_safe(inputs) if isinstance(inputs, dict) else None,
-        raw_input=storable_text(raw_input)[:65536],
+        raw_input=without_secrets(raw_input, secrets, RAW_INPUT_LIMIT)[:RAW_INPUT_LIMIT],
         input_hash=input_hash(inputs) if isinstance(inputs, dict) else "",
-        error_message=storable_text(message)[:2000],
+        error_message=without_secrets(message, secrets, MESSAGE_LIMIT)[:MESSAGE_LIMIT],
         finished_at=timezone.now(),
     )
     with transaction.atomic():
@@ -154,9 +185,10 @@ def resolve_caller(user, role_ref: Any = None) -> Caller:
     if role_ref in (None, ""):
         return Caller(user=user, agent=agent, role=None, role_ids=None)
     qs = Group.objects.all()
+    role_id = parse_id(role_ref)  # ASCII digits only: other scripts' digits are a name
     role = (
-        qs.filter(pk=int(role_ref)).first()
-        if str(role_ref).isdecimal() and len(str(role_ref)) <= 9
+        qs.filter(pk=role_id).first()
+        if role_id is not None and role_id <= 2**31 - 1  # Group's id is a 32-bit integer
         else qs.filter(name=str(role_ref)).first()
     )
     caller = Caller(user=user, agent=agent, role=None, role_ids=None)
@@ -232,20 +264,25 @@ def execution_request(
             if isinstance(outcome.value, dict)
             else None
         )
-        count = len(outcome.errors)
+        problems, forms = problems_without_secrets(outcome.errors, outcome.value, secret_names)
+        raw_input = ""
+        if stored is None and outcome.raw_text:
+            raw_input = RAW_INPUT_NOT_KEPT if secret_names else outcome.raw_text
+        count = len(problems)
         raise _refuse(
             InvalidArguments(
                 f"The arguments do not match the tool's input schema "
                 f"({count} problem{'s' if count != 1 else ''}).",
-                details=outcome.errors,
+                details=problems,
             ),
             caller=caller,
             tool=tool,
             tool_ref=tool_ref,
             status=ExecutionStatus.INVALID,
-            message="; ".join(f"{e['path']}: {e['message']}" for e in outcome.errors),
+            message="; ".join(f"{e['path']}: {e['message']}" for e in problems),
             inputs=stored,
-            raw_input=outcome.raw_text if stored is None else "",
+            raw_input=raw_input,
+            secrets=forms,
         )
 
     inputs = outcome.value
@@ -330,6 +367,118 @@ def execution_request(
         execution.refresh_from_db()
     execution.quota = quota
     return execution
+
+
+def _named(path: str, names: Iterable[str]) -> str | None:
+    """The argument in ``names`` a problem's ``path`` is at or below, if any."""
+    for name in names:
+        if path == name or path.startswith((f"{name}.", f"{name}[")):
+            return name
+    return None
+
+
+def problems_without_secrets(
+    problems: list[dict], arguments: Any, secret_names: Iterable[str]
+) -> tuple[list[dict], list[str]]:
+    """``problems`` with no trace of the values given for secret parameters, and
+    the text forms of those values (``secret_forms``) no record may hold either.
+
+    A problem at (or below) a secret parameter that was given a value names the
+    parameter and what it expects, never the value nor a path into it: only what
+    the tool's schema says. A problem below another argument quotes that
+    argument's own value; any other problem (about the arguments as a whole, a
+    missing argument) has every form of the secret values redacted.
+    """
+    arguments = arguments if isinstance(arguments, dict) else {}
+    given = {k: v for k, v in arguments.items() if k in secret_names}
+    others = [k for k in arguments if k not in given]
+    described: list[tuple[str, dict]] = []
+    merged: set[tuple[str, str]] = set()
+    for problem in problems:
+        path = str(problem.get("path", ""))
+        name = _named(path, given)
+        if name is None:
+            described.append(("own" if _named(path, others) else "other", problem))
+            continue
+        expected = str(problem.get("expected") or "a valid value")
+        if (name, expected) in merged:  # problems below one secret parameter merge
+            continue
+        merged.add((name, expected))
+        message = f"Expected {expected} ({VALUE_NOT_SHOWN})."
+        described.append(("secret", {"path": name, "message": message, "expected": expected}))
+    # Text built from the schema alone (names, expectations, fixed wording) is
+    # known to every caller: a value found inside it reveals nothing there, and
+    # redacting it would only garble the parameter's name.
+    public = "\n".join(text for kind, p in described if kind == "secret" for text in p.values())
+    forms = [form for form in secret_forms(given.values()) if form not in public]
+    cleaned: list[dict] = []
+    for kind, problem in described:
+        if kind == "other" and forms:
+            problem = {
+                key: without_secrets(text, forms) if isinstance(text, str) else text
+                for key, text in problem.items()
+            }
+        cleaned.append(problem)
+    return cleaned, forms
+
+
+def secret_forms(values: Iterable[Any]) -> list[str]:
+    """Every text form a message could quote the secret ``values`` in, longest first:
+    each value's ``str``, ``repr`` and JSON, the same for the strings and numbers
+    inside it (the first ``_MAX_SECRET_SCALARS``), as given and as a record
+    stores text. Keys inside a value are in the value's own forms; alone they
+    are names, too often ordinary words. Forms shorter than
+    ``_MIN_FORM_LENGTH`` are left out."""
+    values = list(values)
+    forms: set[str] = set()
+    for part in [*values, *_scalars(values, _MAX_SECRET_SCALARS)]:
+        if part is None or isinstance(part, bool):
+            continue  # nothing secret in true, false or null
+        for render in (str, repr, json.dumps, _json_unescaped):
+            try:
+                text = render(part)
+            except (TypeError, ValueError, RecursionError):
+                continue
+            forms.update((text, storable_text(text)))
+    return sorted((f for f in forms if len(f) >= _MIN_FORM_LENGTH), key=len, reverse=True)
+
+
+def _json_unescaped(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _scalars(values: list[Any], limit: int) -> list[Any]:
+    """Up to ``limit`` strings and numbers inside the containers ``values`` (no recursion)."""
+    found: list[Any] = []
+    stack = [v for v in reversed(values) if isinstance(v, dict | list | tuple)]
+    seen: set[int] = set()
+    while stack and len(found) < limit:
+        item = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if id(item) not in seen:
+                seen.add(id(item))
+                children = list(item.values() if isinstance(item, dict) else item)
+                stack.extend(reversed(children))
+        else:
+            found.append(item)
+    return found
+
+
+def without_secrets(text: str, forms: list[str], limit: int | None = None) -> str:
+    """``text``, cut to ``limit`` characters, with each of ``forms`` replaced by
+    ``REDACTED`` (longest first: no part of a longer form is left over).
+
+    Occurrences are masked in place before the cut, so no position moves: a
+    form cut through at the end is cut away whole, never left as a prefix.
+    """
+    text = storable_text(text)
+    if limit is not None:
+        text = text[: limit + max((len(f) for f in forms), default=0)]
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, _MASK * len(form))
+    if limit is not None:
+        text = text[:limit]
+    return _MASKED.sub(REDACTED, text) if forms else text
 
 
 def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:

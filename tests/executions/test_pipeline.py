@@ -140,12 +140,29 @@ def test_arguments_as_json_text_are_parsed(world):
 
 
 def test_unparseable_arguments_keep_the_raw_text(world):
-    response = run(world["client"], tool="echo_tool", input_data='{"path": "echo"', wait=True)
+    plain = tool_services.tool_create(
+        actor=None,
+        name="plain_tool",
+        type="http",
+        parameters=[{"name": "path", "type": "string", "required": True}],
+        configs=[{"config_key": "base_url", "config_value": world["upstream"].url}],
+    )
+    access_services.grant_create(actor=None, role=world["role"], action="execute", tool=plain)
+    response = run(world["client"], tool="plain_tool", input_data='{"path": "echo"', wait=True)
     assert response.status_code == 422
     error = response.json()["error"]
     assert error["details"][0]["path"] == "$" and "not valid JSON" in error["details"][0]["message"]
     execution = Execution.objects.get(pk=error["execution_id"])
     assert execution.status == "invalid" and execution.raw_input == '{"path": "echo"'
+
+
+def test_unparseable_arguments_of_a_tool_with_secret_parameters_are_not_kept(world):
+    # echo_tool has a secret parameter: broken text may hold its value anywhere.
+    response = run(world["client"], tool="echo_tool", input_data='{"path": "echo"', wait=True)
+    assert response.status_code == 422
+    execution = Execution.objects.get(pk=response.json()["error"]["execution_id"])
+    assert execution.status == "invalid"
+    assert execution.raw_input == "[not kept: the tool has secret parameters]"
 
 
 def test_every_problem_is_reported_with_path_and_expected(world):
@@ -243,6 +260,15 @@ def test_large_output_is_capped_and_kept_as_artifact(world):
     assert default_storage.exists(execution.output_artifact) and execution.output_size > 5000
     # Another agent cannot read it.
     assert world["reader"].get(f"/api/v1/executions/{body['id']}/output").status_code == 404
+
+
+@pytest.mark.parametrize("ref", ["\u0661", "99999999999999999999999", "0"])
+def test_a_role_reference_that_is_no_id_of_the_callers_is_refused(world, ref):
+    """Digits of other scripts are not ASCII ids (int('\u0661') is 1), and ids past any
+    column's range are names: either way, no role of the caller's, so 403."""
+    response = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, role_id=ref)
+    assert response.status_code == 403, response.content
+    assert response.json()["error"]["code"] == "role_not_member"
 
 
 def test_output_of_a_call_without_output_is_a_404_naming_its_status(world):
