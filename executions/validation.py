@@ -26,6 +26,8 @@ import regex
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 from executions.jsonsafe import MAX_DEPTH, is_storable_text, json_safe, storable_text
+from toolhub import strictjson
+from toolhub.strictjson import NotJSONNumber
 
 _INT = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -39,30 +41,8 @@ class ValidationOutcome:
     raw_text: str = ""
 
 
-class NotJSONNumber(ValueError):
-    """A number JSON cannot carry: ``NaN``, ``Infinity`` or a literal beyond a float's range."""
-
-
-def _refuse_constant(name: str):
-    raise NotJSONNumber(
-        f"{name} is not a JSON value (numbers must be finite; use null or a string instead)"
-    )
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        raise NotJSONNumber(f"the number {shown} is out of range (numbers must be finite)")
-    return number
-
-
-def loads_json(text: str) -> Any:
-    """``json.loads`` refusing what JSON has no place for: ``NaN``, ``Infinity``, ``1e999``.
-
-    Raises ``ValueError`` (``NotJSONNumber`` for those numbers) or ``RecursionError``.
-    """
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+# Arguments given as JSON text are read as JSON proper (no NaN, Infinity or 1e999).
+loads_json = strictjson.loads
 
 
 def _not_finite(value: Any) -> bool:

@@ -13,38 +13,19 @@ guard its recursion against a client's nesting.
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
+from toolhub import strictjson
 from toolhub.api.exceptions import PayloadTooLarge
 
 # The deepest nesting of arrays and objects a request body may have (the body
 # itself is level 1). Above the depth call arguments may have
 # (executions.jsonsafe.MAX_DEPTH), so those are refused by the call's rules.
 MAX_DEPTH = 128
-
-
-class _NotJSON(ValueError):
-    pass
-
-
-def _refuse_constant(name: str):
-    raise _NotJSON(
-        f"{name} is not a JSON value (numbers must be finite; use null or a string instead)"
-    )
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        raise _NotJSON(f"the number {shown} is out of range (numbers must be finite)")
-    return number
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -79,9 +60,7 @@ class LimitedJSONParser(JSONParser):
         parser_context = parser_context or {}
         encoding = parser_context.get("encoding", settings.DEFAULT_CHARSET)
         try:
-            data = json.loads(
-                raw.decode(encoding), parse_constant=_refuse_constant, parse_float=_finite_float
-            )
+            data = strictjson.loads(raw.decode(encoding))
         except RecursionError:
             raise _too_deep() from None
         except (ValueError, UnicodeDecodeError) as exc:
