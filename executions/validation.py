@@ -24,8 +24,10 @@ from typing import Any
 
 import regex
 from jsonschema import Draft202012Validator, ValidationError, validators
+from referencing.exceptions import Unresolvable
 
 from executions.jsonsafe import MAX_DEPTH, is_storable_text, json_safe, storable_text
+from registry.schema import NO_RETRIEVAL
 from toolhub import strictjson
 from toolhub.strictjson import NotJSONNumber
 
@@ -329,7 +331,7 @@ _Validator = validators.extend(
 
 @lru_cache(maxsize=512)
 def _validator_for(schema_json: str) -> Draft202012Validator:
-    return _Validator(json.loads(schema_json))
+    return _Validator(json.loads(schema_json), registry=NO_RETRIEVAL)
 
 
 def validate_arguments(arguments: Any, schema: dict) -> ValidationOutcome:
@@ -380,9 +382,22 @@ def validate_arguments(arguments: Any, schema: dict) -> ValidationOutcome:
         return _refused(_depth_problem(deep), raw_text, value=json_safe(value))
     validator = _validator_for(json.dumps(schema, sort_keys=True))
     errors = _unrepresentable(value, "")
-    for error in sorted(
-        validator.iter_errors(value), key=lambda e: (list(e.absolute_path), e.message)
-    ):
+    try:
+        found = sorted(
+            validator.iter_errors(value), key=lambda e: (list(e.absolute_path), e.message)
+        )
+    except Unresolvable as exc:  # a reference stored before they were refused at save
+        return _refused(
+            _problem(
+                "$",
+                f"The tool's input schema cannot be used: its reference {exc.ref!r} "
+                "does not resolve (references are not fetched). Ask the tool's owner to fix it.",
+                "a tool schema without references",
+            ),
+            raw_text,
+            value=json_safe(value),
+        )
+    for error in found:
         path = _path(error)
         message = error.message
         if error.validator == "additionalProperties":

@@ -6,6 +6,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import NoSuchResource
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -13,8 +15,30 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _OWNED_KEYS = {"type", "description", "default"}
 
 
+# Keywords that make a validator look a schema up elsewhere: a URL it would fetch
+# (from the web process, past the egress guard), a file it would read, or a pointer
+# into a document the fragment does not own once it is placed in the tool's schema.
+_REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _reference(fragment: dict) -> str | None:
+    """Where the first reference keyword of ``fragment`` sits (a JSON pointer), if any."""
+    stack: list[tuple[Any, str]] = [(fragment, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in _REFERENCE_KEYWORDS:
+                    return f"{path}/{key}"
+                stack.append((value, f"{path}/{key}"))
+        elif isinstance(node, list):
+            stack.extend((value, f"{path}/{index}") for index, value in enumerate(node))
+    return None
+
+
 def fragment_errors(fragment: Any) -> list[str]:
-    """Problems with a parameter's JSON-Schema fragment, as readable messages."""
+    """Problems with a JSON-Schema fragment (a parameter's, an approval condition), as
+    readable messages."""
     if not isinstance(fragment, dict):
         return ["must be a JSON object (a JSON-Schema fragment)"]
     try:
@@ -22,12 +46,24 @@ def fragment_errors(fragment: Any) -> list[str]:
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
         return [f"not a valid JSON Schema at {where}: {exc.message}"]
+    where = _reference(fragment)
+    if where is not None:
+        return [f"references are not supported (at {where}): write the schema inline"]
     return []
+
+
+def _no_retrieval(uri: str):
+    raise NoSuchResource(ref=uri)
+
+
+# Validators are built with this registry: a reference to anything but the schema
+# itself (and the JSON Schema meta-schemas) is an error, never a fetch or a file read.
+NO_RETRIEVAL = Registry(retrieve=_no_retrieval)
 
 
 def default_errors(param_type: str, fragment: dict, default: Any) -> list[str]:
     schema = parameter_schema(param_type, fragment, "", has_default=False, default=None)
-    validator = Draft202012Validator(schema)
+    validator = Draft202012Validator(schema, registry=NO_RETRIEVAL)
     return [
         f"default does not match the parameter's schema: {e.message}"
         for e in validator.iter_errors(default)

@@ -12,10 +12,12 @@ from functools import lru_cache
 from django.core.cache import cache
 from django.db.models import Q
 from jsonschema import Draft202012Validator
+from referencing.exceptions import Unresolvable
 
 from executions.services.shared_state import SharedStateUnavailable, counter_incr
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
+from registry.schema import NO_RETRIEVAL
 from toolhub.exceptions import ToolHubError
 
 logger = logging.getLogger(__name__)
@@ -131,7 +133,7 @@ def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
 
 @lru_cache(maxsize=256)
 def _condition_validator(condition_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(condition_json))
+    return Draft202012Validator(json.loads(condition_json), registry=NO_RETRIEVAL)
 
 
 def needs_approval(tool: Tool, inputs: dict) -> bool:
@@ -140,7 +142,13 @@ def needs_approval(tool: Tool, inputs: dict) -> bool:
     condition = tool.approval_condition or {}
     if not condition:
         return True
-    return _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+    try:
+        return _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+    except Unresolvable:
+        # A condition that cannot be evaluated (a reference stored before they were
+        # refused) fails closed: the call waits for a person.
+        logger.warning("tool %s: approval_condition cannot be evaluated", tool.pk)
+        return True
 
 
 # Result cache
