@@ -81,6 +81,29 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
         )
     now = timezone.now()
     execution = approval.execution
+    if approval.status == ApprovalStatus.PENDING and approval.expires_at <= now:
+        _expire(approval, now)  # the periodic task may not have run yet (or at all)
+        raise Conflict(
+            f"This approval expired at {approval.expires_at.isoformat()} without a decision; "
+            "the call was not run.",
+            code="approval_expired",
+        )
+    current_status = Execution.objects.values_list("status", flat=True).get(pk=execution.pk)
+    if approval.status == ApprovalStatus.PENDING and current_status != (
+        ExecutionStatus.PENDING_APPROVAL
+    ):
+        raise Conflict(
+            f"The call is {current_status}; it can no longer be decided on.",
+            code="not_pending",
+        )
+    if approve and approval.status == ApprovalStatus.PENDING:
+        unrunnable = _no_longer_allowed(execution)
+        if unrunnable is not None:
+            reason_code, why = unrunnable
+            _close_unrunnable(actor, approval, reason_code, why, now)
+            raise Conflict(
+                f"The call cannot run: {why}. It was closed as denied.", code=reason_code
+            )
     with transaction.atomic():
         if approve:
             # The arguments the approver saw are the ones that run.
@@ -101,6 +124,8 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
         )
         approval.refresh_from_db()
         if not won:
+            if approval.status == ApprovalStatus.PENDING:  # expired between the checks
+                raise Conflict("This approval has just expired.", code="approval_expired")
             who = f" by {approval.decided_by_name}" if approval.decided_by_name else ""
             raise Conflict(f"This call was already {approval.status}{who}.", code="already_decided")
         if approve:
@@ -137,38 +162,106 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
 def approvals_expire(*, now=None) -> int:
     """Expire undecided approvals past their deadline (periodic task)."""
     now = now or timezone.now()
-    expired = 0
-    for approval in Approval.objects.filter(
-        status=ApprovalStatus.PENDING, expires_at__lte=now
-    ).select_related("execution"):
-        with transaction.atomic():
-            won = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
-                status=ApprovalStatus.EXPIRED, decided_at=now
-            )
-            if not won:
-                continue
-            Execution.objects.filter(
-                pk=approval.execution_id, status=ExecutionStatus.PENDING_APPROVAL
-            ).update(
-                status=ExecutionStatus.EXPIRED,
-                finished_at=now,
-                error_type="approval_expired",
-                error_message="No approver decided before the approval expired.",
-                sealed_secrets="",
-            )
-            approval.refresh_from_db()
-            execution = Execution.objects.get(pk=approval.execution_id)
-            audit_record(
-                actor=None,
-                action="approval.expired",
-                target=approval,
-                after=_approval_snapshot(approval),
-            )
-            audit_execution(execution, "execution.expired", actor=None)
-            expired += 1
-        notify.notify_done(approval.execution_id)
-        _webhook(execution)
-    return expired
+    return sum(
+        _expire(approval, now)
+        for approval in Approval.objects.filter(
+            status=ApprovalStatus.PENDING, expires_at__lte=now
+        ).select_related("execution")
+    )
+
+
+def _expire(approval: Approval, now) -> bool:
+    """Expire one undecided approval past its deadline and its call; whether this did."""
+    with transaction.atomic():
+        won = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
+            status=ApprovalStatus.EXPIRED, decided_at=now
+        )
+        if not won:
+            return False
+        Execution.objects.filter(
+            pk=approval.execution_id, status=ExecutionStatus.PENDING_APPROVAL
+        ).update(
+            status=ExecutionStatus.EXPIRED,
+            finished_at=now,
+            error_type="approval_expired",
+            error_message="No approver decided before the approval expired.",
+            sealed_secrets="",
+        )
+        approval.refresh_from_db()
+        execution = Execution.objects.get(pk=approval.execution_id)
+        audit_record(
+            actor=None,
+            action="approval.expired",
+            target=approval,
+            after=_approval_snapshot(approval),
+        )
+        audit_execution(execution, "execution.expired", actor=None)
+    notify.notify_done(approval.execution_id)
+    _webhook(execution)
+    return True
+
+
+def _no_longer_allowed(execution: Execution) -> tuple[str, str] | None:
+    """Why an approved call may not run now, as ``(reason_code, message)``; None if it may.
+
+    The approver saw the call as it was requested: if the tool was deactivated or
+    changed since, or the caller lost the right to execute it, approving it must not
+    run something nobody decided on.
+    """
+    tool = Tool.objects.filter(pk=execution.tool_id).first()
+    if tool is None or not tool.is_active:
+        return "tool_inactive", "the tool was deactivated after the request"
+    if execution.tool_version and tool.version != execution.tool_version:
+        return (
+            "tool_changed",
+            f"the tool changed after the request (version {execution.tool_version} "
+            f"is now {tool.version})",
+        )
+    principal = execution.principal
+    role_ids = [execution.role_id] if execution.role_id else None
+    if principal is None or not principal.is_active:
+        return "permission_denied", "the caller no longer exists or is inactive"
+    agent = getattr(principal, "agent", None)
+    if agent is not None and not agent.is_active:
+        return "permission_denied", "the calling agent is no longer active"
+    if not access.can(principal, Action.EXECUTE, tool, role_ids=role_ids):
+        return "permission_denied", "the caller may no longer execute this tool"
+    return None
+
+
+def _close_unrunnable(actor, approval: Approval, reason_code: str, why: str, now) -> None:
+    """Close an approval that can no longer lead to a run, and its call (denied)."""
+    with transaction.atomic():
+        won = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
+            status=ApprovalStatus.CANCELLED,
+            decided_by=actor,
+            decided_by_name=actor.get_username(),
+            decided_at=now,
+            reason=f"Not run: {why}."[:2000],
+        )
+        if not won:
+            return
+        Execution.objects.filter(
+            pk=approval.execution_id, status=ExecutionStatus.PENDING_APPROVAL
+        ).update(
+            status=ExecutionStatus.DENIED,
+            reason_code=reason_code,
+            finished_at=now,
+            error_type=reason_code,
+            error_message=f"Approved by {actor.get_username()} but not run: {why}.",
+            sealed_secrets="",
+        )
+        approval.refresh_from_db()
+        execution = Execution.objects.get(pk=approval.execution_id)
+        audit_record(
+            actor=actor,
+            action="approval.cancelled",
+            target=approval,
+            after=_approval_snapshot(approval),
+        )
+        audit_execution(execution, "execution.denied", actor=actor)
+    notify.notify_done(approval.execution_id)
+    _webhook(execution)
 
 
 def approval_for(user, approval_id) -> Approval:

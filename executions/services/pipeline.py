@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from executions.jsonsafe import json_safe, storable_text
-from executions.models import Approval, Execution, ExecutionStatus
+from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
 from executions.redaction import REDACTED
 from executions.services import governance, notify
 from executions.services.records import (
@@ -44,6 +44,7 @@ from executions.services.records import (
 from executions.validation import validate_arguments
 from registry import access, crypto, snapshot
 from registry.models import Action, Tool
+from registry.services.audit import audit_record
 from toolhub import context, rows
 from toolhub.api.params import parse_id
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
@@ -559,5 +560,27 @@ def execution_cancel(*, actor, execution: Execution) -> Execution:
         )
     with transaction.atomic():
         audit_execution(execution, "execution.cancelled", actor=actor)
+        # Its approval is closed too: nobody may approve a call that was cancelled.
+        for approval in Approval.objects.filter(
+            execution_id=execution.pk, status=ApprovalStatus.PENDING
+        ):
+            closed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
+                status=ApprovalStatus.CANCELLED,
+                decided_at=execution.finished_at,
+                reason=f"The call was cancelled by {actor.get_username()}.",
+            )
+            if closed:
+                approval.refresh_from_db()
+                audit_record(
+                    actor=actor,
+                    action="approval.cancelled",
+                    target=approval,
+                    after={
+                        "approval_id": str(approval.pk),
+                        "execution_id": str(execution.pk),
+                        "status": approval.status,
+                        "reason": approval.reason,
+                    },
+                )
     notify.notify_done(execution.pk)
     return execution

@@ -17,7 +17,7 @@ from django.db import connection
 from executions.models import Approval, Execution
 from executions.services import shared_state
 from executions.services.approvals import approvals_expire
-from registry.models import AuditEvent, RateLimitRule
+from registry.models import AuditEvent, RateLimitRule, ToolGrant
 from registry.services import access as access_services
 from registry.services import limits as limit_services
 from registry.services import tools as tool_services
@@ -476,6 +476,67 @@ def test_expiry(gated):
     )
     assert late.status_code == 409
     assert AuditEvent.objects.filter(action="approval.expired").count() == 1
+
+
+def test_an_expired_approval_says_so_without_the_periodic_task(gated):
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    Approval.objects.filter(pk=approval.pk).update(expires_at=approval.requested_at)
+    late = approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
+    )
+    assert late.status_code == 409, late.content
+    error = late.json()["error"]
+    assert error["code"] == "approval_expired" and "expired at" in error["message"]
+    assert Approval.objects.get(pk=approval.pk).status == "expired"
+    assert Execution.objects.get(pk=pending["id"]).status == "expired"
+    assert gated["upstream"].requests == []
+
+
+def test_a_cancelled_call_cannot_be_approved(gated):
+    client = gated["clients"][0]
+    pending = call(client, amount=5000).json()
+    assert client.post(f"/api/v1/executions/{pending['id']}/cancel").status_code == 200
+    approval = Approval.objects.get(execution_id=pending["id"])
+    assert approval.status == "cancelled" and "cancelled by agent.agent-0" in approval.reason
+    approvals = approval_client(gated["approver"])
+    assert approvals.get("/api/v1/approvals?status=pending").json()["count"] == 0
+    late = approvals.post(f"/api/v1/approvals/{approval.pk}/approve", {}, format="json")
+    assert late.status_code == 409 and late.json()["error"]["code"] == "already_decided"
+    assert Execution.objects.get(pk=pending["id"]).status == "cancelled"
+    assert AuditEvent.objects.filter(action="approval.cancelled").count() == 1
+    assert gated["upstream"].requests == []
+
+
+@pytest.mark.parametrize("change", ["deactivated", "revoked", "new_version", "agent_off"])
+def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    tool = gated["tool"]
+    if change == "deactivated":
+        tool_services.tool_deactivate(actor=None, tool=tool)
+        code = "tool_inactive"
+    elif change == "revoked":
+        for grant in ToolGrant.objects.filter(role=gated["role"], tool=tool):
+            access_services.grant_revoke(actor=None, grant=grant)
+        code = "permission_denied"
+    elif change == "new_version":
+        tool_services.tool_update(actor=None, tool=tool, data={"version": "2.0.0"})
+        code = "tool_changed"
+    else:
+        access_services.agent_update(
+            actor=None, agent=gated["agents"][0], data={"is_active": False}
+        )
+        code = "permission_denied"
+    refused = approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
+    )
+    assert refused.status_code == 409, refused.content
+    assert refused.json()["error"]["code"] == code
+    execution = Execution.objects.get(pk=pending["id"])
+    assert execution.status == "denied" and execution.reason_code == code
+    assert Approval.objects.get(pk=approval.pk).status == "cancelled"
+    assert gated["upstream"].requests == []
 
 
 def test_changed_arguments_cannot_be_approved(gated):
