@@ -17,6 +17,7 @@ the specification.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,13 +42,43 @@ META_NAMESPACE = "openapi_namespace"
 META_OPERATION = "openapi_operation"
 META_REMOVED = "openapi_removed"
 FORM = "application/x-www-form-urlencoded"
+LOCATIONS = ("path", "query", "header", "cookie")
+
+logger = logging.getLogger(__name__)
+
+
+def _kind(value: Any) -> str:
+    """The JSON name of ``value``'s type, for messages that say what was found."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
 
 
 def check_target(base_url: Any, namespace: Any) -> list[str]:
     problems = []
-    parts = urlsplit(base_url) if isinstance(base_url, str) else None
-    if not parts or parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(base_url) if isinstance(base_url, str) else None
+        host = parts.hostname if parts else None
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        parts = host = None
+    if not parts or parts.scheme not in ("http", "https") or not host:
         problems.append("base_url: give an absolute http(s) URL")
+    elif "@" in parts.netloc:
+        # The base URL is stored as a plain (non-secret) config that reviewers can read.
+        problems.append(
+            "base_url: give a URL without credentials (user:password@); "
+            "keep credentials in a secret config, such as an auth config"
+        )
     if not isinstance(namespace, str) or not re.match(MCP_SERVER_NAME_PATTERN, namespace):
         problems.append("namespace: use 1 to 40 characters: letters, digits, '_' or '-'")
     return problems
@@ -97,17 +128,46 @@ class _Operation:
         return resolved
 
 
-def _flatten_object(schema: dict) -> dict:
-    """Merge ``allOf`` members into one object schema (properties and required)."""
+def _object_parts(schema: dict, at: str) -> tuple[dict, list]:
+    """``properties`` and ``required`` of an object schema, checked (``SchemaProblem``)."""
+    properties = schema.get("properties")
+    if properties is None:
+        properties = {}
+    if not isinstance(properties, dict):
+        raise SchemaProblem(
+            f"'properties' must be a mapping of names to schemas, found {_kind(properties)}",
+            f"{at}/properties",
+        )
+    required = schema.get("required")
+    if required is None:
+        required = []
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        found = _kind(required) if not isinstance(required, list) else "other items"
+        raise SchemaProblem(
+            f"'required' must be a list of property names (strings), found {found}",
+            f"{at}/required",
+        )
+    return properties, required
+
+
+def _flatten_object(schema: dict, at: str) -> dict:
+    """Merge ``allOf`` members into one object schema (properties and required).
+
+    ``at`` is the schema's path; a malformed ``properties`` or ``required``
+    raises ``SchemaProblem`` with the path of the offending key.
+    """
     members = schema.get("allOf")
-    if not isinstance(members, list):
+    own_properties, own_required = _object_parts(schema, at)
+    if members is None:
         return schema
+    if not isinstance(members, list):
+        raise SchemaProblem(f"'allOf' must be a list of schemas, found {_kind(members)}", at)
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-    properties = dict(merged.get("properties") or {})
-    required = list(merged.get("required") or [])
-    for member in members:
+    properties = dict(own_properties)
+    required = list(own_required)
+    for index, member in enumerate(members):
         if isinstance(member, dict):
-            member = _flatten_object(member)
+            member = _flatten_object(member, f"{at}/allOf/{index}")
             properties.update(member.get("properties") or {})
             required += [r for r in member.get("required") or [] if r not in required]
     merged["properties"] = properties
@@ -162,15 +222,31 @@ def parse_openapi(doc: Document, parsed: Parsed, *, base_url: str, namespace: st
             if not isinstance(operation, dict):
                 parsed.errors.append(doc.problem(where, "an operation must be a mapping"))
                 continue
-            spec = _operation_spec(
-                _Operation(doc, parsed, where),
-                path=path,
-                method=method,
-                operation=operation,
-                shared=item.get("parameters") or [],
-                base_url=base_url,
-                namespace=namespace,
-            )
+            try:
+                spec = _operation_spec(
+                    _Operation(doc, parsed, where),
+                    path=path,
+                    method=method,
+                    operation=operation,
+                    shared=item.get("parameters") or [],
+                    base_url=base_url,
+                    namespace=namespace,
+                )
+            except (TypeError, AttributeError, ValueError, KeyError) as exc:
+                # A shape the checks above did not foresee: an error for this
+                # operation, not a server error. Only the exception type is
+                # logged (its message may quote the document).
+                logger.warning(
+                    "OpenAPI import: %s while translating an operation", type(exc).__name__
+                )
+                parsed.errors.append(
+                    doc.problem(
+                        where,
+                        f"cannot translate operation {method.upper()} {path}: part of it "
+                        f"does not have the shape OpenAPI 3 expects ({type(exc).__name__})",
+                    )
+                )
+                continue
             if spec is None:
                 continue
             spec.name = naming.unique(spec.name, lambda n: n in used)
@@ -205,6 +281,14 @@ def _operation_spec(
             if not isinstance(param, dict) or not isinstance(param.get("name"), str):
                 op.error(at, "a parameter needs a name and 'in'")
                 continue
+            location = param.get("in", "")
+            if not isinstance(location, str):
+                op.error(
+                    f"{at}/in",
+                    f"'in' must be one of {', '.join(LOCATIONS)} (a string), "
+                    f"found {_kind(location)}",
+                )
+                continue
             parameters[(param.get("in", ""), param["name"])] = (param, at)
 
     endpoint = path
@@ -229,7 +313,15 @@ def _operation_spec(
                 op.warn(at, f"path parameter '{name}' renamed to '{row_name}'")
         schema = param.get("schema")
         if schema is None and isinstance(param.get("content"), dict) and param["content"]:
-            schema = next(iter(param["content"].values())).get("schema")
+            media, media_object = next(iter(param["content"].items()))
+            if not isinstance(media_object, dict):
+                op.error(
+                    f"{at}/content{pointer(media)}",
+                    f"a media type entry must be a mapping (with 'schema'), "
+                    f"found {_kind(media_object)}",
+                )
+                continue
+            schema = media_object.get("schema")
         schema = op.resolve(schema, at) if isinstance(schema, dict) else {"type": "string"}
         schema = dict(schema) if isinstance(schema, dict) else {"type": "string"}
         if isinstance(param.get("description"), str):
@@ -261,20 +353,37 @@ def _operation_spec(
             if media is None and FORM in content:
                 media = FORM
                 configs["headers"] = {"Content-Type": FORM}
+            media_at = f"{body_at}/content{pointer(media)}" if media is not None else body_at
+            media_object = content[media] if media is not None else None
             if media is None:
                 op.warn(body_at, f"body types {sorted(content)} are not mapped to inputs")
+            elif media_object is not None and not isinstance(media_object, dict):
+                op.error(
+                    media_at,
+                    f"a media type entry must be a mapping (with 'schema'), "
+                    f"found {_kind(media_object)}",
+                )
             else:
-                schema = op.resolve((content[media] or {}).get("schema"), body_at)
-                schema = _flatten_object(schema) if isinstance(schema, dict) else None
+                schema_at = f"{media_at}/schema"
+                schema = op.resolve((media_object or {}).get("schema"), schema_at)
+                malformed = False
+                try:
+                    schema = (
+                        _flatten_object(schema, schema_at) if isinstance(schema, dict) else None
+                    )
+                except SchemaProblem as exc:
+                    op.error(exc.path, exc.message)
+                    schema, malformed = None, True
                 properties = schema.get("properties") if schema else None
-                if not isinstance(properties, dict) or not properties:
+                if malformed:
+                    pass
+                elif not isinstance(properties, dict) or not properties:
                     op.warn(body_at, "the body is not an object with properties; not mapped")
                 else:
                     body_required = body.get("required") is True
                     required_names = schema.get("required") or []
                     for prop_name, prop in properties.items():
-                        at = f"{body_at}/content/{pointer(media)[1:]}/schema/properties"
-                        at += pointer(prop_name)
+                        at = f"{schema_at}/properties{pointer(prop_name)}"
                         if prop_name in taken:
                             op.warn(at, f"body property '{prop_name}' clashes with a parameter")
                             continue
