@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from registry import access
+from registry.admin.forms import IdMultipleChoiceField
 from registry.models import Agent, ApiToken, Role, RoleProfile, ToolGrant
 from registry.services import access as services
 
@@ -35,7 +36,7 @@ def token_page(request, tokens: list[tuple[str, ApiToken, str]], back_url: str):
 
 
 class AgentForm(forms.ModelForm):
-    roles = forms.ModelMultipleChoiceField(
+    roles = IdMultipleChoiceField(
         queryset=Group.objects.order_by("name"),
         required=False,
         widget=admin.widgets.FilteredSelectMultiple("roles", is_stacked=False),
@@ -268,7 +269,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 class RoleForm(forms.ModelForm):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
-    permissions = forms.ModelMultipleChoiceField(
+    permissions = IdMultipleChoiceField(
         queryset=Permission.objects.exclude(
             content_type__app_label="registry", codename__in=services.TOOL_ACCESS_CODENAMES
         ).select_related("content_type"),

@@ -1,4 +1,4 @@
-"""Admin forms: JSON entry that names its mistakes, and write-only secrets."""
+"""Admin forms: JSON entry that names its mistakes, write-only secrets, and ids in range."""
 
 from __future__ import annotations
 
@@ -7,19 +7,70 @@ import json
 from django import forms
 
 from registry import schema as schema_mod
-from registry.models import ToolConfig, ToolParameter
+from registry.models import Tool, ToolConfig, ToolParameter
+from registry.services.tools import TOOL_FIELDS, non_finite_message, non_finite_path
+from toolhub import strictjson
+from toolhub.api.params import parse_id
 
 _NO_DEFAULT_HELP = "JSON value; leave empty for no default."
 
+# The id columns of auth_group and auth_permission are 32-bit integers on PostgreSQL.
+MAX_AUTO_ID = 2**31 - 1
+
 
 def parse_json_text(text: str, *, field: str):
+    """JSON text as JSON defines it: NaN, Infinity and 1e999 are refused, not read."""
     try:
-        return json.loads(text)
-    except ValueError as exc:
+        return strictjson.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise forms.ValidationError(f"{field} is not valid JSON: {exc}") from None
 
 
-class ToolParameterForm(forms.ModelForm):
+class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
+    """A choice of rows by integer id that refuses, as an invalid choice, anything that is
+    not an id in the column's range: such a value would overflow the database query."""
+
+    def __init__(self, *args, max_id: int = MAX_AUTO_ID, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.max_id = max_id
+
+    def _check_values(self, value):
+        try:
+            values = frozenset(value)
+        except TypeError:
+            return super()._check_values(value)  # reports the invalid list
+        for raw in values:
+            pk = parse_id(raw)
+            if pk is None or pk > self.max_id:
+                raise forms.ValidationError(
+                    self.error_messages["invalid_choice"],
+                    code="invalid_choice",
+                    params={"value": str(raw)[:40]},
+                )
+        return super()._check_values(value)
+
+
+class FiniteJSONFormMixin:
+    """JSON fields whose values may not hold NaN or Infinity: no JSON column stores them,
+    and Django's JSON form field reads them."""
+
+    def clean(self):
+        data = super().clean()
+        for name, field in self.fields.items():
+            if isinstance(field, forms.JSONField) and name in data:
+                where = non_finite_path(data[name])
+                if where is not None:
+                    self.add_error(name, non_finite_message(where))
+        return data
+
+
+class ToolForm(FiniteJSONFormMixin, forms.ModelForm):
+    class Meta:
+        model = Tool
+        fields = list(TOOL_FIELDS)
+
+
+class ToolParameterForm(FiniteJSONFormMixin, forms.ModelForm):
     default_json = forms.CharField(
         label="Default", required=False, help_text=_NO_DEFAULT_HELP, widget=forms.TextInput
     )
@@ -115,8 +166,12 @@ class ToolConfigForm(forms.ModelForm):
         looks_structured = stripped[:1] in ("{", "[")
         if looks_structured or not data.get("is_secret"):
             try:
-                data["parsed_value"] = json.loads(stripped) if stripped else ""
-            except ValueError:
+                data["parsed_value"] = strictjson.loads(stripped) if stripped else ""
+            except strictjson.NotJSONNumber as exc:
+                message = str(exc)
+                self.add_error("value", f"{message[:1].upper()}{message[1:]}.")
+                return data
+            except (ValueError, RecursionError):
                 if looks_structured:
                     self.add_error("value", "Looks like JSON but does not parse.")
                 data["parsed_value"] = text

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from registry.admin.access import ToolGrantInline
-from registry.admin.forms import ToolConfigForm, ToolParameterForm
+from registry.admin.forms import ToolConfigForm, ToolForm, ToolParameterForm
 from registry.admin.mixins import report_service_error
 from registry.models import RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as access_services
@@ -77,6 +77,7 @@ class CategoryFilter(admin.SimpleListFilter):
 
 @admin.register(Tool)
 class ToolAdmin(admin.ModelAdmin):
+    form = ToolForm
     list_display = [
         "name",
         "type",

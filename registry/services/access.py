@@ -24,6 +24,7 @@ from registry.models import (
 from registry.models.tokens import generate_token, hash_token
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean, raise_invalid
+from toolhub.api.params import parse_id
 from toolhub.exceptions import Conflict, InvalidInput
 
 # Model permissions that make a role a platform admin or a reviewer. Rights on
@@ -223,18 +224,37 @@ def agent_snapshot(agent: Agent) -> dict:
     }
 
 
+# auth_group.id is a 32-bit integer on PostgreSQL: no role has an id beyond it.
+MAX_ROLE_ID = 2**31 - 1
+
+
 def _roles(role_ids: Iterable) -> list[Group]:
+    """The roles of ``role_ids`` (ints or ASCII digit strings); a 400 naming ``role_ids`` if any
+    is not a role's id. Ids beyond the column's range are no role's and never reach the database.
+    """
     ids = list(role_ids)
-    roles = list(Group.objects.filter(pk__in=[i for i in ids if str(i).isdecimal()]))
-    missing = {str(i) for i in ids} - {str(r.pk) for r in roles}
+    wanted = {}
+    for raw in ids:
+        role_id = None if isinstance(raw, bool) else parse_id(raw)
+        if role_id is not None and role_id <= MAX_ROLE_ID:
+            wanted[str(raw)] = role_id
+    found = {r.pk: r for r in Group.objects.filter(pk__in=set(wanted.values()))}
+    roles, missing = [], []
+    for index, raw in enumerate(ids):
+        role = found.get(wanted.get(str(raw)))
+        if role is None:
+            missing.append((index, raw))
+        elif role not in roles:
+            roles.append(role)
     if missing:
         raise_invalid(
             [
                 {
                     "field": "role_ids",
-                    "message": f"Unknown role id(s): {', '.join(sorted(missing))}.",
+                    "message": f"No role with id {str(raw)[:40]} (role_ids[{index}]).",
                     "code": "invalid",
                 }
+                for index, raw in missing
             ]
         )
     return roles

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import ProtectedError, RestrictedError
 
 from registry import schema as schema_mod
@@ -13,6 +15,8 @@ from registry.models import Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean, raise_invalid
 from toolhub.exceptions import Conflict
+
+logger = logging.getLogger(__name__)
 
 TOOL_FIELDS = (
     "name",
@@ -157,16 +161,106 @@ def _unique_name_or_conflict(name: str, exclude_pk=None) -> None:
         )
 
 
-def _save(instance, conflict_message: str, field: str) -> None:
+def non_finite_path(value: Any, path: str = "") -> str | None:
+    """Where ``value`` holds a number JSON cannot carry (NaN, Infinity); None when nowhere.
+
+    The answer is ``path`` followed by the keys and indexes leading to the number.
+    Walks nested lists and objects without recursion, so any depth is safe.
+    """
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return where
+        elif isinstance(item, Decimal):
+            if not item.is_finite():
+                return where
+        elif isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+    return None
+
+
+def non_finite_message(where: str) -> str:
+    at = f" at {where}" if where else ""
+    return (
+        f"Holds a number JSON cannot carry{at}: NaN and Infinity are not JSON values "
+        "(numbers must be finite; use null or a string instead)."
+    )
+
+
+def _check_finite(values: dict[str, Any], prefix: str = "") -> None:
+    """Refuse NaN and Infinity in JSON values, naming the field (``prefix.field``) of each."""
+    problems = []
+    for field, value in values.items():
+        where = non_finite_path(value, field)
+        if where is not None:
+            problems.append(
+                {
+                    "field": f"{prefix}.{field}" if prefix else field,
+                    "message": non_finite_message(where),
+                    "code": "not_finite",
+                }
+            )
+    if problems:
+        raise_invalid(problems)
+
+
+def _check_tool_finite(tool: Tool) -> None:
+    _check_finite(
+        {"tool_metadata": tool.tool_metadata, "approval_condition": tool.approval_condition}
+    )
+
+
+# SQLSTATE of a unique violation (PostgreSQL); SQLite says so in its message.
+_UNIQUE_VIOLATION = "23505"
+
+
+def _is_unique_violation(exc: IntegrityError) -> bool:
+    cause = exc.__cause__
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    if code:
+        return code == _UNIQUE_VIOLATION
+    return "UNIQUE constraint failed" in str(exc)
+
+
+def _save(instance, conflict_message: str, field: str, prefix: str = "") -> None:
+    """Save ``instance``: a unique violation is a 409 naming ``field``; any other refusal a 400.
+
+    The checks before a save should leave the database nothing to refuse; if it
+    still does (a constraint, a value its column cannot hold), say so plainly
+    rather than calling it a duplicate.
+    """
     try:
         with transaction.atomic():
             instance.save()
-    except IntegrityError as exc:
-        raise Conflict(
-            conflict_message,
-            code="duplicate",
-            details=[{"field": field, "message": "Already in use.", "code": "unique"}],
-        ) from exc
+    except (IntegrityError, DataError) as exc:
+        if isinstance(exc, IntegrityError) and _is_unique_violation(exc):
+            raise Conflict(
+                conflict_message,
+                code="duplicate",
+                details=[
+                    {
+                        "field": f"{prefix}.{field}" if prefix else field,
+                        "message": "Already in use.",
+                        "code": "unique",
+                    }
+                ],
+            ) from exc
+        logger.warning("saving a %s was refused: %s", instance._meta.label_lower, exc)
+        raise_invalid(
+            [
+                {
+                    "field": prefix or None,
+                    "message": f"The database refused this {instance._meta.verbose_name}: one of "
+                    "its values cannot be stored (a JSON value with NaN or Infinity, or a "
+                    "number beyond its field's range).",
+                    "code": "rejected",
+                }
+            ]
+        )
 
 
 # Tools
@@ -189,6 +283,7 @@ def tool_create(
     tool = Tool(name=name, type=type, description=description, **fields)
     if getattr(actor, "pk", None):
         tool.created_by = actor
+    _check_tool_finite(tool)
     _check_metadata(tool.tool_metadata)
     full_clean(tool, exclude=["created_by"])
     _check_approval_condition(tool)
@@ -229,6 +324,7 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any]) -> Tool:
     before = tool_snapshot(tool)
     for field, value in data.items():
         setattr(tool, field, value)
+    _check_tool_finite(tool)
     _check_metadata(tool.tool_metadata)
     full_clean(tool, exclude=["created_by"])
     _check_approval_condition(tool)
@@ -325,6 +421,7 @@ def _validate_parameter(param: ToolParameter, prefix: str) -> None:
     def field(name):
         return f"{prefix}.{name}" if prefix else name
 
+    _check_finite({"default": param.default, "json_schema": param.json_schema}, prefix)
     full_clean(param, exclude=["tool"], prefix=prefix)
     problems = [
         {"field": field("json_schema"), "message": m, "code": "invalid_schema"}
@@ -363,7 +460,7 @@ def parameter_create(*, actor, tool: Tool, _prefix: str = "", **data: Any) -> To
         param.json_schema = {}
     _validate_parameter(param, _prefix)
     _unique_parameter(param, _prefix)
-    _save(param, f"Duplicate parameter '{param.name}'.", "name")
+    _save(param, f"Duplicate parameter '{param.name}'.", "name", _prefix)
     audit_record(
         actor=actor, action="tool_parameter.created", target=param, after=parameter_snapshot(param)
     )
@@ -431,6 +528,7 @@ def config_set(
     When an existing key is updated without ``is_secret``, it keeps its
     secrecy: a secret is never turned into a plain value by accident.
     """
+    _check_finite({"config_value": config_value}, _prefix)
     config = ToolConfig.objects.select_for_update().filter(tool=tool, config_key=config_key).first()
     created = config is None
     if created:
@@ -442,7 +540,7 @@ def config_set(
             config.is_secret = bool(is_secret)
     config.set_value(config_value)
     full_clean(config, exclude=["tool"], prefix=_prefix)
-    _save(config, f"Duplicate config key '{config_key}'.", "config_key")
+    _save(config, f"Duplicate config key '{config_key}'.", "config_key", _prefix)
     if _check:
         _check_cacheable(tool)
     after = config_snapshot(config)
