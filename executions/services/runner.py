@@ -186,6 +186,8 @@ def execution_run(*, execution_id) -> Execution | None:
     if spec is None:
         return None
     tool = row.tool = spec.tool
+    if not tool.is_active:  # deactivated after the call was admitted: the kill switch holds
+        return _deny_queued(row, "tool_inactive", "The tool was deactivated before the call ran.")
     slots = take_slots(row, tool)
     if slots is None:
         return _wait_for_slot(row, tool)
@@ -203,6 +205,25 @@ def execution_run(*, execution_id) -> Execution | None:
         return run_claimed(row, spec)
     finally:
         release_slots(row, slots)
+
+
+def _deny_queued(execution: Execution, reason: str, message: str) -> Execution | None:
+    """End a queued call that may no longer run as ``denied`` (once, whoever gets there)."""
+    now = timezone.now()
+    with transaction.atomic():
+        done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
+            status=ExecutionStatus.DENIED,
+            reason_code=reason,
+            error_type=reason,
+            error_message=message,
+            finished_at=now,
+            sealed_secrets="",
+        )
+        if done:
+            audit_execution(Execution.objects.get(pk=execution.pk), "execution.denied")
+    if done:
+        notify.notify_done(execution.pk)
+    return None
 
 
 def take_slots(execution: Execution, tool: Tool) -> list[str] | None:

@@ -576,3 +576,19 @@ def test_webhook_is_signed_and_sent_on_the_outcome(gated, upstream2):
     expected = hmac.new(b"whsec-test", f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
     assert signature == expected
     assert json.loads(body)["execution"]["status"] == "rejected"
+
+
+def test_a_queued_call_of_a_tool_deactivated_before_it_ran_is_denied(world, monkeypatch):
+    from executions.services import pipeline, runner
+
+    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: None)  # no worker yet
+    queued = call(world["clients"][0], wait=False)
+    assert queued.status_code == 202 and queued.json()["status"] == "queued"
+    tool_services.tool_deactivate(actor=None, tool=world["tool"])
+    assert runner.execution_run(execution_id=queued.json()["id"]) is None
+    execution = Execution.objects.get(pk=queued.json()["id"])
+    assert execution.status == "denied" and execution.reason_code == "tool_inactive"
+    assert AuditEvent.objects.filter(
+        action="execution.denied", target_id=str(execution.pk)
+    ).exists()
+    assert world["upstream"].requests == []
