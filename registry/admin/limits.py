@@ -1,0 +1,84 @@
+"""Rate-limit rules in the admin: the rules for all tools live here (a tool's own
+rules are also inline on its page). Writes go through ``registry.services.limits``
+so each is audited; platform admins write, reviewers read."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db import transaction
+from django.http import HttpResponseRedirect
+
+from registry import access
+from registry.admin.mixins import report_service_error
+from registry.models import RateLimitRule
+from registry.services import limits as services
+from toolhub.exceptions import ToolHubError
+
+
+@admin.register(RateLimitRule)
+class RateLimitRuleAdmin(admin.ModelAdmin):
+    list_display = [
+        "applies_to",
+        "scope",
+        "max_requests",
+        "time_window_seconds",
+        "is_active",
+        "description",
+    ]
+    list_filter = ["scope", "is_active", ("tool", admin.EmptyFieldListFilter)]
+    search_fields = ["tool__name", "description"]
+    list_select_related = ["tool"]
+    autocomplete_fields = ["tool"]
+    fields = ["tool", *services.FIELDS]
+    ordering = ["tool__name", "scope"]
+
+    @admin.display(description="Applies to", ordering="tool__name")
+    def applies_to(self, obj):
+        return obj.tool.name if obj.tool_id else "all tools"
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["tool"] if obj is not None else []
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+
+    def has_add_permission(self, request):
+        return access.is_platform_admin(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)
+
+    def has_delete_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)
+
+    def save_model(self, request, obj, form, change):
+        data = {f: form.cleaned_data[f] for f in services.FIELDS if f in form.cleaned_data}
+        if change:
+            rule = services.rate_limit_update(
+                actor=request.user, rule=RateLimitRule.objects.get(pk=obj.pk), data=data
+            )
+        else:
+            rule = services.rate_limit_create(
+                actor=request.user, tool=form.cleaned_data.get("tool"), **data
+            )
+        obj.pk = rule.pk
+        obj._state.adding = False
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        services.rate_limit_delete(actor=request.user, rule=obj)
+
+    def delete_queryset(self, request, queryset):
+        for rule in queryset:
+            services.rate_limit_delete(actor=request.user, rule=rule)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            with transaction.atomic():
+                return super().changeform_view(request, object_id, form_url, extra_context)
+        except ToolHubError as exc:
+            report_service_error(self, request, exc)
+            return HttpResponseRedirect(request.get_full_path())
