@@ -63,3 +63,12 @@ def test_openapi_schema_describes_the_api():
     ):
         assert path in schema["paths"], path
     assert "bearerAuth" in schema["components"]["securitySchemes"]
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_probes_answer_other_methods_with_a_json_405(path, method):
+    response = getattr(Client(enforce_csrf_checks=True), method)(path)
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD"
+    assert response.json()["error"]["code"] == "method_not_allowed"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from functools import wraps
 
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import page_not_found, server_error
 
 from toolhub.api.exceptions import error_body
@@ -14,6 +16,25 @@ from toolhub.api.exceptions import error_body
 logger = logging.getLogger(__name__)
 
 
+def _probe(view):
+    """A probe answers GET and HEAD; other methods get a JSON 405, not a CSRF page."""
+
+    @csrf_exempt
+    @wraps(view)
+    def wrapped(request):
+        if request.method not in ("GET", "HEAD"):
+            response = JsonResponse(
+                error_body("method_not_allowed", f"Method {request.method!r} not allowed."),
+                status=405,
+            )
+            response["Allow"] = "GET, HEAD"
+            return response
+        return view(request)
+
+    return wrapped
+
+
+@_probe
 def healthz(request):
     """The process is up and serving requests."""
     return JsonResponse({"status": "ok"})
@@ -45,6 +66,7 @@ def _check_broker() -> str | None:
     return None
 
 
+@_probe
 def readyz(request):
     """The database (and, when configured, the broker) answer: ready for traffic."""
     checks = {"database": _check_database(), "broker": _check_broker()}
