@@ -34,14 +34,14 @@ def approvals_visible_to(user) -> QuerySet[Approval]:
 def may_decide(user, approval: Approval) -> str | None:
     """Why ``user`` may not decide on ``approval`` (None when they may)."""
     execution = approval.execution
+    if getattr(user, "agent", None) is not None:  # whatever rights its roles hold
+        return "Agents cannot approve calls."
     if not access.can(user, Action.APPROVE, execution.tool):
         return "You may not approve calls of this tool."
     if execution.principal_id == user.pk:
         return "Four eyes: you cannot decide on your own call."
     if execution.agent_id and execution.agent.owner_id == user.pk:
         return "Four eyes: you own the agent that made this call."
-    if getattr(user, "agent", None) is not None:
-        return "Agents cannot approve calls."
     return None
 
 

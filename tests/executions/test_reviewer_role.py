@@ -119,6 +119,7 @@ def objects_by_model(world, reviewer_user) -> dict:
         "registry.role": world["role"].pk,
         "registry.auditevent": world["event"].pk,
         "registry.mcpserver": world["server"].pk,
+        "registry.ratelimitrule": world["rule"].pk,
         "registry.tool": world["tool"].pk,
         "executions.execution": world["done"].pk,
         "executions.approval": world["approval"].pk,
