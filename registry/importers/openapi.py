@@ -31,7 +31,7 @@ from registry.importers.schema_rows import (
     resolve_refs,
 )
 from registry.importers.source import Document, pointer
-from registry.importers.specs import ToolSpec
+from registry.importers.specs import ToolSpec, kind_of
 from registry.models.mcp import MCP_SERVER_NAME_PATTERN
 from registry.models.tools import ToolType
 
@@ -45,23 +45,6 @@ FORM = "application/x-www-form-urlencoded"
 LOCATIONS = ("path", "query", "header", "cookie")
 
 logger = logging.getLogger(__name__)
-
-
-def _kind(value: Any) -> str:
-    """The JSON name of ``value``'s type, for messages that say what was found."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
 
 
 def check_target(base_url: Any, namespace: Any) -> list[str]:
@@ -135,14 +118,14 @@ def _object_parts(schema: dict, at: str) -> tuple[dict, list]:
         properties = {}
     if not isinstance(properties, dict):
         raise SchemaProblem(
-            f"'properties' must be a mapping of names to schemas, found {_kind(properties)}",
+            f"'properties' must be a mapping of names to schemas, found {kind_of(properties)}",
             f"{at}/properties",
         )
     required = schema.get("required")
     if required is None:
         required = []
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        found = _kind(required) if not isinstance(required, list) else "other items"
+        found = kind_of(required) if not isinstance(required, list) else "other items"
         raise SchemaProblem(
             f"'required' must be a list of property names (strings), found {found}",
             f"{at}/required",
@@ -161,7 +144,7 @@ def _flatten_object(schema: dict, at: str) -> dict:
     if members is None:
         return schema
     if not isinstance(members, list):
-        raise SchemaProblem(f"'allOf' must be a list of schemas, found {_kind(members)}", at)
+        raise SchemaProblem(f"'allOf' must be a list of schemas, found {kind_of(members)}", at)
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
     properties = dict(own_properties)
     required = list(own_required)
@@ -286,7 +269,7 @@ def _operation_spec(
                 op.error(
                     f"{at}/in",
                     f"'in' must be one of {', '.join(LOCATIONS)} (a string), "
-                    f"found {_kind(location)}",
+                    f"found {kind_of(location)}",
                 )
                 continue
             parameters[(param.get("in", ""), param["name"])] = (param, at)
@@ -318,7 +301,7 @@ def _operation_spec(
                 op.error(
                     f"{at}/content{pointer(media)}",
                     f"a media type entry must be a mapping (with 'schema'), "
-                    f"found {_kind(media_object)}",
+                    f"found {kind_of(media_object)}",
                 )
                 continue
             schema = media_object.get("schema")
@@ -361,7 +344,7 @@ def _operation_spec(
                 op.error(
                     media_at,
                     f"a media type entry must be a mapping (with 'schema'), "
-                    f"found {_kind(media_object)}",
+                    f"found {kind_of(media_object)}",
                 )
             else:
                 schema_at = f"{media_at}/schema"

@@ -63,7 +63,7 @@ class Entry:
         self.errors = errors
         self.unknown = unknown
         if not isinstance(data, dict):
-            self.error("", f"must be a mapping (key: value), got {_kind(data)}")
+            self.error("", f"must be a mapping (key: value), got {kind_of(data)}")
 
     def has(self, key: str) -> bool:
         return key in self.data
@@ -87,7 +87,7 @@ class Entry:
             return value
         if not isinstance(value, str):
             hint = " (quote it)" if isinstance(value, int | float) else ""
-            self.error(key, f"must be a string, got {_kind(value)}{hint}")
+            self.error(key, f"must be a string, got {kind_of(value)}{hint}")
             return MISSING
         if max_length and len(value) > max_length:
             self.error(key, f"must be at most {max_length} characters")
@@ -99,7 +99,7 @@ class Entry:
         if value is MISSING:
             return value
         if not isinstance(value, bool):
-            self.error(key, f"must be true or false, got {_kind(value)}")
+            self.error(key, f"must be true or false, got {kind_of(value)}")
             return MISSING
         return value
 
@@ -108,7 +108,7 @@ class Entry:
         if value is MISSING or (value is None and nullable):
             return value
         if isinstance(value, bool) or not isinstance(value, int):
-            self.error(key, f"must be an integer, got {_kind(value)}")
+            self.error(key, f"must be an integer, got {kind_of(value)}")
             return MISSING
         if minimum is not None and value < minimum:
             self.error(key, f"must be at least {minimum}")
@@ -123,11 +123,11 @@ class Entry:
         if value is MISSING:
             return value
         if not isinstance(value, list):
-            self.error(key, f"must be a list of strings, got {_kind(value)}")
+            self.error(key, f"must be a list of strings, got {kind_of(value)}")
             return MISSING
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                self.error(f"{key}/{index}", f"must be a string, got {_kind(item)}")
+                self.error(f"{key}/{index}", f"must be a string, got {kind_of(item)}")
                 return MISSING
         return value
 
@@ -136,7 +136,7 @@ class Entry:
         if value is MISSING:
             return value
         if not isinstance(value, dict):
-            self.error(key, f"must be a mapping, got {_kind(value)}")
+            self.error(key, f"must be a mapping, got {kind_of(value)}")
             return MISSING
         return value
 
@@ -155,7 +155,8 @@ class Entry:
                 )
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """The JSON name of ``value``'s type, for messages that say what was found."""
     if value is None:
         return "null"
     if isinstance(value, bool):
