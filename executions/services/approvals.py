@@ -172,30 +172,42 @@ def approvals_expire(*, now=None) -> int:
 
 def _expire(approval: Approval, now) -> bool:
     """Expire one undecided approval past its deadline and its call; whether this did."""
+    return _end_undecided(
+        approval,
+        now,
+        actor=None,
+        approval_fields={"status": ApprovalStatus.EXPIRED},
+        execution_fields={
+            "status": ExecutionStatus.EXPIRED,
+            "error_type": "approval_expired",
+            "error_message": "No approver decided before the approval expired.",
+        },
+    )
+
+
+def _end_undecided(
+    approval: Approval, now, *, actor, approval_fields: dict, execution_fields: dict
+) -> bool:
+    """Close a pending approval and end its waiting call without running it, audited;
+    whether this did (once, whoever gets there)."""
     with transaction.atomic():
         won = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
-            status=ApprovalStatus.EXPIRED, decided_at=now
+            decided_at=now, **approval_fields
         )
         if not won:
             return False
         Execution.objects.filter(
             pk=approval.execution_id, status=ExecutionStatus.PENDING_APPROVAL
-        ).update(
-            status=ExecutionStatus.EXPIRED,
-            finished_at=now,
-            error_type="approval_expired",
-            error_message="No approver decided before the approval expired.",
-            sealed_secrets="",
-        )
+        ).update(finished_at=now, sealed_secrets="", **execution_fields)
         approval.refresh_from_db()
         execution = Execution.objects.get(pk=approval.execution_id)
         audit_record(
-            actor=None,
-            action="approval.expired",
+            actor=actor,
+            action=f"approval.{approval.status}",
             target=approval,
             after=_approval_snapshot(approval),
         )
-        audit_execution(execution, "execution.expired", actor=None)
+        audit_execution(execution, f"execution.{execution.status}", actor=actor)
     notify.notify_done(approval.execution_id)
     _webhook(execution)
     return True
@@ -231,37 +243,23 @@ def _no_longer_allowed(execution: Execution) -> tuple[str, str] | None:
 
 def _close_unrunnable(actor, approval: Approval, reason_code: str, why: str, now) -> None:
     """Close an approval that can no longer lead to a run, and its call (denied)."""
-    with transaction.atomic():
-        won = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
-            status=ApprovalStatus.CANCELLED,
-            decided_by=actor,
-            decided_by_name=actor.get_username(),
-            decided_at=now,
-            reason=f"Not run: {why}."[:2000],
-        )
-        if not won:
-            return
-        Execution.objects.filter(
-            pk=approval.execution_id, status=ExecutionStatus.PENDING_APPROVAL
-        ).update(
-            status=ExecutionStatus.DENIED,
-            reason_code=reason_code,
-            finished_at=now,
-            error_type=reason_code,
-            error_message=f"Approved by {actor.get_username()} but not run: {why}.",
-            sealed_secrets="",
-        )
-        approval.refresh_from_db()
-        execution = Execution.objects.get(pk=approval.execution_id)
-        audit_record(
-            actor=actor,
-            action="approval.cancelled",
-            target=approval,
-            after=_approval_snapshot(approval),
-        )
-        audit_execution(execution, "execution.denied", actor=actor)
-    notify.notify_done(approval.execution_id)
-    _webhook(execution)
+    _end_undecided(
+        approval,
+        now,
+        actor=actor,
+        approval_fields={
+            "status": ApprovalStatus.CANCELLED,
+            "decided_by": actor,
+            "decided_by_name": actor.get_username(),
+            "reason": f"Not run: {why}."[:2000],
+        },
+        execution_fields={
+            "status": ExecutionStatus.DENIED,
+            "reason_code": reason_code,
+            "error_type": reason_code,
+            "error_message": f"Approved by {actor.get_username()} but not run: {why}.",
+        },
+    )
 
 
 def approval_for(user, approval_id) -> Approval:
