@@ -97,7 +97,7 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             code="not_pending",
         )
     if approve and approval.status == ApprovalStatus.PENDING:
-        unrunnable = _no_longer_allowed(execution)
+        unrunnable = _no_longer_allowed(execution, since=approval.requested_at)
         if unrunnable is not None:
             reason_code, why = unrunnable
             _close_unrunnable(actor, approval, reason_code, why, now)
@@ -213,7 +213,7 @@ def _end_undecided(
     return True
 
 
-def _no_longer_allowed(execution: Execution) -> tuple[str, str] | None:
+def _no_longer_allowed(execution: Execution, since=None) -> tuple[str, str] | None:
     """Why an approved call may not run now, as ``(reason_code, message)``; None if it may.
 
     The approver saw the call as it was requested: if the tool was deactivated or
@@ -228,6 +228,15 @@ def _no_longer_allowed(execution: Execution) -> tuple[str, str] | None:
             "tool_changed",
             f"the tool changed after the request (version {execution.tool_version} "
             f"is now {tool.version})",
+        )
+    if since is not None and (
+        tool.updated_at > since
+        or tool.configs.filter(updated_at__gt=since).exists()
+        or tool.parameters.filter(updated_at__gt=since).exists()
+    ):
+        return (
+            "tool_changed",
+            "the tool's settings, configs or parameters changed after the request",
         )
     principal = execution.principal
     role_ids = [execution.role_id] if execution.role_id else None

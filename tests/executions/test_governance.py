@@ -157,8 +157,10 @@ def test_role_scope(world):
 
 def test_exactly_n_admitted_across_processes(world):
     require_broker()
+    # Windows are fixed (aligned to multiples of their length): a one-hour window makes
+    # the run crossing a boundary, which would rightly admit 20 more, a rare event.
     rule = limit_services.rate_limit_create(
-        actor=None, tool=world["tool"], scope="global", max_requests=20, time_window_seconds=60
+        actor=None, tool=world["tool"], scope="global", max_requests=20, time_window_seconds=3600
     )
     script = f"""
 import os, sys, django, threading
@@ -508,7 +510,9 @@ def test_a_cancelled_call_cannot_be_approved(gated):
     assert gated["upstream"].requests == []
 
 
-@pytest.mark.parametrize("change", ["deactivated", "revoked", "new_version", "agent_off"])
+@pytest.mark.parametrize(
+    "change", ["deactivated", "revoked", "new_version", "agent_off", "config", "parameter"]
+)
 def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
     pending = call(gated["clients"][0], amount=5000).json()
     approval = Approval.objects.get(execution_id=pending["id"])
@@ -522,6 +526,15 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
         code = "permission_denied"
     elif change == "new_version":
         tool_services.tool_update(actor=None, tool=tool, data={"version": "2.0.0"})
+        code = "tool_changed"
+    elif change == "config":  # the endpoint moves, the version stays
+        tool_services.config_set(
+            actor=None, tool=tool, config_key="endpoint", config_value="/elsewhere/{path}"
+        )
+        code = "tool_changed"
+    elif change == "parameter":
+        parameter = tool.parameters.get(name="arg")
+        tool_services.parameter_update(actor=None, parameter=parameter, data={"default": "y"})
         code = "tool_changed"
     else:
         access_services.agent_update(
