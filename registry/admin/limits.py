@@ -5,18 +5,14 @@ so each is audited; platform admins write, reviewers read."""
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db import transaction
-from django.http import HttpResponseRedirect
 
-from registry import access
-from registry.admin.mixins import report_service_error
+from registry.admin.mixins import PlatformAdminWritesMixin, ServiceErrorsMixin
 from registry.models import RateLimitRule
 from registry.services import limits as services
-from toolhub.exceptions import ToolHubError
 
 
 @admin.register(RateLimitRule)
-class RateLimitRuleAdmin(admin.ModelAdmin):
+class RateLimitRuleAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAdmin):
     list_display = [
         "applies_to",
         "scope",
@@ -39,21 +35,6 @@ class RateLimitRuleAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return ["tool"] if obj is not None else []
 
-    def has_module_permission(self, request):
-        return self.has_view_permission(request)
-
-    def has_view_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
-
-    def has_add_permission(self, request):
-        return access.is_platform_admin(request.user)
-
-    def has_change_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
-
-    def has_delete_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
-
     def save_model(self, request, obj, form, change):
         data = {f: form.cleaned_data[f] for f in services.FIELDS if f in form.cleaned_data}
         if change:
@@ -74,11 +55,3 @@ class RateLimitRuleAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for rule in queryset:
             services.rate_limit_delete(actor=request.user, rule=rule)
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        try:
-            with transaction.atomic():
-                return super().changeform_view(request, object_id, form_url, extra_context)
-        except ToolHubError as exc:
-            report_service_error(self, request, exc)
-            return HttpResponseRedirect(request.get_full_path())

@@ -14,14 +14,12 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
-from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from registry import access
-from registry.admin.mixins import report_service_error
+from registry.admin.mixins import PlatformAdminWritesMixin, ServiceErrorsMixin
 from registry.importers.run import import_content
 from registry.models import MCPServer
 from registry.services import mcp as services
@@ -82,7 +80,7 @@ class MCPServerForm(forms.ModelForm):
 
 
 @admin.register(MCPServer)
-class MCPServerAdmin(admin.ModelAdmin):
+class MCPServerAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAdmin):
     form = MCPServerForm
     list_display = [
         "name",
@@ -122,24 +120,6 @@ class MCPServerAdmin(admin.ModelAdmin):
             {"fields": ["id", "last_synced_at", "last_sync_error", "created_at", "updated_at"]},
         ),
     ]
-
-    # Who may do what is decided by registry.access, like in the API: platform admins
-    # write, reviewers read.
-
-    def has_module_permission(self, request):
-        return self.has_view_permission(request)
-
-    def has_view_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
-
-    def has_add_permission(self, request):
-        return access.is_platform_admin(request.user)
-
-    def has_change_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
-
-    def has_delete_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
 
     @admin.display(description="Endpoint")
     def endpoint_display(self, obj):
@@ -191,14 +171,6 @@ class MCPServerAdmin(admin.ModelAdmin):
         obj.pk = server.pk
         obj._state.adding = False
         obj.refresh_from_db()
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        try:
-            with transaction.atomic():
-                return super().changeform_view(request, object_id, form_url, extra_context)
-        except ToolHubError as exc:
-            report_service_error(self, request, exc)
-            return HttpResponseRedirect(request.get_full_path())
 
     def delete_model(self, request, obj):
         services.mcp_server_delete(actor=request.user, server=obj)

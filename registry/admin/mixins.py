@@ -17,12 +17,14 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import Http404, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.functional import cached_property
 
+from registry import access
 from registry.exports import FORMATS, Column, export_response
 from toolhub.api.params import db_integer_in_range, utc_in_range
 from toolhub.exceptions import ToolHubError
@@ -390,6 +392,39 @@ class ExportAdminMixin:
     @admin.action(description="Export selected as JSON Lines", permissions=["view"])
     def export_selected_jsonl(self, request, queryset):
         return self.export_queryset(request, queryset, "jsonl")
+
+
+class PlatformAdminWritesMixin:
+    """Who may do what is decided by registry.access, as in the API: platform admins
+    write, reviewers read."""
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+
+    def has_add_permission(self, request):
+        return access.is_platform_admin(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)
+
+    def has_delete_permission(self, request, obj=None):
+        return access.is_platform_admin(request.user)
+
+
+class ServiceErrorsMixin:
+    """A change form whose writes go through the services: a refusal of theirs
+    (``ToolHubError``) rolls the whole form back and is shown as a message."""
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            with transaction.atomic():
+                return super().changeform_view(request, object_id, form_url, extra_context)
+        except ToolHubError as exc:
+            report_service_error(self, request, exc)
+            return HttpResponseRedirect(request.get_full_path())
 
 
 def report_service_error(modeladmin: admin.ModelAdmin, request, exc: ToolHubError) -> None:

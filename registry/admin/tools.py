@@ -11,7 +11,7 @@ from django.utils.html import format_html
 
 from registry.admin.access import ToolGrantInline
 from registry.admin.forms import ToolConfigForm, ToolForm, ToolParameterForm
-from registry.admin.mixins import report_service_error
+from registry.admin.mixins import ServiceErrorsMixin, report_service_error
 from registry.models import RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as access_services
 from registry.services import limits as limit_services
@@ -76,7 +76,7 @@ class CategoryFilter(admin.SimpleListFilter):
 
 
 @admin.register(Tool)
-class ToolAdmin(admin.ModelAdmin):
+class ToolAdmin(ServiceErrorsMixin, admin.ModelAdmin):
     form = ToolForm
     list_display = [
         "name",
@@ -250,16 +250,6 @@ class ToolAdmin(admin.ModelAdmin):
             services.parameter_delete(actor=request.user, parameter=instance)
         else:
             services.config_delete(actor=request.user, config=instance)
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        try:
-            with transaction.atomic():
-                return super().changeform_view(request, object_id, form_url, extra_context)
-        except ToolHubError as exc:
-            report_service_error(self, request, exc)
-            from django.http import HttpResponseRedirect
-
-            return HttpResponseRedirect(request.get_full_path())
 
     def delete_model(self, request, obj):
         services.tool_delete(actor=request.user, tool=obj)
