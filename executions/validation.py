@@ -221,20 +221,8 @@ def _too_deep(arguments: dict) -> str | None:
     object is level 1), or None. Iterative, so any depth is measured; a container
     inside itself is too deep too (the walk ends)."""
     for name, item in arguments.items():
-        stack = [(item, 2)]
-        while stack:
-            value, level = stack.pop()
-            if isinstance(value, dict):
-                children = value.values()
-            elif isinstance(value, list | tuple):
-                children = value
-            else:
-                continue
-            if level > MAX_DEPTH:
-                return str(name)
-            stack.extend(
-                (child, level + 1) for child in children if isinstance(child, dict | list | tuple)
-            )
+        if strictjson.nested_deeper_than(item, MAX_DEPTH, level=2):
+            return str(name)
     return None
 
 

@@ -35,3 +35,24 @@ def loads(text: str) -> Any:
     Raises ``ValueError`` (``NotJSONNumber`` for those numbers) or ``RecursionError``.
     """
     return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def nested_deeper_than(value: Any, limit: int, *, level: int = 1) -> bool:
+    """Whether ``value`` nests objects and arrays (dicts, lists, tuples) more than ``limit``
+    levels deep, ``value`` itself being at ``level``. Iterative, so any depth is safe; a
+    container inside itself counts as too deep (the walk ends at the limit)."""
+    stack = [(value, level)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend(
+            (child, depth + 1) for child in children if isinstance(child, dict | list | tuple)
+        )
+    return False

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from toolhub.strictjson import nested_deeper_than
+
 # Aliases can make a small file expand enormously ("billion laughs"): refuse
 # documents with more nodes than this once aliases are expanded.
 MAX_NODES = 200_000
@@ -222,20 +224,6 @@ def _too_deep() -> SourceError:
     )
 
 
-def _depth(value: Any) -> int:
-    """How many containers deep ``value`` goes (iteratively: any depth is safe)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            if level <= MAX_DEPTH:
-                stack.extend(
-                    (v, level + 1) for v in (item.values() if isinstance(item, dict) else item)
-                )
-    return deepest
-
-
 def _load_json(text: str) -> Document:
     try:
         data = json.loads(text)
@@ -249,7 +237,7 @@ def _load_json(text: str) -> Document:
         raise SourceError(
             [Problem(f"JSON syntax error: {message}{suffix}", line=line, code="syntax")]
         ) from None
-    if _depth(data) > MAX_DEPTH:
+    if nested_deeper_than(data, MAX_DEPTH):
         raise _too_deep()
     problems: list[Problem] = []
     data = _plain(data, "", problems, {})

@@ -13,8 +13,6 @@ guard its recursion against a client's nesting.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
@@ -26,23 +24,6 @@ from toolhub.api.exceptions import PayloadTooLarge
 # itself is level 1). Above the depth call arguments may have
 # (executions.jsonsafe.MAX_DEPTH), so those are refused by the call's rules.
 MAX_DEPTH = 128
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests arrays and objects more than ``limit`` levels (iterative)."""
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if level > limit:
-            return True
-        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
-    return False
 
 
 def _too_deep() -> ParseError:
@@ -66,6 +47,8 @@ class LimitedJSONParser(JSONParser):
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"JSON parse error: {exc}") from exc
         # Fewer opening brackets than the limit cannot nest deeper: most bodies skip the walk.
-        if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _deeper_than(data, MAX_DEPTH):
+        if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and strictjson.nested_deeper_than(
+            data, MAX_DEPTH
+        ):
             raise _too_deep()
         return data
