@@ -319,6 +319,11 @@ TOOLHUB_DATABASE_ALIASES = dict(
 # (aliases above are the operator's and are not limited). ToolHub's database never.
 TOOLHUB_SQLITE_DIRS = env_list("TOOLHUB_SQLITE_DIRS")
 
+# Most tools and MCP servers one import through the API or the admin may bring
+# (each is written through the services with its audit events, ~20 ms apiece);
+# the import_tools / import_openapi commands have no limit.
+TOOLHUB_IMPORT_MAX_TOOLS = env_int("TOOLHUB_IMPORT_MAX_TOOLS", 500, minimum=1)
+
 # Secure defaults once DEBUG is off. TLS terminates at the reverse proxy, which
 # sets X-Forwarded-Proto; HSTS and the redirect can be tuned per deployment.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

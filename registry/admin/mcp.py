@@ -12,6 +12,7 @@ catalog or OpenAPI file and shows the report; it is for platform admins.
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
@@ -231,6 +232,9 @@ class MCPServerAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAd
                     dry_run=form.cleaned_data["dry_run"],
                     base_url=form.cleaned_data["base_url"] or None,
                     namespace=form.cleaned_data["namespace"] or None,
+                    tags=_items(form.cleaned_data["tags"]),
+                    operations=_items(form.cleaned_data["operations"]),
+                    max_tools=settings.TOOLHUB_IMPORT_MAX_TOOLS,
                 )
         else:
             form = ImportForm(initial={"dry_run": True})
@@ -245,6 +249,10 @@ class MCPServerAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAd
         return TemplateResponse(request, "admin/registry/import_tools.html", context)
 
 
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
 class ImportForm(forms.Form):
     file = forms.FileField(
         help_text="tools.yml / mcp.yml / single-tool YAML, or an OpenAPI 3 document (JSON or YAML)."
@@ -254,6 +262,17 @@ class ImportForm(forms.Form):
     )
     base_url = forms.CharField(required=False, help_text="OpenAPI only: the URL the tools call.")
     namespace = forms.CharField(required=False, help_text="OpenAPI only: prefix of tool names.")
+    tags = forms.CharField(
+        required=False,
+        help_text="OpenAPI only: import only operations with one of these tags (comma-separated).",
+    )
+    operations = forms.CharField(
+        required=False,
+        help_text=(
+            "OpenAPI only: import only these operations, by operationId or 'METHOD /path' "
+            "(comma-separated). With tags: operations matching either."
+        ),
+    )
     dry_run = forms.BooleanField(required=False, help_text="Show the report; write nothing.")
 
     def clean(self):

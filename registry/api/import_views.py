@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -19,6 +20,12 @@ class ToolImportInputSerializer(StrictSerializer):
     dry_run = serializers.BooleanField(default=False)
     base_url = serializers.CharField(required=False, max_length=2000)
     namespace = serializers.CharField(required=False, max_length=40)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, max_length=200
+    )
+    operations = serializers.ListField(
+        child=serializers.CharField(max_length=2000), required=False, max_length=2000
+    )
 
 
 class ToolImportView(BaseAPIView):
@@ -28,7 +35,10 @@ class ToolImportView(BaseAPIView):
         description=(
             "Detects the format (tools/mcp catalog, single-tool documents, OpenAPI 3). "
             "With any error nothing is written (400 with the report in details); "
-            "dry_run reports without writing."
+            "dry_run reports without writing. OpenAPI only: tags and operations "
+            "(operationIds or 'METHOD /path') select the operations to import; the "
+            "others are neither created nor touched. At most TOOLHUB_IMPORT_MAX_TOOLS "
+            "tools per request (400 too_many_tools)."
         ),
     )
     def post(self, request):
@@ -43,6 +53,9 @@ class ToolImportView(BaseAPIView):
             dry_run=values["dry_run"],
             base_url=values.get("base_url"),
             namespace=values.get("namespace"),
+            tags=values.get("tags"),
+            operations=values.get("operations"),
+            max_tools=settings.TOOLHUB_IMPORT_MAX_TOOLS,
         )
         if not report.ok:
             first = report.errors[0]

@@ -128,6 +128,8 @@ class Parsed:
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
         self.unknown: list[Problem] = []
+        # OpenAPI: operations ("GET /path") present but left out by a selection.
+        self.unselected: set[str] = set()
 
 
 # --------------------------------------------------------------------------- tools

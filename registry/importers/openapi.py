@@ -13,6 +13,11 @@ Tools remember their namespace and operation in ``tool_metadata``
 (``openapi_namespace``, ``openapi_operation``), so a re-import updates them
 (even when an operationId changed) and deactivates the operations that left
 the specification.
+
+An import may select operations (``Selection``: tags and operation ids or
+``METHOD /path`` keys); the operations it leaves out are neither created nor
+touched, and a selector that matches nothing is an error (a typo would
+otherwise import nothing and say nothing).
 """
 
 from __future__ import annotations
@@ -65,6 +70,37 @@ def check_target(base_url: Any, namespace: Any) -> list[str]:
     if not isinstance(namespace, str) or not re.match(MCP_SERVER_NAME_PATTERN, namespace):
         problems.append("namespace: use 1 to 40 characters: letters, digits, '_' or '-'")
     return problems
+
+
+class Selection:
+    """Which operations to import: those with any of ``tags``, or named in ``operations``.
+
+    An operation is named by its operationId or by ``METHOD /path`` (``GET /users/{id}``).
+    """
+
+    def __init__(self, tags=(), operations=()):
+        self.tags = [t for t in tags if t]
+        self.operations = [o for o in operations if o]
+        self.matched: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.tags or self.operations)
+
+    def picks(self, method: str, path: str, operation: dict) -> bool:
+        names = {f"{method.upper()} {path}"}
+        if isinstance(operation.get("operationId"), str):
+            names.add(operation["operationId"])
+        tags = operation.get("tags")
+        tags = {t for t in tags if isinstance(t, str)} if isinstance(tags, list) else set()
+        hits = {f"tag:{t}" for t in self.tags if t in tags}
+        hits |= {f"op:{o}" for o in self.operations if o in names}
+        self.matched |= hits
+        return bool(hits)
+
+    def unmatched(self) -> list[str]:
+        return [f"tag '{t}'" for t in self.tags if f"tag:{t}" not in self.matched] + [
+            f"operation '{o}'" for o in self.operations if f"op:{o}" not in self.matched
+        ]
 
 
 class _Operation:
@@ -167,7 +203,14 @@ def _raw_name(method: str, path: str, operation: dict) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", f"{method}_{path}").strip("_")
 
 
-def parse_openapi(doc: Document, parsed: Parsed, *, base_url: str, namespace: str) -> None:
+def parse_openapi(
+    doc: Document,
+    parsed: Parsed,
+    *,
+    base_url: str,
+    namespace: str,
+    select: Selection | None = None,
+) -> None:
     data = doc.data
     if not isinstance(data, dict):
         parsed.errors.append(doc.problem("", "an OpenAPI document must be a mapping"))
@@ -205,6 +248,9 @@ def parse_openapi(doc: Document, parsed: Parsed, *, base_url: str, namespace: st
             if not isinstance(operation, dict):
                 parsed.errors.append(doc.problem(where, "an operation must be a mapping"))
                 continue
+            if select and not select.picks(method, path, operation):
+                parsed.unselected.add(f"{method.upper()} {path}")
+                continue
             try:
                 spec = _operation_spec(
                     _Operation(doc, parsed, where),
@@ -235,6 +281,15 @@ def parse_openapi(doc: Document, parsed: Parsed, *, base_url: str, namespace: st
             spec.name = naming.unique(spec.name, lambda n: n in used)
             used.add(spec.name)
             parsed.tools.append(spec)
+    if select:
+        for missing in select.unmatched():
+            parsed.errors.append(
+                doc.problem(
+                    "/paths",
+                    f"no operation in the document matches the selected {missing}",
+                    "not_found",
+                )
+            )
 
 
 def _operation_spec(

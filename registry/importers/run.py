@@ -16,6 +16,7 @@ from registry.importers.openapi import (
     META_NAMESPACE,
     META_OPERATION,
     META_REMOVED,
+    Selection,
     check_target,
     parse_openapi,
 )
@@ -53,8 +54,18 @@ def import_content(
     dry_run: bool = False,
     base_url: str | None = None,
     namespace: str | None = None,
+    tags: list[str] | None = None,
+    operations: list[str] | None = None,
+    max_tools: int | None = None,
 ) -> ImportReport:
-    """Import ``text`` (YAML or JSON); the report says what was (or would be) done."""
+    """Import ``text`` (YAML or JSON); the report says what was (or would be) done.
+
+    ``tags`` and ``operations`` select OpenAPI operations (``Selection``).
+    ``max_tools`` refuses, before anything is written, a document that would
+    import more tools than that: the web entry points pass
+    ``TOOLHUB_IMPORT_MAX_TOOLS`` so one request cannot hold a web thread for
+    minutes; the management commands pass nothing.
+    """
     report = ImportReport(dry_run=dry_run)
     try:
         documents = load_documents(text)
@@ -76,6 +87,17 @@ def import_content(
             )
         )
         return report
+    select = Selection(tags or (), operations or ())
+    if select and detected != "openapi":
+        report.errors.append(
+            Problem(
+                "tags and operations select operations of an OpenAPI document; "
+                "this is not one (import the whole file, or split it)",
+                "",
+                code="invalid",
+            )
+        )
+        return report
     parsed = Parsed()
     if detected == "openapi":
         problems = check_target(base_url, namespace)
@@ -85,7 +107,7 @@ def import_content(
                 Problem(f"an OpenAPI import needs {p}", code="required") for p in problems
             ]
             return report
-        parse_openapi(documents[0], parsed, base_url=base_url, namespace=namespace)
+        parse_openapi(documents[0], parsed, base_url=base_url, namespace=namespace, select=select)
     elif detected == "tools":
         parse_catalog(documents[0], parsed)
     else:
@@ -102,13 +124,34 @@ def import_content(
     # A shared path parameter, say, is met once per operation: say it once.
     report.warnings = list({(p.path, p.message): p for p in parsed.warnings}.values())
     report.errors = parsed.errors
+    if parsed.unselected:
+        report.warnings.append(
+            Problem(
+                f"{len(parsed.unselected)} operation(s) not selected: not imported, "
+                "and tools already imported for them are left as they are",
+                "/paths",
+                code="not_selected",
+            )
+        )
+    wanted = len(parsed.tools) + len(parsed.servers)
+    if max_tools is not None and wanted > max_tools and not report.errors:
+        report.errors.append(
+            Problem(
+                f"the document would import {wanted} tools and servers; an import through "
+                f"the API or the admin takes at most {max_tools} (TOOLHUB_IMPORT_MAX_TOOLS). "
+                "Select OpenAPI operations with tags or operations, split the file, or run "
+                "manage.py import_openapi / import_tools, which has no limit",
+                "",
+                code="too_many_tools",
+            )
+        )
     if report.errors:
         return report
     with transaction.atomic():
         for server in parsed.servers:
             _guard(report, server.document, server.path, _apply_server, report, actor, server)
         if detected == "openapi":
-            _apply_openapi(report, actor, parsed.tools, namespace)
+            _apply_openapi(report, actor, parsed.tools, namespace, parsed.unselected)
         else:
             for spec in parsed.tools:
                 _guard(report, spec.document, spec.path, _apply_tool, report, actor, spec)
@@ -235,7 +278,9 @@ def _apply_tool(report: ImportReport, actor, spec: ToolSpec) -> None:
     _upsert(report, actor, spec)
 
 
-def _apply_openapi(report: ImportReport, actor, specs: list[ToolSpec], namespace: str) -> None:
+def _apply_openapi(
+    report: ImportReport, actor, specs: list[ToolSpec], namespace: str, unselected: set[str]
+) -> None:
     mine = {
         (t.tool_metadata or {}).get(META_OPERATION): t
         for t in Tool.objects.filter(**{f"tool_metadata__{META_NAMESPACE}": namespace})
@@ -258,7 +303,7 @@ def _apply_openapi(report: ImportReport, actor, specs: list[ToolSpec], namespace
         _guard(report, spec.document, spec.path, _upsert, report, actor, spec, tool=tool, name=name)
     wanted = {spec.operation for spec in specs}
     for operation, tool in mine.items():
-        if operation in wanted or not tool.is_active:
+        if operation in wanted or operation in unselected or not tool.is_active:
             continue
         meta = {**(tool.tool_metadata or {}), META_REMOVED: True}
         tool_services.tool_update(

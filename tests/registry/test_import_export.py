@@ -506,6 +506,54 @@ def test_openapi_reimport_updates_and_deactivates():
     assert Tool.objects.get(name="pets__deletePet").is_active is True
 
 
+def test_openapi_import_selects_operations_by_tag_operation_id_or_method_and_path():
+    report = run("openapi.json", tags=["pets"], operations=["DELETE /pets/{pet-id}"], **PETS)
+    assert report.ok, report.text()
+    assert sorted(report.names("created")) == ["pets__deletePet", "pets__listPets"]
+    assert Tool.objects.filter(name__startswith="pets__").count() == 2
+    assert any(p.code == "not_selected" and "2 operation(s)" in p.message for p in report.warnings)
+
+    # The whole document later: the rest is created, nothing is deactivated.
+    assert sorted(run("openapi.json", **PETS).names("created")) == [
+        "pets__createPet",
+        "pets__get_pets_pet_id",
+    ]
+    # A narrower selection leaves the tools it does not select as they are.
+    narrow = run("openapi.json", operations=["createPet"], **PETS)
+    assert narrow.ok and narrow.names("deactivated") == []
+    assert Tool.objects.filter(name__startswith="pets__", is_active=True).count() == 4
+    # ... while an operation that left the document is still deactivated.
+    v2 = run("openapi_v2.yaml", operations=["listPets"], **PETS)
+    assert v2.names("deactivated") == ["pets__deletePet"], v2.text()
+
+
+def test_openapi_selectors_that_match_nothing_are_errors_and_nothing_is_written():
+    report = run("openapi.json", tags=["pets", "cats"], operations=["listPets", "nope"], **PETS)
+    assert not report.ok
+    messages = [p.message for p in report.errors]
+    assert messages == [
+        "no operation in the document matches the selected tag 'cats'",
+        "no operation in the document matches the selected operation 'nope'",
+    ]
+    assert not Tool.objects.exists()
+    # Selecting only makes sense for OpenAPI documents.
+    report = run("tools.yml", tags=["pets"])
+    assert not report.ok and "OpenAPI" in report.errors[0].message
+    assert not Tool.objects.exists()
+
+
+def test_max_tools_refuses_before_anything_is_written():
+    report = run("openapi.json", max_tools=3, **PETS)
+    assert not report.ok
+    assert report.errors[0].code == "too_many_tools"
+    assert "would import 4 tools" in report.errors[0].message
+    assert "at most 3" in report.errors[0].message
+    assert not Tool.objects.exists()
+    assert run("openapi.json", max_tools=3, tags=["pets"], **PETS).ok  # a selection fits
+    assert not run("tools.yml", max_tools=1).ok  # catalogs too
+    assert run("tools.yml", max_tools=2).ok
+
+
 def test_openapi_names_stay_unique():
     tool_upsert(actor=None, name="pets__listPets", type="python")  # someone else's tool
     report = run("openapi.json", **PETS)
@@ -558,6 +606,22 @@ def test_import_openapi_command(capsys):
         "pets",
     )
     assert Tool.objects.filter(name__startswith="pets__").count() == 4
+    call_command(
+        "import_openapi",
+        str(DATA / "openapi.json"),
+        "--base-url",
+        PETS["base_url"],
+        "--namespace",
+        "few",
+        "--tag",
+        "pets",
+        "--operation",
+        "createPet",
+    )
+    assert sorted(Tool.objects.filter(name__startswith="few__").values_list("name", flat=True)) == [
+        "few__createPet",
+        "few__listPets",
+    ]
     with pytest.raises(CommandError):
         call_command(
             "import_openapi",
@@ -629,6 +693,26 @@ def test_api_import(staff_client):
     )
 
 
+def test_api_import_selects_operations_and_is_bounded(staff_client, settings):
+    url = "/api/v1/tools/import"
+    spec = {"content": read("openapi.json"), **PETS}
+    settings.TOOLHUB_IMPORT_MAX_TOOLS = 3
+    response = staff_client.post(url, spec, format="json")
+    assert response.status_code == 400
+    errors = response.json()["error"]["details"]["errors"]
+    assert errors[0]["code"] == "too_many_tools" and "import_openapi" in errors[0]["message"]
+    assert not Tool.objects.exists()
+
+    response = staff_client.post(
+        url, {**spec, "tags": ["pets"], "operations": ["createPet"]}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["counts"]["created"] == 2
+    response = staff_client.post(url, {**spec, "tags": "pets"}, format="json")
+    assert response.status_code == 400  # a list, not a string
+    assert response.json()["error"]["details"][0]["field"] == "tags"
+
+
 @pytest.fixture
 def admin_client(superuser) -> Client:
     client = Client()
@@ -660,6 +744,24 @@ def test_admin_import_page(admin_client, reviewer_user):
     with open(DATA / "malformed_syntax.yml", "rb") as upload:
         page = admin_client.post(url, {"file": upload, "format": "auto"})
     assert "line 6" in page.content.decode()
+
+    with open(DATA / "openapi.json", "rb") as upload:
+        page = admin_client.post(
+            url,
+            {
+                "file": upload,
+                "format": "openapi",
+                **PETS,
+                "namespace": "few",
+                "tags": "pets",
+                "operations": " createPet , DELETE /pets/{pet-id}",
+            },
+        )
+    assert set(Tool.objects.filter(name__startswith="few__").values_list("name", flat=True)) == {
+        "few__listPets",
+        "few__createPet",
+        "few__deletePet",
+    }
 
     reviewer = Client()
     reviewer.force_login(reviewer_user)
