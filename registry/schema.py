@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -41,6 +42,26 @@ def fragment_errors(fragment: Any) -> list[str]:
     readable messages."""
     if not isinstance(fragment, dict):
         return ["must be a JSON object (a JSON-Schema fragment)"]
+    try:
+        key = json.dumps(fragment, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not JSON data: checked as it is, not remembered
+        return _fragment_errors(fragment)
+    errors = _CHECKED.get(key)
+    if errors is None:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        errors = _CHECKED[key] = _fragment_errors(fragment)
+    return list(errors)
+
+
+# Checking a fragment against the meta-schema is the costliest part of saving a
+# parameter (an OpenAPI import of 500 operations spent 15 % of its time there), and
+# the same few fragments ({"minimum": 0}, {"format": "email"}) recur: remember them.
+_CHECKED: dict[str, list[str]] = {}
+_CHECKED_MAX = 4096
+
+
+def _fragment_errors(fragment: dict) -> list[str]:
     try:
         Draft202012Validator.check_schema(fragment)
     except SchemaError as exc:
