@@ -8,6 +8,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
+from django.utils import timezone
 from django.db.models import ProtectedError, RestrictedError
 
 from registry import schema as schema_mod
@@ -499,6 +500,7 @@ def parameter_delete(*, actor, parameter: ToolParameter) -> None:
     snapshot = parameter_snapshot(parameter)
     target_repr, target_id = str(parameter), str(parameter.pk)
     parameter.delete()
+    _definition_changed(parameter.tool_id)
     audit_record(
         actor=actor,
         action="tool_parameter.deleted",
@@ -507,6 +509,15 @@ def parameter_delete(*, actor, parameter: ToolParameter) -> None:
         target_repr=target_repr,
         before=snapshot,
     )
+
+
+def _definition_changed(tool_id) -> None:
+    """A parameter or config left the tool: its ``updated_at`` says the definition changed.
+
+    Edits and additions carry their own ``updated_at``; a deletion leaves nothing
+    behind, and a call approved against the definition as it was must see it.
+    """
+    Tool.objects.filter(pk=tool_id).update(updated_at=timezone.now())
 
 
 # Configs
@@ -554,6 +565,7 @@ def config_delete(*, actor, config: ToolConfig) -> None:
     snapshot = config_snapshot(config)
     target_repr, target_id = str(config), str(config.pk)
     config.delete()
+    _definition_changed(config.tool_id)
     audit_record(
         actor=actor,
         action="tool_config.deleted",

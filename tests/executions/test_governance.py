@@ -511,7 +511,17 @@ def test_a_cancelled_call_cannot_be_approved(gated):
 
 
 @pytest.mark.parametrize(
-    "change", ["deactivated", "revoked", "new_version", "agent_off", "config", "parameter"]
+    "change",
+    [
+        "deactivated",
+        "revoked",
+        "new_version",
+        "agent_off",
+        "config",
+        "parameter",
+        "config_deleted",
+        "parameter_deleted",
+    ],
 )
 def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
     pending = call(gated["clients"][0], amount=5000).json()
@@ -535,6 +545,14 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
     elif change == "parameter":
         parameter = tool.parameters.get(name="arg")
         tool_services.parameter_update(actor=None, parameter=parameter, data={"default": "y"})
+        code = "tool_changed"
+    elif change == "config_deleted":  # the endpoint goes: the call would hit base_url itself
+        config = tool.configs.get(config_key="endpoint")
+        tool_services.config_delete(actor=None, config=config)
+        code = "tool_changed"
+    elif change == "parameter_deleted":
+        parameter = tool.parameters.get(name="amount")
+        tool_services.parameter_delete(actor=None, parameter=parameter)
         code = "tool_changed"
     else:
         access_services.agent_update(
