@@ -15,7 +15,13 @@ from toolhub import env
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_settings(tmp_path, **environ) -> subprocess.CompletedProcess:
+SHOW_SETTINGS = (
+    "import django; django.setup(); from django.conf import settings; "
+    "print(settings.DEBUG, settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"
+)
+
+
+def run_settings(tmp_path, SCRIPT=SHOW_SETTINGS, **environ) -> subprocess.CompletedProcess:
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -33,12 +39,7 @@ def run_settings(tmp_path, **environ) -> subprocess.CompletedProcess:
         TOOLHUB_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="toolhub.settings", **environ
     )
     return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import django; django.setup(); from django.conf import settings; "
-            "print(settings.DEBUG, settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)",
-        ],
+        [sys.executable, "-c", SCRIPT],
         cwd=ROOT,
         env=clean,
         capture_output=True,
@@ -114,3 +115,43 @@ def test_file_variant_is_read(monkeypatch, tmp_path):
     assert env.env_list("TH_Z", ["a"]) == ["a"]
     monkeypatch.setenv("TH_Z", "a, b,,c")
     assert env.env_list("TH_Z") == ["a", "b", "c"]
+
+
+CONCURRENT_WRITES = """
+import threading, time, django
+django.setup()
+from django.db import connection, connections, transaction
+
+with connection.cursor() as cursor:
+    cursor.execute("CREATE TABLE probe (x integer)")
+connections.close_all()
+errors = []
+
+def write():
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM probe")  # read, then write: a lock upgrade
+            time.sleep(0.05)
+            cursor.execute("INSERT INTO probe VALUES (1)")
+    except Exception as exc:
+        errors.append(repr(exc))
+    finally:
+        connections.close_all()
+
+threads = [threading.Thread(target=write) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with connection.cursor() as cursor:
+    cursor.execute("SELECT count(*) FROM probe")
+    print(cursor.fetchone()[0], errors)
+"""
+
+
+def test_embedded_sqlite_takes_concurrent_writes_without_lock_errors(tmp_path):
+    # The demo serves threads: a transaction that reads, then writes, must wait for
+    # the write lock, not fail with "database is locked" (a 500).
+    result = run_settings(tmp_path, SCRIPT=CONCURRENT_WRITES)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "8 []"

@@ -143,7 +143,15 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "toolhub.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            # runserver serves threads: a transaction takes the write lock when it
+            # begins (waiting up to the timeout), instead of failing with "database
+            # is locked" when a read inside it turns into a write. WAL lets reads
+            # go on while one thread writes.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL;",
+            },
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
