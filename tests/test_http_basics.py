@@ -72,3 +72,25 @@ def test_probes_answer_other_methods_with_a_json_405(path, method):
     assert response.status_code == 405
     assert response["Allow"] == "GET, HEAD"
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize(
+    "path, hint",
+    [
+        ("/api/v1/nope", "/api/schema/"),
+        ("/api/v1/tools/", "no trailing slash: /api/v1/tools"),
+        ("/api/v1/tools/not-a-uuid", "are UUIDs"),
+        ("/api/v1/roles/abc", "are UUIDs (roles and tokens: numbers)"),
+        ("/api/v1/tools/" + "0" * 32 + "/nothing-here", "/api/schema/"),
+        ("/api/v2/tools", "/api/schema/"),
+    ],
+)
+@pytest.mark.parametrize("method", ["get", "post", "delete"])
+@pytest.mark.parametrize("debug", [True, False])
+def test_unknown_api_paths_are_json_404s_naming_the_slip(settings, path, hint, method, debug):
+    settings.DEBUG = debug  # the demo runs with DEBUG on: still JSON, never an HTML page
+    response = getattr(Client(), method)(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    error = response.json()["error"]
+    assert error["code"] == "not_found" and hint in error["message"]

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from executions.admin_dashboard import dashboard_view
@@ -24,6 +24,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    # Last: any other /api/ path is a JSON 404 that names the likely slip.
+    re_path(r"^api/", views.api_not_found),
 ]
 
 handler404 = "toolhub.views.handler404"

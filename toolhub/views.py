@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from functools import wraps
 
 from django.conf import settings
@@ -82,8 +83,49 @@ def readyz(request):
 
 def handler404(request, exception=None):
     if request.path.startswith("/api/"):
-        return JsonResponse(error_body("not_found", "Not found."), status=404)
+        return api_not_found(request)
     return page_not_found(request, exception)
+
+
+_UUID_SEGMENT = re.compile(r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$")
+
+
+@csrf_exempt
+def api_not_found(request, rest: str = ""):
+    """No API endpoint has this path: the JSON error shape, with the likely slip named.
+
+    The last URL pattern under ``/api/``, so a wrong path answers the same way with
+    DEBUG on (the demo) as off, never with an HTML page.
+    """
+    path = request.path
+    hint = ""
+    if path.endswith("/") and path != "/api/v1/":
+        hint = f" API paths have no trailing slash: {path.rstrip('/')}"
+    elif any(
+        segment and not segment.isdigit() and not _UUID_SEGMENT.match(segment)
+        for segment in _id_positions(path)
+    ):
+        hint = " Ids in API paths are UUIDs (roles and tokens: numbers)."
+    message = f"No API endpoint at {path}.{hint} The endpoints are listed at /api/schema/."
+    return JsonResponse(error_body("not_found", message), status=404)
+
+
+def _id_positions(path: str) -> list[str]:
+    """Segments where an id would sit: after a collection name, e.g. /tools/<id>/configs."""
+    collections = {
+        "tools",
+        "agents",
+        "roles",
+        "permissions",
+        "executions",
+        "approvals",
+        "tokens",
+        "mcp-servers",
+        "rate-limits",
+        "parameters",
+    }
+    parts = path.strip("/").split("/")
+    return [parts[i + 1] for i, part in enumerate(parts[:-1]) if part in collections]
 
 
 def handler500(request):
