@@ -366,6 +366,10 @@ def execution_request(
             ),
         )
         execution.refresh_from_db()
+    elif status == ExecutionStatus.QUEUED and _tasks_run_here():
+        # Embedded mode runs the task in this thread when the row commits: the
+        # call has finished by now, so answer with what it became, not "queued".
+        execution.refresh_from_db()
     execution.quota = quota
     return execution
 
@@ -522,6 +526,12 @@ def _wait_limit(tool: Tool, wait: float | bool) -> float:
     if wait is True:
         return budget
     return max(0.0, min(float(wait), budget))
+
+
+def _tasks_run_here() -> bool:
+    from toolhub.celery import app
+
+    return bool(app.conf.task_always_eager)
 
 
 def enqueue(execution: Execution, tool: Tool) -> None:

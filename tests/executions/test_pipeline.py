@@ -134,6 +134,17 @@ def test_without_wait_answers_202_and_polling_shows_the_result(world, eager_task
     assert execution_run(execution_id=body["id"]) is None  # a second task does nothing
 
 
+@pytest.mark.parametrize("wait", [None, False, 0])
+def test_embedded_mode_answers_with_what_the_call_became(world, eager_tasks, wait):
+    # In-process tasks (the embedded default) run the call before the answer is
+    # written: the answer is the finished call, never a stale "queued".
+    extra = {} if wait is None else {"wait": wait}
+    response = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, **extra)
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "succeeded"
+    assert response.json()["output_data"]["status_code"] == 200
+
+
 def test_arguments_as_json_text_are_parsed(world):
     response = run(world["client"], tool="echo_tool", input_data='{"path": "echo"}', wait=True)
     assert response.status_code == 200 and response.json()["status"] == "succeeded"
