@@ -155,6 +155,15 @@ class ToolConfigForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         text = data.get("value") or ""
+        if self.instance.pk and self.instance.is_secret and not data.get("is_secret"):
+            # Unticked, the stored secret (kept when the value is left empty) would
+            # be shown to everyone who reads the tool.
+            self.add_error(
+                "is_secret",
+                "A secret config stays secret: to make it a plain value, delete it "
+                "and add it again.",
+            )
+            return data
         keep_secret = bool(self.instance.pk and self.instance.is_secret and text == "")
         data["keep_value"] = keep_secret
         if keep_secret:

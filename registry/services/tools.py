@@ -547,6 +547,21 @@ def config_set(
         before = None
     else:
         before = config_snapshot(config)
+        if config.is_secret and is_secret is not None and not is_secret:
+            # Turning a secret plain would show its value (kept, in the admin) or
+            # a successor credential to everyone who reads the tool.
+            raise_invalid(
+                [
+                    {
+                        "field": f"{_prefix}.is_secret" if _prefix else "is_secret",
+                        "message": (
+                            f"Config '{config_key}' is secret and stays secret: to make it "
+                            "a plain value, delete it and add it again."
+                        ),
+                        "code": "secret_stays_secret",
+                    }
+                ]
+            )
         if is_secret is not None:
             config.is_secret = bool(is_secret)
     config.set_value(config_value)

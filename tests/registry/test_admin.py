@@ -140,6 +140,22 @@ def test_replacing_a_secret_in_the_admin(admin_client, tool):
     assert "new-secret-value" not in str(list(AuditEvent.objects.values("before", "after")))
 
 
+@pytest.mark.parametrize("new_key", [None, "api_key_2"])
+def test_unticking_secret_in_the_admin_never_reveals_the_stored_value(admin_client, tool, new_key):
+    # The value left empty means "keep the stored one": unticked, that secret would
+    # have become a plain value shown on the page (under a new key, too).
+    overrides = {"configs-0-is_secret": ""}
+    if new_key:
+        overrides["configs-0-config_key"] = new_key
+    data = change_form_data(tool, **overrides)
+    response = admin_client.post(reverse("admin:registry_tool_change", args=[tool.pk]), data)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "stays secret" in html and CANARY not in html
+    assert ToolConfig.objects.get(tool=tool, config_key="api_key").is_secret
+    assert not ToolConfig.objects.filter(tool=tool, is_secret=False, plain_value=CANARY).exists()
+
+
 def test_invalid_schema_fragment_is_shown_on_the_form(admin_client, tool):
     data = change_form_data(tool, **{"parameters-0-json_schema": '{"minimum": "x"}'})
     response = admin_client.post(reverse("admin:registry_tool_change", args=[tool.pk]), data)

@@ -176,6 +176,24 @@ class TestConfigs:
         assert response.json()["config_value"] == "********"
         assert ToolConfig.objects.get(config_key="api_key").value == "two-secret"
 
+    def test_a_secret_cannot_be_turned_plain(self, staff_client, tool):
+        staff_client.post(
+            configs_url(tool),
+            {"config_key": "api_key", "config_value": "one-secret", "is_secret": True},
+            format="json",
+        )
+        response = staff_client.post(
+            configs_url(tool),
+            {"config_key": "api_key", "config_value": "two-secret", "is_secret": False},
+            format="json",
+        )
+        assert response.status_code == 400
+        assert response.json()["error"]["details"][0]["field"] == "is_secret"
+        assert "delete it and add it again" in response.json()["error"]["message"]
+        assert "two-secret" not in response.content.decode()
+        config = ToolConfig.objects.get(config_key="api_key")
+        assert config.is_secret and config.value == "one-secret"
+
     @pytest.mark.parametrize(
         ("payload", "field"),
         [
