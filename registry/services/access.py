@@ -74,6 +74,10 @@ REVIEWER_PERMISSIONS = [
     "auth.view_user",
 ]
 TOOL_ACCESS_CODENAMES = set(CODENAMES.values())
+# What a role's permissions may be drawn from (roles are managed by platform admins,
+# who are not superusers).
+ROLE_PERMISSION_APPS = ("registry", "executions")
+ROLE_PERMISSION_EXTRAS = ("auth.view_user",)
 
 
 def permissions_by_label(labels: Iterable[str]) -> list[Permission]:
@@ -141,6 +145,22 @@ def _platform_permissions(labels: Iterable[str]) -> list[Permission]:
                 ]
             )
         app_label, codename = label.split(".", 1)
+        if app_label not in ROLE_PERMISSION_APPS and label not in ROLE_PERMISSION_EXTRAS:
+            # auth.change_user and the like would let a platform admin make
+            # anyone (themselves included) a superuser through the admin.
+            raise_invalid(
+                [
+                    {
+                        "field": "permissions",
+                        "message": (
+                            f"'{label}' is not a ToolHub permission: roles carry registry.* "
+                            "and executions.* permissions (and auth.view_user); accounts "
+                            "are managed by superusers."
+                        ),
+                        "code": "not_allowed",
+                    }
+                ]
+            )
         if codename in TOOL_ACCESS_CODENAMES and app_label == "registry":
             raise_invalid(
                 [

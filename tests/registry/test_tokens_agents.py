@@ -6,6 +6,7 @@ import io
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
@@ -198,12 +199,30 @@ class TestApi:
             f"/api/v1/roles/{role_id}", {"permissions": ["registry.fly"]}, format="json"
         )
         assert unknown.status_code == 400
+        for label in ("auth.change_user", "auth.add_user", "admin.change_logentry"):
+            escalation = staff_client.patch(
+                f"/api/v1/roles/{role_id}", {"permissions": [label]}, format="json"
+            )
+            assert escalation.status_code == 400, label
+            assert "not a ToolHub permission" in escalation.json()["error"]["message"]
+        assert (
+            not Group.objects.get(pk=role_id)
+            .permissions.filter(content_type__app_label__in=["auth", "admin"])
+            .exists()
+        )
+        viewer = staff_client.patch(
+            f"/api/v1/roles/{role_id}",
+            {"permissions": ["registry.review_all", "auth.view_user"]},
+            format="json",
+        )
+        assert viewer.status_code == 200, viewer.content
         assert (
             staff_client.post("/api/v1/roles", {"name": "auditors"}, format="json").status_code
             == 409
         )
         assert staff_client.delete(f"/api/v1/roles/{role_id}").status_code == 204
-        assert AuditEvent.objects.filter(target_repr="auditors").count() == 2
+        # created, updated (the allowed permissions), deleted; refusals change nothing
+        assert AuditEvent.objects.filter(target_repr="auditors").count() == 3
 
 
 class TestGrants:
