@@ -8,8 +8,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
-from django.utils import timezone
 from django.db.models import ProtectedError, RestrictedError
+from django.utils import timezone
 
 from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter

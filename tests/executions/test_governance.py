@@ -140,10 +140,11 @@ def test_window_resets(world):
     client = world["clients"][0]
     # Start at the beginning of a fresh one-second window.
     time.sleep(1 - (time.time() % 1) + 0.02)
-    assert call(client, wait=False).status_code == 202
+    # Tasks run in-process here: an admitted call answers finished (200).
+    assert call(client, wait=False).status_code == 200
     assert call(client, wait=False).status_code == 429
     time.sleep(1.05)
-    assert call(client, wait=False).status_code == 202
+    assert call(client, wait=False).status_code == 200
 
 
 def test_role_scope(world):
@@ -151,7 +152,7 @@ def test_role_scope(world):
         actor=None, tool=world["tool"], scope="role", max_requests=1, time_window_seconds=60
     )
     a, b = world["clients"]
-    assert call(a, wait=False).status_code == 202
+    assert call(a, wait=False).status_code == 200  # admitted (and run in-process)
     assert call(b, wait=False).status_code == 429  # same role
 
 
@@ -215,7 +216,7 @@ def test_store_down_fails_closed_for_high_risk_and_open_otherwise(world, monkeyp
         actor=None, tool=world["tool"], scope="agent", max_requests=1, time_window_seconds=60
     )
     client = world["clients"][0]
-    assert call(client, wait=False).status_code == 202  # open: admitted uncounted
+    assert call(client, wait=False).status_code == 200  # open: admitted uncounted
     tool_services.tool_update(
         actor=None, tool=world["tool"], data={"tool_metadata": {"risk": "high"}}
     )
