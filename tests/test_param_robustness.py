@@ -423,3 +423,48 @@ def test_admin_test_run_with_a_bad_id_is_404(tool, staff_user):
     for object_id in ("not-a-uuid", f"{tool.pk}/extra", str(uuid.uuid4()), HUGE):
         response = client.get(f"/admin/registry/tool/{object_id}/test-run/")
         assert response.status_code == 404, object_id
+
+
+# Unknown and repeated filters.
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("/api/v1/executions?tool_name=x", "tool_name"),
+        ("/api/v1/executions?statuses=failed", "statuses"),
+        ("/api/v1/executions/export?limit=5", "limit"),
+        ("/api/v1/tools?type=python", "type"),
+        ("/api/v1/audit?user=bob", "user"),
+        ("/api/v1/audit/export?since=2026-01-01", "since"),
+        ("/api/v1/approvals?state=pending", "state"),
+    ],
+)
+def test_unknown_filters_are_refused_not_ignored(reviewer_client, tool, url, field):
+    # Ignored, a misspelled filter would answer with everything, as if it all matched.
+    error = assert_names(reviewer_client.get(url), field)
+    assert "this list takes:" in error["message"]
+
+
+def test_grants_refuse_unknown_filters(staff_client, platform_admin_role):
+    error = assert_names(staff_client.get("/api/v1/permissions?role=1"), "role")
+    assert "role_id" in error["message"]
+
+
+def test_a_filter_given_twice_is_refused(reviewer_client, tool):
+    response = reviewer_client.get("/api/v1/executions?status=succeeded&status=denied")
+    error = assert_names(response, "status")
+    assert "comma-separated" in error["message"]
+    assert reviewer_client.get("/api/v1/executions?status=succeeded,denied").status_code == 200
+
+
+def test_executions_filter_by_tool_name(reviewer_client, tool, one_execution):
+    other = tool_services.tool_create(actor=None, name="other_tool", type="http")
+    Execution.objects.create(
+        tool=other, tool_name=other.name, tool_type="http", principal=one_execution.principal
+    )
+    listed = reviewer_client.get("/api/v1/executions?tool=robust_tool").json()["results"]
+    assert [e["id"] for e in listed] == [str(one_execution.pk)]
+    assert reviewer_client.get("/api/v1/executions?tool=nope").json()["results"] == []
+    paged = reviewer_client.get("/api/v1/executions?tool=robust_tool&page_size=1&cursor=")
+    assert paged.status_code == 200

@@ -14,7 +14,7 @@ from executions.services.approvals import (
     approvals_visible_to,
     may_decide,
 )
-from toolhub.api.params import query_choice
+from toolhub.api.params import query_choice, reject_unknown
 from toolhub.api.serializers import StrictSerializer
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
@@ -61,6 +61,7 @@ class ApprovalListView(BaseAPIView):
     )
     def get(self, request):
         qs = approvals_visible_to(request.user)
+        reject_unknown(request.query_params, ("status",))
         status = query_choice(request.query_params, "status", ApprovalStatus.values)
         if status:
             qs = qs.filter(status=status)

@@ -34,6 +34,6 @@ class ExecutionExportView(ExportNegotiationMixin, BaseAPIView):
     def get(self, request):
         fmt = export_format(request.query_params)
         queryset = filter_executions(
-            selectors.execution_visible_to(request.user), request.query_params
+            selectors.execution_visible_to(request.user), request.query_params, also=("format",)
         ).order_by("created_at", "id")
         return execution_export_response(queryset, fmt)

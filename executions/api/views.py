@@ -14,7 +14,7 @@ from executions.models import ExecutionStatus
 from executions.services.pipeline import execution_cancel, execution_request
 from registry.authentication import registry_entries
 from toolhub.api.pagination import CursorPagination
-from toolhub.api.params import parse_id, query_datetime, query_uuid
+from toolhub.api.params import parse_id, query_datetime, query_uuid, reject_unknown
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound
 
@@ -25,6 +25,7 @@ class ExecutionCursorPagination(CursorPagination):
 
 FILTER_PARAMETERS = [
     OpenApiParameter("tool_id", str),
+    OpenApiParameter("tool", str, description="Tool name"),
     OpenApiParameter("agent_id", str),
     OpenApiParameter("role", str, description="Role id or name the call was narrowed to"),
     OpenApiParameter("status", str, description="One status or a comma-separated list"),
@@ -35,10 +36,25 @@ FILTER_PARAMETERS = [
 ]
 
 
-def filter_executions(qs, params):
+EXECUTION_FILTERS = (
+    "tool_id",
+    "tool",
+    "agent_id",
+    "role",
+    "role_id",
+    "status",
+    "created_after",
+    "created_before",
+)
+
+
+def filter_executions(qs, params, *, also=()):
+    reject_unknown(params, (*EXECUTION_FILTERS, *also))
     tool_id = query_uuid(params, "tool_id")
     if tool_id:
         qs = qs.filter(tool_id=tool_id)
+    if params.get("tool"):
+        qs = qs.filter(tool__name=params["tool"])
     agent_id = query_uuid(params, "agent_id")
     if agent_id:
         qs = qs.filter(agent_id=agent_id)

@@ -17,7 +17,7 @@ from registry.api import access_serializers as s
 from registry.api.serializers import ToolOutputSerializer
 from registry.models import Action, Agent, ApiToken, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as services
-from toolhub.api.params import parse_id, query_choice, query_id, query_uuid
+from toolhub.api.params import parse_id, query_choice, query_id, query_uuid, reject_unknown
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
 
@@ -243,6 +243,7 @@ class GrantListView(BaseAPIView):
         require_admin_or_reviewer(request.user)
         qs = _grant_qs()
         params = request.query_params
+        reject_unknown(params, ("tool_id", "role_id", "action"))
         if params.get("tool_id"):
             qs = qs.filter(tool_id=query_uuid(params, "tool_id"))
         role_id = query_id(params, "role_id", what="a role id")

@@ -23,7 +23,7 @@ from registry.exports import (
 )
 from registry.models import AuditEvent
 from toolhub.api.pagination import CursorPagination
-from toolhub.api.params import query_datetime, query_id
+from toolhub.api.params import query_datetime, query_id, reject_unknown
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
 
@@ -48,8 +48,21 @@ def require_audit_reader(user) -> None:
         raise PermissionDenied("Only reviewers and platform admins may read the audit log.")
 
 
-def filter_audit_events(queryset, params):
+AUDIT_FILTERS = (
+    "action",
+    "actor",
+    "actor_id",
+    "target_type",
+    "target_id",
+    "request_id",
+    "occurred_after",
+    "occurred_before",
+)
+
+
+def filter_audit_events(queryset, params, *, also=()):
     """The API's audit filters; each one served by an index of registry_auditevent."""
+    reject_unknown(params, (*AUDIT_FILTERS, *also))
     action = params.get("action")
     if action:
         if action.endswith("*") or action.endswith("."):
@@ -131,7 +144,9 @@ class AuditExportView(ExportNegotiationMixin, BaseAPIView):
     def get(self, request):
         require_audit_reader(request.user)
         fmt = export_format(request.query_params)
-        queryset = filter_audit_events(AuditEvent.objects.all(), request.query_params)
+        queryset = filter_audit_events(
+            AuditEvent.objects.all(), request.query_params, also=("format",)
+        )
         # Chain order (unsealed events last), which the unique index on sequence serves.
         ordered = queryset.order_by(F("sequence").asc(nulls_last=True), "id")
         return audit_export_response(ordered, fmt)

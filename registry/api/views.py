@@ -11,7 +11,7 @@ from registry.api import serializers as s
 from registry.models import Action, Tool, ToolConfig, ToolParameter
 from registry.models.tools import ParameterKind, ToolType
 from registry.services import tools as services
-from toolhub.api.params import query_bool, query_choice
+from toolhub.api.params import query_bool, query_choice, reject_unknown
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound, PermissionDenied
 
@@ -43,6 +43,7 @@ class ToolListView(RegistryAPIView):
     )
     def get(self, request):
         params = request.query_params
+        reject_unknown(params, ("search", "tool_type", "is_active", "category"))
         filters = {
             "search": params.get("search"),
             "tool_type": query_choice(params, "tool_type", ToolType.values),

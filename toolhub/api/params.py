@@ -53,6 +53,36 @@ def utc_in_range(value: datetime) -> bool:
     return True
 
 
+# Paging parameters every list endpoint takes.
+PAGING = ("page", "page_size", "cursor")
+
+
+def reject_unknown(params, known) -> None:
+    """Refuse query parameters a list does not know, and filters given twice.
+
+    Ignored, a misspelled filter (``?tool=`` for ``?tool_id=``, ``?type=``)
+    answers with everything, which reads as "these match"; given twice, one
+    value would silently win.
+    """
+    allowed = [*known, *PAGING]
+    unknown = sorted(name for name in params if name not in allowed)
+    if unknown:
+        raise ValidationError(
+            {
+                name: [f"Unknown query parameter; this list takes: {', '.join(allowed)}."]
+                for name in unknown
+            }
+        )
+    repeated = sorted(name for name in params if len(params.getlist(name)) > 1)
+    if repeated:
+        raise ValidationError(
+            {
+                name: ["Given more than once; give it once (status takes a comma-separated list)."]
+                for name in repeated
+            }
+        )
+
+
 def query_bool(params, name: str) -> bool | None:
     raw = params.get(name)
     if raw is None or raw == "":
