@@ -391,8 +391,39 @@ def _guard_postgresql(target: str) -> dict[str, str]:
         raise _Failure(ErrorType.EGRESS_DENIED, str(exc)) from None
     except egress.HostResolutionError as exc:
         raise _Failure(ErrorType.CONNECTION, str(exc), retryable=True) from None
-    _refuse_own_postgresql(destination.addresses, port, str(info.get("dbname") or ""))
+    _refuse_own_postgresql(destination.addresses, port, _dbname(info))
     return {"hostaddr": destination.address}
+
+
+def _dbname(info: Mapping[str, Any]) -> str:
+    """The database a connection opens: without ``dbname``, libpq takes the user's name."""
+    return str(info.get("dbname") or info.get("user") or "")
+
+
+def _refuse_own_postgresql_alias(target: str) -> None:
+    """An operator's alias is not held to the egress guard, but it still may not be
+    ToolHub's own database (its sessions, users and audit log)."""
+    try:
+        info = conninfo_to_dict(target)
+    except psycopg.ProgrammingError as exc:
+        raise _Failure(ErrorType.CONFIG, f"invalid connection string: {exc}") from None
+    try:
+        port = int(str(info.get("port") or "5432").split(",")[0].strip())
+    except ValueError:
+        raise _Failure(ErrorType.CONFIG, "invalid port in the connection string") from None
+    hosts = [h.strip() for h in str(info.get("hostaddr") or info.get("host") or "").split(",")]
+    addresses: set[str] = set()
+    for host in hosts:
+        if not host or host.startswith(("/", "@")):
+            addresses.add("127.0.0.1")  # a local socket: this machine
+            continue
+        try:
+            addresses.update(
+                i[4][0] for i in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+            )
+        except OSError:
+            continue  # the connection itself will fail and say so
+    _refuse_own_postgresql(tuple(addresses), port, _dbname(info))
 
 
 def _own_databases() -> list[Mapping[str, Any]]:
@@ -505,6 +536,8 @@ def _options(call: ToolCall, connection_string: str, trusted: bool = False) -> _
         _guard_sqlite(target, trusted)
     elif not trusted:
         pinned = _guard_postgresql(target)
+    else:
+        _refuse_own_postgresql_alias(target)
     template = configs.get("query_template")
     if not template or not isinstance(template, str) or not template.strip():
         raise _Failure(ErrorType.CONFIG, "the tool has no query_template")

@@ -674,6 +674,31 @@ def test_own_database_is_refused_even_where_egress_is_allowed(settings):
     assert run(url.rsplit("/", 1)[0] + "/postgres", "SELECT 1 AS one").ok
 
 
+@pytest.mark.django_db
+def test_own_database_is_refused_through_an_alias_too(settings):
+    # An alias is the operator's and skips the egress guard, not this rule: its
+    # target would be ToolHub's sessions, users and audit log.
+    if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        pytest.skip("SQLite: test_own_sqlite_file_is_refused covers aliases of files")
+    url = _own_database_url()
+    own = settings.DATABASES["default"]
+    user = own.get("USER") or "postgres"
+    variants = {
+        "same": url,
+        "localhost": url.replace("@127.0.0.1:", "@localhost:"),
+        "socket": f"postgresql://{user}@/{own['NAME']}?host=/var/run/postgresql",
+    }
+    settings.TOOLHUB_DATABASE_ALIASES = variants
+    settings.TOOLHUB_EGRESS_ALLOW = []
+    for alias in variants:
+        result = run(None, "SELECT username FROM auth_user", connection_alias=alias)
+        assert not result.ok and result.error_type == ErrorType.EGRESS_DENIED, alias
+        assert "ToolHub's database" in result.error_message
+    # Another database of the same server stays the operator's choice.
+    settings.TOOLHUB_DATABASE_ALIASES = {"other": url.rsplit("/", 1)[0] + "/postgres"}
+    assert run(None, "SELECT 1 AS one", connection_alias="other").ok
+
+
 @pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
 def test_own_sqlite_file_is_refused(settings, tmp_path):
     own = tmp_path / "toolhub.sqlite3"
