@@ -28,6 +28,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
@@ -538,12 +539,22 @@ def enqueue(execution: Execution, tool: Tool) -> None:
     from executions.tasks import run_execution
 
     budget = total_budget_seconds(tool)
-    run_execution.apply_async(
-        args=[str(execution.pk), execution.request_id],
-        queue=tool.type,
-        soft_time_limit=budget + 5,
-        time_limit=budget + 15,
-    )
+    try:
+        run_execution.apply_async(
+            args=[str(execution.pk), execution.request_id],
+            queue=tool.type,
+            soft_time_limit=budget + 5,
+            time_limit=budget + 15,
+        )
+    except (KombuOperationalError, OSError) as exc:
+        # The row is committed as queued: the reaper re-queues calls that never
+        # started once the broker answers. A 500 here would make the caller
+        # retry and run the tool twice.
+        logger.warning(
+            "broker unreachable (%s): execution %s stays queued for the reaper",
+            type(exc).__name__,
+            execution.pk,
+        )
 
 
 def execution_cancel(*, actor, execution: Execution) -> Execution:

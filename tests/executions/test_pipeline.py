@@ -145,6 +145,25 @@ def test_embedded_mode_answers_with_what_the_call_became(world, eager_tasks, wai
     assert response.json()["output_data"]["status_code"] == 200
 
 
+def test_broker_down_the_call_stays_queued_and_answers_202(world, eager_tasks, monkeypatch, caplog):
+    # The row is committed before the enqueue: a 500 would make the caller retry
+    # (and run the tool twice) while the reaper re-queues the first one anyway.
+    from kombu.exceptions import OperationalError
+
+    from executions.tasks import run_execution
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6399. Connection refused.")
+
+    eager_tasks.conf.task_always_eager = False
+    monkeypatch.setattr(run_execution, "apply_async", broker_down)
+    response = run(world["client"], tool="echo_tool", input_data={"path": "echo"})
+    assert response.status_code == 202, response.content
+    assert response.json()["status"] == "queued"
+    assert Execution.objects.get(pk=response.json()["id"]).status == "queued"
+    assert "stays queued for the reaper" in caplog.text
+
+
 def test_arguments_as_json_text_are_parsed(world):
     response = run(world["client"], tool="echo_tool", input_data='{"path": "echo"}', wait=True)
     assert response.status_code == 200 and response.json()["status"] == "succeeded"
