@@ -7,7 +7,14 @@ COPY registry ./registry
 COPY executions ./executions
 RUN pip install --no-cache-dir .
 COPY . .
-RUN DEBUG=true python manage.py collectstatic --noinput
+# Collected as production runs (DEBUG off: the manifest storage writes
+# staticfiles.json, which DEBUG off needs), with throwaway keys that only exist
+# in this build step. var/ (media artifacts, beat's schedule) belongs to the
+# user the processes run as.
+RUN DEBUG=false SECRET_KEY=collectstatic-only TOOLHUB_AUDIT_SIGNING_KEY=collectstatic-only \
+    TOOLHUB_ENCRYPTION_KEYS="$(python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')" \
+    TOOLHUB_VAR_DIR=/tmp/collectstatic-var python manage.py collectstatic --noinput \
+    && rm -rf /tmp/collectstatic-var && mkdir -p /app/var && chown nobody /app/var
 USER nobody
 EXPOSE 8000
 CMD ["gunicorn", "toolhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]

@@ -54,3 +54,23 @@ def test_compose_keeps_no_secret():
     for key in ("SECRET_KEY", "TOOLHUB_ENCRYPTION_KEYS"):
         assert env[key].startswith("${"), key
     assert "password" not in text.lower().replace("postgres_password", "")
+
+
+def test_healthcheck_asks_a_host_the_default_allowed_hosts_accept():
+    compose = load_compose()
+    default = compose["x-toolhub"]["environment"]["ALLOWED_HOSTS"].split(":-", 1)[1].rstrip("}")
+    probe = " ".join(compose["services"]["web"]["healthcheck"]["test"])
+    host = probe.split("http://", 1)[1].split(":", 1)[0]
+    assert host in default.split(","), (host, default)
+
+
+def test_processes_share_var_and_may_write_it():
+    # Workers write full outputs (artifacts) that the web process serves; beat keeps
+    # its schedule there. The image runs as nobody.
+    compose = load_compose()
+    assert "toolhub-var:/app/var" in compose["x-toolhub"]["volumes"]
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "chown nobody /app/var" in dockerfile and "USER nobody" in dockerfile
+    # Static files are collected with DEBUG off, so the manifest production reads exists.
+    collect = next(block for block in dockerfile.split("\nRUN ") if "collectstatic" in block)
+    assert "DEBUG=false" in collect and "DEBUG=true" not in collect

@@ -260,6 +260,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("TOOLHUB_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=60),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Beat's own state file lives in var/ (writable by the service user), not in the
+# working directory (the image's /app is read-only to it).
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "reap-executions": {
         "task": "executions.reap",
