@@ -593,21 +593,36 @@ def config_delete(*, actor, config: ToolConfig) -> None:
 
 @transaction.atomic
 def configs_reencrypt() -> int:
-    """Re-encrypt every secret config under the primary key (after a key rotation)."""
-    from registry import crypto
+    """Re-encrypt every stored secret under the primary key (after a key rotation).
 
-    count = 0
-    for config in ToolConfig.objects.select_for_update().filter(is_secret=True):
-        if not config.encrypted_value:
-            continue
-        rotated = crypto.rotate(config.encrypted_value)
-        ToolConfig.objects.filter(pk=config.pk).update(encrypted_value=rotated)
-        count += 1
+    Secret configs, MCP servers' bearer tokens, agents' webhook secrets and the
+    sealed per-call secrets of calls not yet run (a call waiting for approval
+    must still run once the old key is gone).
+    """
+    from executions.models import Execution
+    from registry import crypto
+    from registry.models import Agent, MCPServer
+
+    places = [
+        ("secret configs", ToolConfig.objects.filter(is_secret=True), "encrypted_value"),
+        ("MCP server tokens", MCPServer.objects.all(), "encrypted_auth_token"),
+        ("agent webhook secrets", Agent.objects.all(), "webhook_secret"),
+        ("sealed call secrets", Execution.objects.all(), "sealed_secrets"),
+    ]
+    counts: dict[str, int] = {}
+    for label, queryset, field in places:
+        counts[label] = 0
+        rows = queryset.exclude(**{field: ""}).select_for_update().values_list("pk", field)
+        for pk, token in rows:
+            rotated = crypto.rotate(token)
+            queryset.model.objects.filter(pk=pk, **{field: token}).update(**{field: rotated})
+            counts[label] += 1
+    count = sum(counts.values())
     audit_record(
         actor=None,
         action="secrets.reencrypted",
         target_type="registry.toolconfig",
-        target_repr=f"{count} secret configs",
-        after={"count": count},
+        target_repr=", ".join(f"{n} {label}" for label, n in counts.items()),
+        after={"count": count, **counts},
     )
     return count

@@ -62,3 +62,39 @@ def test_non_secret_values_are_not_encrypted():
     config, _ = config_set(actor=None, tool=tool, config_key="base_url", config_value="https://x")
     config.refresh_from_db()
     assert config.plain_value == "https://x" and config.encrypted_value == ""
+
+
+def test_rotation_covers_every_stored_secret(settings, django_user_model):
+    from executions.models import Execution
+    from registry.models import Agent, MCPServer
+
+    old_key = settings.TOOLHUB_ENCRYPTION_KEYS[0]
+    tool = ToolFactory()
+    server = MCPServer(name="rot", transport="http", url="https://mcp.example/mcp")
+    server.set_auth_token("mcp-token-canary")
+    server.save()
+    owner = django_user_model.objects.create(username="rot-owner")
+    agent_user = django_user_model.objects.create(username="agent.rot")
+    agent = Agent.objects.create(
+        name="rot", user=agent_user, owner=owner, webhook_secret=crypto.encrypt_json("hook")
+    )
+    pending = Execution.objects.create(
+        tool=tool,
+        tool_name=tool.name,
+        tool_type="http",
+        principal=agent_user,
+        status="pending_approval",
+        sealed_secrets=crypto.encrypt_json({"token": "per-call"}),
+    )
+
+    new_key = Fernet.generate_key().decode()
+    settings.TOOLHUB_ENCRYPTION_KEYS = [new_key, old_key]
+    call_command("rotate_encryption_keys", stdout=io.StringIO())
+    settings.TOOLHUB_ENCRYPTION_KEYS = [new_key]  # the old key is gone
+
+    assert MCPServer.objects.get(pk=server.pk).stored_auth_token() == "mcp-token-canary"
+    assert crypto.decrypt_json(Agent.objects.get(pk=agent.pk).webhook_secret) == "hook"
+    sealed = Execution.objects.get(pk=pending.pk).sealed_secrets
+    assert crypto.decrypt_json(sealed) == {"token": "per-call"}
+    event = AuditEvent.objects.get(action="secrets.reencrypted")
+    assert event.after["MCP server tokens"] == 1 and event.after["sealed call secrets"] == 1
