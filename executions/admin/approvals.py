@@ -136,6 +136,11 @@ class ApprovalAdmin(NoCountAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     def _decide(self, request):
         approval_id = request.POST.get("approval_id", "")
         decision = request.POST.get("decision")
+        if decision not in ("approve", "reject"):
+            self.message_user(
+                request, "Choose approve or reject; nothing was decided.", messages.ERROR
+            )
+            return HttpResponseRedirect(reverse("admin:executions_approval_queue"))
         try:
             approval = approval_for(request.user, approval_id)
             approval_decide(

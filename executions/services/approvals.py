@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -272,6 +273,10 @@ def _close_unrunnable(actor, approval: Approval, reason_code: str, why: str, now
 
 
 def approval_for(user, approval_id) -> Approval:
+    try:
+        approval_id = uuid.UUID(str(approval_id))
+    except ValueError:
+        raise NotFound("Approval not found.", code="approval_not_found") from None
     approval = approvals_visible_to(user).filter(pk=approval_id).first()
     if approval is None:
         raise NotFound("Approval not found.", code="approval_not_found")

@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import transaction
+from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -270,9 +271,14 @@ class ApiTokenAdmin(admin.ModelAdmin):
 class RoleForm(forms.ModelForm):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     permissions = IdMultipleChoiceField(
-        queryset=Permission.objects.exclude(
-            content_type__app_label="registry", codename__in=services.TOOL_ACCESS_CODENAMES
-        ).select_related("content_type"),
+        # ToolHub's own permissions only (the services refuse others): auth.change_user
+        # would let a platform admin make anyone a superuser.
+        queryset=Permission.objects.filter(
+            Q(content_type__app_label__in=services.ROLE_PERMISSION_APPS)
+            | Q(content_type__app_label="auth", codename="view_user")
+        )
+        .exclude(content_type__app_label="registry", codename__in=services.TOOL_ACCESS_CODENAMES)
+        .select_related("content_type"),
         required=False,
         widget=admin.widgets.FilteredSelectMultiple("permissions", is_stacked=False),
         help_text="Platform rights (e.g. registry.grant_tool). Rights on tools are given as grants on each tool's page.",

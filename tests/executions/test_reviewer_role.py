@@ -443,3 +443,22 @@ def test_reviewer_permissions_are_a_role_not_a_superuser(reviewer_user):
     other = make_user("unrelated")
     other.groups.add(make_role("nothing"))
     assert token_client(other).get("/api/v1/audit").status_code == 403
+
+
+@pytest.mark.parametrize("approval_id", ["", "not-a-uuid", "-1", "9" * 40, "ü"])
+def test_the_approval_queue_answers_bad_ids_without_an_error_page(world, browser, approval_id):
+    queue = reverse("admin:executions_approval_queue")
+    response = browser.post(queue, {"approval_id": approval_id, "decision": "approve"})
+    assert response.status_code == 302
+
+
+def test_the_approval_queue_refuses_an_unknown_decision(world, browser):
+    queue = reverse("admin:executions_approval_queue")
+    response = browser.post(
+        queue, {"approval_id": world["approval"].pk, "decision": "APPROVE", "reason": "ok"}
+    )
+    assert response.status_code == 302
+    page = browser.get(queue).content.decode()
+    assert "Choose approve or reject" in page
+    world["approval"].refresh_from_db()
+    assert world["approval"].status == "pending"
