@@ -72,6 +72,11 @@ def check_target(base_url: Any, namespace: Any) -> list[str]:
     return problems
 
 
+def operation_key(method: str, path: str) -> str:
+    """How a tool remembers its operation within its namespace: ``GET /users/{id}``."""
+    return f"{method.upper()} {path}"
+
+
 class Selection:
     """Which operations to import: those with any of ``tags``, or named in ``operations``.
 
@@ -81,25 +86,27 @@ class Selection:
     def __init__(self, tags=(), operations=()):
         self.tags = [t for t in tags if t]
         self.operations = [o for o in operations if o]
-        self.matched: set[str] = set()
+        self.matched_tags: set[str] = set()
+        self.matched_operations: set[str] = set()
 
     def __bool__(self) -> bool:
         return bool(self.tags or self.operations)
 
     def picks(self, method: str, path: str, operation: dict) -> bool:
-        names = {f"{method.upper()} {path}"}
+        names = {operation_key(method, path)}
         if isinstance(operation.get("operationId"), str):
             names.add(operation["operationId"])
         tags = operation.get("tags")
         tags = {t for t in tags if isinstance(t, str)} if isinstance(tags, list) else set()
-        hits = {f"tag:{t}" for t in self.tags if t in tags}
-        hits |= {f"op:{o}" for o in self.operations if o in names}
-        self.matched |= hits
-        return bool(hits)
+        tag_hits = tags.intersection(self.tags)
+        operation_hits = names.intersection(self.operations)
+        self.matched_tags |= tag_hits
+        self.matched_operations |= operation_hits
+        return bool(tag_hits or operation_hits)
 
     def unmatched(self) -> list[str]:
-        return [f"tag '{t}'" for t in self.tags if f"tag:{t}" not in self.matched] + [
-            f"operation '{o}'" for o in self.operations if f"op:{o}" not in self.matched
+        return [f"tag '{t}'" for t in self.tags if t not in self.matched_tags] + [
+            f"operation '{o}'" for o in self.operations if o not in self.matched_operations
         ]
 
 
@@ -249,7 +256,7 @@ def parse_openapi(
                 parsed.errors.append(doc.problem(where, "an operation must be a mapping"))
                 continue
             if select and not select.picks(method, path, operation):
-                parsed.unselected.add(f"{method.upper()} {path}")
+                parsed.unselected.add(operation_key(method, path))
                 continue
             try:
                 spec = _operation_spec(
@@ -437,11 +444,11 @@ def _operation_spec(
     summary = operation.get("summary")
     description = operation.get("description")
     text = summary if isinstance(summary, str) and summary.strip() else description
-    operation_key = f"{method.upper()} {path}"
+    key = operation_key(method, path)
     metadata: dict[str, Any] = {
         "source": "openapi",
         META_NAMESPACE: namespace,
-        META_OPERATION: operation_key,
+        META_OPERATION: key,
     }
     tags = operation.get("tags")
     if isinstance(tags, list) and tags and isinstance(tags[0], str):
@@ -455,7 +462,7 @@ def _operation_spec(
         metadata=metadata,
         parameters=rows,
         configs=configs,
-        operation=operation_key,
+        operation=key,
     )
 
 
