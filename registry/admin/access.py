@@ -6,10 +6,9 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import transaction
-from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -273,12 +272,7 @@ class RoleForm(forms.ModelForm):
     permissions = IdMultipleChoiceField(
         # ToolHub's own permissions only (the services refuse others): auth.change_user
         # would let a platform admin make anyone a superuser.
-        queryset=Permission.objects.filter(
-            Q(content_type__app_label__in=services.ROLE_PERMISSION_APPS)
-            | Q(content_type__app_label="auth", codename="view_user")
-        )
-        .exclude(content_type__app_label="registry", codename__in=services.TOOL_ACCESS_CODENAMES)
-        .select_related("content_type"),
+        queryset=services.role_permission_choices(),
         required=False,
         widget=admin.widgets.FilteredSelectMultiple("permissions", is_stacked=False),
         help_text="Platform rights (e.g. registry.grant_tool). Rights on tools are given as grants on each tool's page.",

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from registry.access import CODENAMES
@@ -78,6 +79,20 @@ TOOL_ACCESS_CODENAMES = set(CODENAMES.values())
 # who are not superusers).
 ROLE_PERMISSION_APPS = ("registry", "executions")
 ROLE_PERMISSION_EXTRAS = ("auth.view_user",)
+
+
+def role_permission_choices():
+    """The permissions a role may carry: ToolHub's own (not rights on tools, which are
+    grants) and the extras above. What the admin's role form offers."""
+    extras = Q()
+    for label in ROLE_PERMISSION_EXTRAS:
+        app_label, codename = label.split(".", 1)
+        extras |= Q(content_type__app_label=app_label, codename=codename)
+    return (
+        Permission.objects.filter(Q(content_type__app_label__in=ROLE_PERMISSION_APPS) | extras)
+        .exclude(content_type__app_label="registry", codename__in=TOOL_ACCESS_CODENAMES)
+        .select_related("content_type")
+    )
 
 
 def permissions_by_label(labels: Iterable[str]) -> list[Permission]:

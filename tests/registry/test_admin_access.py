@@ -140,3 +140,15 @@ def test_role_admin_refuses_tool_rights_as_raw_permissions(admin_client):
     page = admin_client.get(reverse("admin:registry_role_add")).content.decode()
     assert "Can execute tool" not in page
     assert "Can grant roles access to tools" in page
+
+
+def test_the_role_form_offers_only_what_a_role_may_carry():
+    from registry.admin.access import RoleForm
+
+    offered = {
+        f"{p.content_type.app_label}.{p.codename}"
+        for p in RoleForm().fields["permissions"].queryset
+    }
+    assert {"registry.grant_tool", "registry.review_all", "auth.view_user"} <= offered
+    assert not {"auth.change_user", "auth.add_user", "admin.change_logentry"} & offered
+    assert "registry.execute_tool" not in offered  # a right on tools: a grant
