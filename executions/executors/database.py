@@ -359,10 +359,7 @@ def _guard_postgresql(target: str) -> dict[str, str]:
     pinned to it (no second DNS lookup). A tool's own connection string must name
     one TCP host: no Unix socket, no default host from the worker's environment.
     """
-    try:
-        info = conninfo_to_dict(target)
-    except psycopg.ProgrammingError as exc:
-        raise _Failure(ErrorType.CONFIG, f"invalid connection string: {exc}") from None
+    info = _conninfo(target)
     for key in _REFUSED_CONNINFO_KEYS:
         if info.get(key):
             raise _Failure(ErrorType.CONFIG, f"the connection string may not set {key!r}")
@@ -395,6 +392,13 @@ def _guard_postgresql(target: str) -> dict[str, str]:
     return {"hostaddr": destination.address}
 
 
+def _conninfo(target: str) -> dict[str, Any]:
+    try:
+        return conninfo_to_dict(target)
+    except psycopg.ProgrammingError as exc:
+        raise _Failure(ErrorType.CONFIG, f"invalid connection string: {exc}") from None
+
+
 def _dbname(info: Mapping[str, Any]) -> str:
     """The database a connection opens: without ``dbname``, libpq takes the user's name."""
     return str(info.get("dbname") or info.get("user") or "")
@@ -403,10 +407,7 @@ def _dbname(info: Mapping[str, Any]) -> str:
 def _refuse_own_postgresql_alias(target: str) -> None:
     """An operator's alias is not held to the egress guard, but it still may not be
     ToolHub's own database (its sessions, users and audit log)."""
-    try:
-        info = conninfo_to_dict(target)
-    except psycopg.ProgrammingError as exc:
-        raise _Failure(ErrorType.CONFIG, f"invalid connection string: {exc}") from None
+    info = _conninfo(target)
     try:
         port = int(str(info.get("port") or "5432").split(",")[0].strip())
     except ValueError:
