@@ -592,7 +592,7 @@ def config_delete(*, actor, config: ToolConfig) -> None:
 
 
 @transaction.atomic
-def configs_reencrypt() -> int:
+def secrets_reencrypt() -> int:
     """Re-encrypt every stored secret under the primary key (after a key rotation).
 
     Secret configs, MCP servers' bearer tokens, agents' webhook secrets and the

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from registry.services.tools import configs_reencrypt
+from registry.services.tools import secrets_reencrypt
 
 
 class Command(BaseCommand):
@@ -10,5 +10,5 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        count = configs_reencrypt()
+        count = secrets_reencrypt()
         self.stdout.write(self.style.SUCCESS(f"Re-encrypted {count} secret value(s)."))
