@@ -14,11 +14,16 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
+
+# Every variable the settings read (and its ``_FILE`` twin): ToolHub's own
+# configuration, which nothing stored in the database may ask to be sent anywhere.
+SETTINGS_NAMES: set[str] = set()
 _FALSE = {"0", "false", "no", "off", ""}
 
 
 def env_str(name: str, default: str | None = None) -> str | None:
     """Return the variable's value, reading ``NAME_FILE`` when that is set."""
+    SETTINGS_NAMES.update((name, f"{name}_FILE"))
     file_name = os.environ.get(f"{name}_FILE")
     if file_name:
         try:

@@ -322,6 +322,9 @@ TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=
 TOOLHUB_EGRESS_ALLOW = env_list("TOOLHUB_EGRESS_ALLOW")
 # Executables an MCP server over stdio may run (registering one runs it on the workers).
 TOOLHUB_MCP_STDIO_COMMANDS = env_list("TOOLHUB_MCP_STDIO_COMMANDS")
+# Environment variables an MCP server's token_env_var may name (names or fnmatch
+# patterns). ToolHub's own settings are never allowed, whatever this says.
+TOOLHUB_MCP_TOKEN_ENV_VARS = env_list("TOOLHUB_MCP_TOKEN_ENV_VARS", ["*_MCP_TOKEN"])
 # Named database connections for database tools: TOOLHUB_DATABASE_ALIASES="name=url,name2=url2".
 TOOLHUB_DATABASE_ALIASES = dict(
     item.split("=", 1) for item in env_list("TOOLHUB_DATABASE_ALIASES") if "=" in item

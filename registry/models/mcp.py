@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import uuid
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -25,6 +27,33 @@ class MCPTransport(models.TextChoices):
 
 
 HTTP_TRANSPORTS = (MCPTransport.STREAMABLE_HTTP, MCPTransport.SSE)
+
+
+# Prefixes of variables that configure ToolHub or its runtime, refused as token sources
+# even when the settings did not read them (a later release may).
+_OWN_PREFIXES = ("TOOLHUB_", "DJANGO_", "CELERY_")
+
+
+def token_env_var_problem(name: str) -> str | None:
+    """Why ``name`` may not be an MCP server's ``token_env_var``, or None when it may.
+
+    The variable's value is sent as a bearer token to whatever URL the server
+    row names, so a platform admin must not be able to pick any variable of the
+    workers: only names ``TOOLHUB_MCP_TOKEN_ENV_VARS`` allows (default
+    ``*_MCP_TOKEN``), and never one of ToolHub's own settings.
+    """
+    from toolhub.env import SETTINGS_NAMES
+
+    if name in SETTINGS_NAMES or name.upper().startswith(_OWN_PREFIXES):
+        return f"{name} is one of ToolHub's own settings; it is never sent to an MCP server."
+    allowed = [str(p) for p in getattr(settings, "TOOLHUB_MCP_TOKEN_ENV_VARS", []) if p]
+    if not any(fnmatchcase(name, pattern) for pattern in allowed):
+        listed = ", ".join(allowed) if allowed else "nothing"
+        return (
+            f"{name} is not allowed by TOOLHUB_MCP_TOKEN_ENV_VARS (it allows {listed}); "
+            "store the token instead or ask the operator to allow the variable."
+        )
+    return None
 
 
 def _string_list_errors(value: Any) -> str | None:
@@ -87,7 +116,10 @@ class MCPServer(models.Model):
         validators=[
             RegexValidator(ENV_VAR_PATTERN, "Not an environment variable name.", code="invalid")
         ],
-        help_text="Name of an environment variable holding the bearer token (instead of storing it).",
+        help_text=(
+            "Name of an environment variable of the workers holding the bearer token (instead of"
+            " storing it); TOOLHUB_MCP_TOKEN_ENV_VARS says which may be named (default *_MCP_TOKEN)."
+        ),
     )
     tools_allowed = models.JSONField(
         default=list, blank=True, help_text="Tool names (or fnmatch patterns) to sync; empty: all."
@@ -173,5 +205,9 @@ class MCPServer(models.Model):
                 "Use either a stored auth token or token_env_var, not both (clear the token first)."
             )
             errors["token_env_var"] = both
+        elif self.token_env_var and _ENV_VAR_RE.match(self.token_env_var):
+            problem = token_env_var_problem(self.token_env_var)
+            if problem:
+                errors["token_env_var"] = problem
         if errors:
             raise ValidationError(errors)

@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 
 from registry import crypto
 from registry.models import MCPServer, Tool
+from registry.models.mcp import token_env_var_problem
 from registry.models.tools import ToolType
 from registry.services.audit import audit_record
 from registry.services.tools import tool_update
@@ -215,6 +216,12 @@ def mcp_server_delete(*, actor, server: MCPServer) -> list[str]:
 def mcp_server_token(server: MCPServer) -> str | None:
     """The bearer token now: from ``token_env_var`` (read at call time) or the stored secret."""
     if server.token_env_var:
+        # Checked again at call time: the allow-list may have narrowed since the save.
+        problem = token_env_var_problem(server.token_env_var)
+        if problem:
+            raise MCPServerUnavailable(
+                f"MCP server '{server.name}': {problem}", code="mcp_token_not_allowed"
+            )
         token = os.environ.get(server.token_env_var)
         if not token:
             raise MCPServerUnavailable(

@@ -166,6 +166,18 @@ def test_mcp_yml_creates_servers():
     assert run("mcp.yml").counts()["unchanged"] == 2
 
 
+def test_mcp_yml_token_variable_must_be_allowed():
+    text = (
+        "mcp_servers:\n  - name: s1\n    url: https://s1.example/mcp\n"
+        "    auth:\n      token_env_var: DATABASE_URL\n"
+    )
+    report = run(text)
+    assert not report.ok
+    (error,) = report.errors
+    assert "DATABASE_URL" in error.message and "own settings" in error.message
+    assert not MCPServer.objects.exists()
+
+
 def test_mcp_yml_inline_token_is_stored_encrypted_and_never_reported():
     text = f"mcp_servers:\n  - name: s1\n    url: https://s1.example/mcp\n    auth:\n      token: {CANARY}\n"
     report = run(text)

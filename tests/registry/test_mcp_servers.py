@@ -193,6 +193,69 @@ def test_validation_errors_name_the_field(staff_client, changes, field):
     assert CANARY not in response.content.decode()
 
 
+@pytest.mark.parametrize(
+    "variable",
+    ["SECRET_KEY", "DATABASE_URL", "TOOLHUB_ENCRYPTION_KEYS", "REDIS_URL", "AWS_SECRET_ACCESS_KEY"],
+)
+def test_token_env_var_cannot_name_any_variable_of_the_workers(staff_client, variable):
+    # Its value would go out as a bearer token to the URL the row names.
+    response = staff_client.post(
+        LIST, payload(auth_token=None, token_env_var=variable), format="json"
+    )
+    assert response.status_code == 400, response.content
+    (detail_,) = [d for d in response.json()["error"]["details"] if d["field"] == "token_env_var"]
+    assert variable in detail_["message"]
+    assert not MCPServer.objects.exists()
+
+
+def test_token_env_var_allow_list_comes_from_the_settings(staff_client, settings):
+    response = staff_client.post(
+        LIST, payload(name="a", auth_token=None, token_env_var="DOCS_MCP_TOKEN"), format="json"
+    )
+    assert response.status_code == 201, response.content  # the default allows *_MCP_TOKEN
+
+    settings.TOOLHUB_MCP_TOKEN_ENV_VARS = ["VENDOR_*"]
+    refused = staff_client.post(
+        LIST, payload(name="b", auth_token=None, token_env_var="DOCS_MCP_TOKEN"), format="json"
+    )
+    assert refused.status_code == 400
+    assert "TOOLHUB_MCP_TOKEN_ENV_VARS" in refused.content.decode()
+    allowed = staff_client.post(
+        LIST, payload(name="c", auth_token=None, token_env_var="VENDOR_KEY"), format="json"
+    )
+    assert allowed.status_code == 201, allowed.content
+
+    # Even an allow-everything list never reaches ToolHub's own settings.
+    settings.TOOLHUB_MCP_TOKEN_ENV_VARS = ["*"]
+    for own in ("SECRET_KEY", "TOOLHUB_AUDIT_SIGNING_KEY", "DATABASE_URL_FILE", "CELERY_X"):
+        response = staff_client.post(
+            LIST, payload(name="d", auth_token=None, token_env_var=own), format="json"
+        )
+        assert response.status_code == 400, own
+        assert "ToolHub's own settings" in response.content.decode()
+
+
+def test_a_stored_row_naming_a_refused_variable_never_sends_it(server, settings, monkeypatch):
+    # Saved before the allow-list narrowed (or written around the service).
+    monkeypatch.setenv("SECRET_KEY", CANARY)
+    MCPServer.objects.filter(pk=server.pk).update(
+        encrypted_auth_token="", token_env_var="SECRET_KEY"
+    )
+    server.refresh_from_db()
+    with pytest.raises(services.MCPServerUnavailable) as excinfo:
+        services.mcp_server_spec(server)
+    assert excinfo.value.code == "mcp_token_not_allowed"
+    assert CANARY not in excinfo.value.message
+
+    monkeypatch.setenv("DOCS_MCP_TOKEN", "fine")
+    MCPServer.objects.filter(pk=server.pk).update(token_env_var="DOCS_MCP_TOKEN")
+    server.refresh_from_db()
+    assert services.mcp_server_spec(server)["auth_token"] == "fine"
+    settings.TOOLHUB_MCP_TOKEN_ENV_VARS = ["OTHER_*"]
+    with pytest.raises(services.MCPServerUnavailable):
+        services.mcp_server_spec(server)
+
+
 def test_stdio_server_and_duplicate_name(staff_client):
     data = payload(
         name="local", transport="stdio", url="", command="/usr/bin/mcp-local", args=["--x"]
@@ -336,6 +399,17 @@ def test_admin_validation_error_is_shown_not_500(admin_client):
     )
     assert response.status_code == 200
     assert "http" in response.content.decode()
+    assert not MCPServer.objects.exists()
+
+
+def test_admin_refuses_a_token_variable_outside_the_allow_list(admin_client):
+    response = admin_client.post(
+        reverse("admin:registry_mcpserver_add"),
+        admin_form(auth_token="", token_env_var="SECRET_KEY"),
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "ToolHub&#x27;s own settings" in response.content.decode()
     assert not MCPServer.objects.exists()
 
 
