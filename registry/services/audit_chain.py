@@ -6,7 +6,8 @@ gets the next ``sequence``, the previous event's hash as ``prev_hash``, and
 ``hash = sha256(prev_hash + "|" + canonical JSON of its content)``. The sealer
 runs every few seconds (beat) and in-process after each commit in the
 embedded mode. ``audit_verify`` recomputes the chain from the start or from
-the latest retention checkpoint and names the first event that does not fit.
+the latest retention checkpoint and names the first event that does not fit;
+``audit_head_check`` runs the same walk up to a signed head kept outside.
 """
 
 from __future__ import annotations
@@ -135,13 +136,68 @@ class VerifyReport:
         return data
 
 
-def _rows_from(sequence: int, chunk: int = 5000) -> Iterator[dict]:
-    qs = (
-        AuditEvent.objects.filter(sequence__gt=sequence)
-        .order_by("sequence")
-        .values("sequence", "prev_hash", "hash", *CONTENT_FIELDS)
-    )
+def _rows_from(sequence: int, chunk: int = 5000, *, until: int | None = None) -> Iterator[dict]:
+    qs = AuditEvent.objects.filter(sequence__gt=sequence)
+    if until is not None:
+        qs = qs.filter(sequence__lte=until)
+    qs = qs.order_by("sequence").values("sequence", "prev_hash", "hash", *CONTENT_FIELDS)
     return qs.iterator(chunk_size=chunk)
+
+
+@dataclass
+class Walk:
+    """Where a walk of the chain stopped: after the last event that fits, or at a problem."""
+
+    problem: Problem | None = None
+    checked: int = 0
+    last_sequence: int = 0
+    last_hash: str = GENESIS
+
+
+def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None) -> Walk:
+    """Recompute the chain after ``start_sequence`` (whose hash is ``start_hash``).
+
+    Reads the events in sequence order, in chunks (constant memory), up to
+    ``until`` or the last sealed event, and stops at the first one that was
+    altered, deleted, inserted or moved.
+    """
+    walk = Walk(last_sequence=start_sequence, last_hash=start_hash)
+    expected_prev, expected_sequence = start_hash, start_sequence + 1
+    for row in _rows_from(start_sequence, until=until):
+        sequence = row["sequence"]
+        if sequence != expected_sequence:
+            walk.problem = Problem(
+                "missing",
+                expected_sequence,
+                None,
+                f"Event #{expected_sequence} is missing (the chain jumps to #{sequence}, event id "
+                f"{row['id']}): events were deleted or renumbered.",
+            )
+            break
+        if row["prev_hash"] != expected_prev:
+            walk.problem = Problem(
+                "broken_link",
+                sequence,
+                row["id"],
+                f"Event #{sequence} (id {row['id']}) does not follow event #{sequence - 1}: an "
+                "event before it was deleted, inserted or moved.",
+            )
+            break
+        recomputed = event_hash(expected_prev, row, sequence)
+        if recomputed != row["hash"]:
+            walk.problem = Problem(
+                "altered",
+                sequence,
+                row["id"],
+                f"Event #{sequence} (id {row['id']}, {row['action']}) was altered: its content no "
+                "longer matches its hash.",
+            )
+            break
+        expected_prev = row["hash"]
+        expected_sequence += 1
+        walk.checked += 1
+    walk.last_sequence, walk.last_hash = expected_sequence - 1, expected_prev
+    return walk
 
 
 def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
@@ -153,42 +209,9 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
         start_sequence, expected_prev = checkpoint.sequence, checkpoint.hash
         report.checkpoint = checkpoint.sequence
     report.started_at_sequence = start_sequence
-    expected_sequence = start_sequence + 1
-    for row in _rows_from(start_sequence):
-        sequence = row["sequence"]
-        if sequence != expected_sequence:
-            report.problem = Problem(
-                "missing",
-                expected_sequence,
-                None,
-                f"Event #{expected_sequence} is missing (the chain jumps to #{sequence}, event id "
-                f"{row['id']}): events were deleted or renumbered.",
-            )
-            break
-        if row["prev_hash"] != expected_prev:
-            report.problem = Problem(
-                "broken_link",
-                sequence,
-                row["id"],
-                f"Event #{sequence} (id {row['id']}) does not follow event #{sequence - 1}: an "
-                "event before it was deleted, inserted or moved.",
-            )
-            break
-        recomputed = event_hash(expected_prev, row, sequence)
-        if recomputed != row["hash"]:
-            report.problem = Problem(
-                "altered",
-                sequence,
-                row["id"],
-                f"Event #{sequence} (id {row['id']}, {row['action']}) was altered: its content no "
-                "longer matches its hash.",
-            )
-            break
-        expected_prev = row["hash"]
-        expected_sequence += 1
-        report.checked += 1
-    report.head_sequence = expected_sequence - 1
-    report.head_hash = expected_prev
+    walk = walk_chain(start_sequence, expected_prev)
+    report.problem, report.checked = walk.problem, walk.checked
+    report.head_sequence, report.head_hash = walk.last_sequence, walk.last_hash
     if report.problem is None:
         head = AuditChainHead.objects.filter(pk=1).first()
         if head is not None and head.sequence > report.head_sequence:
@@ -236,8 +259,32 @@ def audit_head() -> dict:
     }
 
 
+def _first_sequence() -> int | None:
+    """The lowest sequence still in the table (retention removes the oldest events)."""
+    return (
+        AuditEvent.objects.filter(sequence__isnull=False)
+        .order_by("sequence")
+        .values_list("sequence", flat=True)
+        .first()
+    )
+
+
 def audit_head_check(head: dict) -> tuple[bool, str]:
-    """Is ``head`` authentic, and does the chain still contain it?"""
+    """Is ``head`` authentic, and is the chain up to it intact?
+
+    After the signature, the chain is recomputed (``walk_chain``, as
+    ``audit_verify`` does) from the first event up to the head's sequence, and
+    must end in the head's hash: an event before the head that was altered,
+    deleted, inserted or moved fails the check and is named.
+
+    The walk starts at a retention checkpoint instead only when every event up
+    to that checkpoint is gone, as retention leaves it (it deletes them in the
+    transaction that writes the checkpoint); a checkpoint row with events still
+    behind it is ignored, so it cannot hide them. The checkpoint's hash needs no
+    trust of its own: each event's hash covers its ``prev_hash``, so a walk that
+    ends in the signed hash pins it. What the database can no longer show, the
+    removed events themselves, is checked against the retention export.
+    """
     try:
         sequence, digest, at, signature = (
             int(head["sequence"]),
@@ -254,19 +301,41 @@ def audit_head_check(head: dict) -> tuple[bool, str]:
         )
     if sequence == 0:
         return True, "The head is the empty chain."
-    event = AuditEvent.objects.filter(sequence=sequence).values("hash").first()
-    if event is None:
-        checkpoint = (
-            AuditCheckpoint.objects.filter(sequence__gte=sequence).order_by("sequence").first()
+    first = _first_sequence()
+    removed = AuditCheckpoint.objects.filter(sequence__gte=sequence).order_by("sequence").first()
+    if removed is not None and (first is None or first > removed.sequence):
+        if removed.sequence == sequence and removed.hash != digest:
+            return False, f"Checkpoint #{sequence} has another hash: the history was rewritten."
+        return True, (
+            f"Event #{sequence} was removed by retention (checkpoint #{removed.sequence}, "
+            f"export {removed.export_path}); check it against that export."
         )
-        if checkpoint is not None:
-            if checkpoint.sequence == sequence and checkpoint.hash != digest:
-                return False, f"Checkpoint #{sequence} has another hash: the history was rewritten."
-            return True, (
-                f"Event #{sequence} was removed by retention (checkpoint #{checkpoint.sequence}, "
-                f"export {checkpoint.export_path}); check it against that export."
-            )
-        return False, f"Event #{sequence} is no longer in the audit log."
-    if event["hash"] != digest:
+    bound = sequence if first is None else min(sequence, first)
+    checkpoint = AuditCheckpoint.objects.filter(sequence__lt=bound).order_by("-sequence").first()
+    if checkpoint is None:
+        walk = walk_chain(0, GENESIS, until=sequence)
+        origin = "from the first event"
+    else:
+        walk = walk_chain(checkpoint.sequence, checkpoint.hash, until=sequence)
+        origin = f"after checkpoint #{checkpoint.sequence}"
+    if walk.problem is not None:
+        return False, f"The history up to #{sequence} was rewritten: {walk.problem.message}"
+    if walk.last_sequence < sequence:
+        if walk.last_sequence + 1 == sequence:
+            return False, f"Event #{sequence} is no longer in the audit log."
+        return False, (
+            f"The history up to #{sequence} was cut: events #{walk.last_sequence + 1} to "
+            f"#{sequence} are no longer in the audit log."
+        )
+    if walk.last_hash != digest:
         return False, f"Event #{sequence} now has another hash: the history was rewritten."
-    return True, f"Event #{sequence} still has this hash."
+    message = (
+        f"Event #{sequence} still has this hash, and the {walk.checked} event(s) {origin} "
+        "up to it are intact."
+    )
+    if checkpoint is not None:
+        message += (
+            f" Events up to #{checkpoint.sequence} were removed by retention: check them "
+            f"against the export {checkpoint.export_path}."
+        )
+    return True, message

@@ -108,14 +108,14 @@ def test_two_swapped_events_are_found():
     assert problem.sequence == 3 and problem.kind in ("broken_link", "altered")
 
 
-def test_an_inserted_event_is_found_even_with_a_well_formed_hash():
-    write_events()
+def insert_forged_event_after(sequence: int) -> None:
+    """Shift the later events up by one and slip a well-formed event in after ``sequence``."""
     head = AuditChainHead.objects.get().sequence
-    for sequence in range(head, 5, -1):  # make room after #5
+    for later in range(head, sequence, -1):  # make room after ``sequence``
         tamper(
-            "UPDATE registry_auditevent SET sequence = sequence + 1 WHERE sequence = %s", [sequence]
+            "UPDATE registry_auditevent SET sequence = sequence + 1 WHERE sequence = %s", [later]
         )
-    previous = AuditEvent.objects.get(sequence=5)
+    previous = AuditEvent.objects.get(sequence=sequence)
     forged = dict(
         id=10**9,
         occurred_at=previous.occurred_at,
@@ -129,7 +129,7 @@ def test_an_inserted_event_is_found_even_with_a_well_formed_hash():
         request_id="",
         client_address=None,
     )
-    digest = event_hash(previous.hash, forged, 6)
+    digest = event_hash(previous.hash, forged, sequence + 1)
     tamper(
         "INSERT INTO registry_auditevent (id, occurred_at, actor_name, action, target_type, target_id,"
         " target_repr, request_id, sequence, prev_hash, hash) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
@@ -142,11 +142,16 @@ def test_an_inserted_event_is_found_even_with_a_well_formed_hash():
             "x",
             "forged",
             "",
-            6,
+            sequence + 1,
             previous.hash,
             digest,
         ],
     )
+
+
+def test_an_inserted_event_is_found_even_with_a_well_formed_hash():
+    write_events()
+    insert_forged_event_after(5)
     problem = audit_verify().problem
     # The forged event itself chains correctly; the next real one no longer does.
     assert (problem.kind, problem.sequence) == ("broken_link", 7)
@@ -197,6 +202,95 @@ def test_head_command_prints_and_verifies(tmp_path):
     saved.write_text(json.dumps({**head, "sequence": head["sequence"] - 1}))
     with pytest.raises(CommandError):
         call_command("audit_head", "--verify", str(saved), stdout=io.StringIO())
+
+
+def save_head(tmp_path) -> str:
+    out = io.StringIO()
+    call_command("audit_head", stdout=out)
+    saved = tmp_path / "head.json"
+    saved.write_text(out.getvalue())
+    return str(saved)
+
+
+def head_verify_failure(saved: str) -> str:
+    with pytest.raises(CommandError) as failure:
+        call_command("audit_head", "--verify", saved, stdout=io.StringIO())
+    assert failure.value.returncode == 1
+    return str(failure.value)
+
+
+def test_head_verify_walks_the_chain_and_names_an_edited_earlier_event(tmp_path):
+    write_events()
+    saved = save_head(tmp_path)
+    verified = io.StringIO()
+    call_command("audit_head", "--verify", saved, stdout=verified)
+    assert "PASS" in verified.getvalue() and "from the first event" in verified.getvalue()
+    tamper("UPDATE registry_auditevent SET target_repr = 'nothing to see' WHERE sequence = 3")
+    message = head_verify_failure(saved)
+    assert message.startswith("FAIL")
+    assert f"Event #3 (id {seq_id(3)}, test.event2) was altered" in message
+
+
+def test_head_verify_names_a_deleted_earlier_event(tmp_path):
+    write_events()
+    saved = save_head(tmp_path)
+    tamper("DELETE FROM registry_auditevent WHERE sequence = 4")
+    message = head_verify_failure(saved)
+    assert "Event #4 is missing" in message and f"event id {seq_id(5)}" in message
+
+
+def test_head_verify_names_an_inserted_event(tmp_path):
+    write_events()
+    saved = save_head(tmp_path)
+    insert_forged_event_after(5)
+    message = head_verify_failure(saved)
+    # The forged #6 chains from #5; the real event after it (now #7) no longer does.
+    assert f"Event #7 (id {seq_id(7)}) does not follow event #6" in message
+
+
+def test_head_verify_names_the_first_of_the_events_cut_before_the_head(tmp_path):
+    write_events()
+    saved = save_head(tmp_path)
+    head = json.loads(open(saved).read())["sequence"]
+    write_events(2)  # later events stay: only the part up to the saved head is cut
+    tamper("DELETE FROM registry_auditevent WHERE sequence BETWEEN %s AND %s", [head - 2, head])
+    message = head_verify_failure(saved)
+    assert f"events #{head - 2} to #{head} are no longer in the audit log" in message
+
+
+def test_a_checkpoint_row_does_not_hide_edited_events_behind_it(tmp_path):
+    write_events()
+    saved = save_head(tmp_path)
+    tamper("UPDATE registry_auditevent SET after = %s WHERE sequence = 3", [json.dumps({"i": 9})])
+    third = AuditEvent.objects.get(sequence=3)
+    # A checkpoint over #3 with #3's stored hash: the walk from it alone would pass.
+    AuditCheckpoint.objects.create(
+        sequence=3, hash=third.hash, removed_before=timezone.now(), export_path="/nowhere"
+    )
+    message = head_verify_failure(saved)
+    assert f"Event #3 (id {third.pk}, test.event2) was altered" in message
+
+
+def test_head_verify_after_retention_walks_from_the_checkpoint(tmp_path):
+    from executions.services.retention import audit_retention
+
+    write_events(5)
+    before_retention = audit_head()
+    checkpoint = audit_retention(
+        before=timezone.now() + timedelta(minutes=1), export_dir=tmp_path / "exports"
+    )
+    audit_seal_all(grace=timedelta(0))
+    write_events(5)
+    ok, message = audit_head_check(before_retention)  # its event is in the export now
+    assert ok and "removed by retention" in message
+    saved = save_head(tmp_path)
+    verified = io.StringIO()
+    call_command("audit_head", "--verify", saved, stdout=verified)
+    assert f"after checkpoint #{checkpoint.sequence}" in verified.getvalue()
+    target = checkpoint.sequence + 3
+    tamper("UPDATE registry_auditevent SET action = 'x' WHERE sequence = %s", [target])
+    message = head_verify_failure(saved)
+    assert f"Event #{target} (id {seq_id(target)}, x) was altered" in message
 
 
 @PG

@@ -10,7 +10,9 @@ class Command(BaseCommand):
     help = (
         "Print the audit chain's head (sequence and hash), signed with TOOLHUB_AUDIT_SIGNING_KEY, "
         "to store outside the database. With --verify FILE_OR_JSON, check an earlier head: its "
-        "signature, and that the chain still contains it."
+        "signature, then recompute the chain from the first event (or a retention checkpoint) up "
+        "to it and name the first event that was altered, deleted, inserted or moved. Exit status "
+        "0 when the head is authentic and the chain up to it intact, 1 otherwise."
     )
 
     def add_arguments(self, parser):
