@@ -2,6 +2,7 @@
 
 Every save goes through the MCP services (audited). The auth token is
 write-only: the form never renders it, an empty field keeps the stored token.
+The stdio environment shows its names with masked values.
 "Sync tools now" runs the sync that ``executions`` registered with
 ``registry.services.mcp`` (``registry`` does not import ``executions``).
 
@@ -19,10 +20,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from registry import access
+from registry import access, crypto
 from registry.admin.mixins import PlatformAdminWritesMixin, ServiceErrorsMixin
 from registry.importers.run import import_content
 from registry.models import MCPServer
+from registry.models.mcp import env_problem
 from registry.services import mcp as services
 from toolhub.exceptions import ToolHubError
 
@@ -37,6 +39,15 @@ class MCPServerForm(forms.ModelForm):
         help_text="Bearer token, stored encrypted and never shown. Leave empty to keep it.",
     )
     clear_auth_token = forms.BooleanField(required=False, label="Remove the stored token")
+    env = forms.JSONField(
+        required=False,
+        label="Env",
+        help_text=(
+            "stdio only: environment variables of the process, as a JSON object. Values are "
+            f"stored encrypted and shown as {crypto.MASK}: leave a masked value to keep it, "
+            "type a new value to replace it, remove the name to drop the variable."
+        ),
+    )
 
     class Meta:
         model = MCPServer
@@ -63,7 +74,9 @@ class MCPServerForm(forms.ModelForm):
         # A read-only view (reviewers) has no form fields at all.
         if "auth_token" in self.fields and self.instance.pk and self.instance.has_auth_token:
             self.fields["auth_token"].widget.attrs["placeholder"] = _KEPT
-        for name in ("args", "env", "tools_allowed", "tools_denied"):
+        if "env" in self.fields and self.instance.pk:
+            self.initial.setdefault("env", self.instance.masked_env())
+        for name in ("args", "tools_allowed", "tools_denied"):
             if name in self.fields:
                 self.fields[name].required = False
 
@@ -71,6 +84,15 @@ class MCPServerForm(forms.ModelForm):
         # The model is validated by the services (with the token applied), not here:
         # ModelForm's own full_clean would not know the token that is being set.
         pass
+
+    def clean_env(self):
+        env = self.cleaned_data.get("env")
+        env = {} if env in (None, "") else env
+        stored = self.instance.stored_env() if self.instance.pk else {}
+        problem = env_problem(env, stored)
+        if problem:
+            raise forms.ValidationError(problem)
+        return env
 
     def token_change(self) -> dict:
         """The ``auth_token`` argument for the services: absent keeps the stored token."""
@@ -134,6 +156,13 @@ class MCPServerAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAd
             return f"read from ${obj.token_env_var} at call time"
         return "set (hidden)" if obj.has_auth_token else "none"
 
+    @admin.display(description="Env")
+    def env(self, obj):
+        """The read-only view's environment (reviewers): names, values masked."""
+        if obj is None or obj._state.adding or not obj.encrypted_env:
+            return "—"
+        return ", ".join(f"{name}={crypto.MASK}" for name in obj.env_names)
+
     @admin.display(description="Tools")
     def tools_link(self, obj):
         if obj is None or obj._state.adding:
@@ -154,9 +183,10 @@ class MCPServerAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAd
         data = {
             f: form.cleaned_data[f] for f in services.MCP_SERVER_FIELDS if f in form.cleaned_data
         }
-        for name, empty in (("args", []), ("env", {}), ("tools_allowed", []), ("tools_denied", [])):
+        for name, empty in (("args", []), ("tools_allowed", []), ("tools_denied", [])):
             if data.get(name) is None:
                 data[name] = empty
+        data["env"] = form.cleaned_data.get("env") or {}
         token = form.token_change()
         if change:
             original = MCPServer.objects.get(pk=obj.pk)

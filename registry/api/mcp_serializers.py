@@ -21,6 +21,9 @@ class StrictCharField(serializers.CharField):
 
 class MCPServerOutputSerializer(serializers.ModelSerializer):
     has_auth_token = serializers.BooleanField(read_only=True)
+    env = serializers.SerializerMethodField(
+        help_text="The stdio environment's names; values are write-only and shown masked."
+    )
     tool_count = serializers.SerializerMethodField()
 
     class Meta:
@@ -48,12 +51,19 @@ class MCPServerOutputSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
 
+    def get_env(self, obj) -> dict[str, str]:
+        return obj.masked_env()
+
     def get_tool_count(self, obj) -> int:
         return mcp_server_tools(obj).count()
 
 
 class MCPServerInputSerializer(StrictSerializer):
-    """``auth_token``: a new token replaces the stored one; ``null`` or ``""`` clears it; absent keeps it."""
+    """``auth_token``: a new token replaces the stored one; ``null`` or ``""`` clears it; absent keeps it.
+
+    ``env`` replaces the whole environment; its values are stored encrypted and
+    read back masked, and a masked value sent back keeps the stored one.
+    """
 
     name = serializers.CharField(max_length=40)
     description = serializers.CharField(allow_blank=True, required=False)

@@ -2,7 +2,8 @@
 
 Secrets are never exported: a secret config appears only by name under
 ``secret_configs`` (importing that keeps the stored value, or warns when there
-is none), and an MCP server's stored token only as ``auth: {type: bearer}``.
+is none), an MCP server's stored token only as ``auth: {type: bearer}`` and its
+environment's values as the mask.
 Links that are ids in the database are written as names: an MCP tool names its
 ``mcp_server`` and ``remote_tool_name`` (the ``server_id`` config and the
 ``mcp_server_id`` metadata are derived again on import).
@@ -62,8 +63,9 @@ def server_entry(server: MCPServer) -> dict[str, Any]:
         entry["command"] = server.command
         if server.args:
             entry["args"] = list(server.args)
-        if server.env:
-            entry["env"] = dict(server.env)
+        if server.encrypted_env:
+            # Values are secrets: the mask keeps a stored value on import, or is reported.
+            entry["env"] = server.masked_env()
     else:
         entry["url"] = server.url
     if server.token_env_var:

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import transaction
 
+from registry import crypto
 from registry.importers import naming
 from registry.importers.catalog_files import Parsed, check_repeats, parse_catalog, parse_single
 from registry.importers.openapi import (
@@ -196,13 +197,27 @@ def _service_problem(doc: Document, path: str, exc: ToolHubError) -> Problem:
 def _apply_server(report: ImportReport, actor, spec: ServerSpec) -> None:
     server = MCPServer.objects.filter(name=spec.name).first()
     kwargs = {} if spec.auth_token is MISSING else {"auth_token": spec.auth_token}
+    fields = dict(spec.fields)
+    if isinstance(fields.get("env"), dict):
+        # An export masks the values: the mask keeps a stored value; with none stored,
+        # the variable is left out and reported (like a secret config without a value).
+        stored = server.stored_env() if server is not None else {}
+        for name, value in list(fields["env"].items()):
+            if value == crypto.MASK and name not in stored:
+                del fields["env"][name]
+                report.warnings.append(
+                    spec.document.problem(
+                        f"{spec.path}/env/{name}",
+                        f"MCP server {spec.name}: the value of {name} is not in the file; "
+                        "set it in the admin or API",
+                        "secret_config",
+                    )
+                )
     if server is None:
-        server = mcp_services.mcp_server_create(
-            actor=actor, name=spec.name, **spec.fields, **kwargs
-        )
+        server = mcp_services.mcp_server_create(actor=actor, name=spec.name, **fields, **kwargs)
         report.add("mcp_server", spec.name, "created")
     else:
-        _update_server(report, actor, server, spec, kwargs)
+        _update_server(report, actor, server, fields, kwargs)
     if spec.needs_token and not MCPServer.objects.get(pk=server.pk).has_auth_token:
         report.warnings.append(
             spec.document.problem(
@@ -213,15 +228,17 @@ def _apply_server(report: ImportReport, actor, spec: ServerSpec) -> None:
         )
 
 
-def _update_server(report: ImportReport, actor, server: MCPServer, spec: ServerSpec, kwargs):
+def _update_server(report: ImportReport, actor, server: MCPServer, fields: dict, kwargs):
     before = mcp_services.mcp_server_snapshot(server)
-    had_token = server.encrypted_auth_token
-    updated = mcp_services.mcp_server_update(actor=actor, server=server, data=spec.fields, **kwargs)
+    had_token, had_env = server.encrypted_auth_token, server.encrypted_env
+    updated = mcp_services.mcp_server_update(actor=actor, server=server, data=fields, **kwargs)
     after = mcp_services.mcp_server_snapshot(updated)
     changes = [f"{k} changed" for k in after if after[k] != before[k] and k != "auth_token"]
     if updated.encrypted_auth_token != had_token:
         changes.append("auth token changed")
-    report.add("mcp_server", spec.name, "updated" if changes else "unchanged", changes)
+    if updated.encrypted_env != had_env and "env changed" not in changes:
+        changes.append("env changed")
+    report.add("mcp_server", server.name, "updated" if changes else "unchanged", changes)
 
 
 # --------------------------------------------------------------------------- tools

@@ -56,6 +56,25 @@ def token_env_var_problem(name: str) -> str | None:
     return None
 
 
+def env_problem(env: Any, stored: dict[str, str] | None = None) -> str | None:
+    """Why ``env`` cannot be a server's environment, or None. ``stored``: the current one
+    (a masked value keeps a stored value, so it must name a stored variable)."""
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        return "Must be an object whose values are strings."
+    bad = sorted(k for k in env if not _ENV_VAR_RE.match(k))
+    if bad:
+        return f"Keys must be environment variable names (not {', '.join(bad)})."
+    kept = sorted(k for k, v in env.items() if v == crypto.MASK and k not in (stored or {}))
+    if kept:
+        return (
+            f"{', '.join(kept)}: {crypto.MASK} keeps a stored value, but none is stored; "
+            "give the value."
+        )
+    return None
+
+
 def _string_list_errors(value: Any) -> str | None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return "Must be a list of strings."
@@ -104,11 +123,10 @@ class MCPServer(models.Model):
         help_text="Executable for stdio; it must be listed in TOOLHUB_MCP_STDIO_COMMANDS.",
     )
     args = models.JSONField(default=list, blank=True, help_text="List of strings (stdio).")
-    env = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text="Environment of the stdio process: an object of strings (not secret).",
-    )
+    # The stdio process's extra environment: one encrypted JSON object. Its values
+    # often are credentials (a vendor's access token), so they are write-only like
+    # the auth token; the names are shown.
+    encrypted_env = models.TextField(blank=True, default="")
     encrypted_auth_token = models.TextField(blank=True, default="")
     token_env_var = models.CharField(
         max_length=128,
@@ -165,6 +183,32 @@ class MCPServer(models.Model):
             return None
         return crypto.decrypt_json(self.encrypted_auth_token)
 
+    # The stdio environment: names visible, values write-only.
+
+    def stored_env(self) -> dict[str, str]:
+        """The decrypted environment. Only the connection spec (and change checks) read this."""
+        if not self.encrypted_env:
+            return {}
+        return crypto.decrypt_json(self.encrypted_env)
+
+    @property
+    def env_names(self) -> list[str]:
+        return sorted(self.stored_env())
+
+    def masked_env(self) -> dict[str, str]:
+        """What people and the audit log see: each name with the mask for its value."""
+        return {name: crypto.MASK for name in self.env_names}
+
+    def set_env(self, env: dict[str, str]) -> list[str]:
+        """Store ``env`` (already validated); return the names whose value was added,
+        changed or removed. The mask as a value keeps that variable's stored value."""
+        old = self.stored_env()
+        new = {name: old[name] if value == crypto.MASK else value for name, value in env.items()}
+        changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
+        if changed:
+            self.encrypted_env = crypto.encrypt_json(new) if new else ""
+        return changed
+
     @property
     def endpoint(self) -> str:
         """Where the server is, for people: the URL or the command line."""
@@ -193,13 +237,6 @@ class MCPServer(models.Model):
             problem = _string_list_errors(getattr(self, field))
             if problem:
                 errors[field] = problem
-        env = self.env
-        if not isinstance(env, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
-        ):
-            errors["env"] = "Must be an object whose values are strings."
-        elif any(not _ENV_VAR_RE.match(k) for k in env):
-            errors["env"] = "Keys must be environment variable names."
         if self.token_env_var and self.encrypted_auth_token:
             both = (
                 "Use either a stored auth token or token_env_var, not both (clear the token first)."

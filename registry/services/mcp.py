@@ -24,7 +24,7 @@ from django.db.models import QuerySet
 
 from registry import crypto
 from registry.models import MCPServer, Tool
-from registry.models.mcp import token_env_var_problem
+from registry.models.mcp import env_problem, token_env_var_problem
 from registry.models.tools import ToolType
 from registry.services.audit import audit_record
 from registry.services.tools import tool_update
@@ -38,7 +38,6 @@ MCP_SERVER_FIELDS = (
     "url",
     "command",
     "args",
-    "env",
     "token_env_var",
     "tools_allowed",
     "tools_denied",
@@ -63,6 +62,7 @@ class MCPServerUnavailable(ToolHubError):
 def mcp_server_snapshot(server: MCPServer) -> dict[str, Any]:
     data = {field: getattr(server, field) for field in MCP_SERVER_FIELDS}
     data["id"] = str(server.pk)
+    data["env"] = server.masked_env()
     data["auth_token"] = crypto.MASK if server.has_auth_token else None
     return data
 
@@ -117,16 +117,32 @@ def _check_token(token: Any) -> None:
         raise_invalid([{"field": "auth_token", "message": "Must be a string.", "code": "invalid"}])
 
 
+def _apply_env(server: MCPServer, env: Any) -> list[str]:
+    """Validate and store ``env`` (``None`` clears it); the names whose value changed."""
+    env = {} if env is None else env
+    problem = env_problem(env, server.stored_env())
+    if problem:
+        raise_invalid([{"field": "env", "message": problem, "code": "invalid"}])
+    return server.set_env(env)
+
+
 @transaction.atomic
 def mcp_server_create(
-    *, actor, name: str, auth_token: str | None = None, **fields: Any
+    *,
+    actor,
+    name: str,
+    auth_token: str | None = None,
+    env: dict[str, str] | None = None,
+    **fields: Any,
 ) -> MCPServer:
+    """Register a server. ``auth_token`` and the values of ``env`` are stored encrypted."""
     unknown = set(fields) - set(MCP_SERVER_FIELDS)
     if unknown:
         raise TypeError(f"unknown MCP server fields: {sorted(unknown)}")
     _check_token(auth_token)
     server = MCPServer(name=name, **fields)
     server.set_auth_token(auth_token)
+    _apply_env(server, env)
     full_clean(server)
     _unique_or_conflict(name)
     _save(server)
@@ -145,9 +161,14 @@ def mcp_server_update(
 ) -> MCPServer:
     """Change fields; ``auth_token`` replaces the stored token (``None`` or ``""`` clears it).
 
-    Disabling the server deactivates its tools. A rename reaches the tools'
-    names at the next sync (they are tied to the server by id).
+    ``env`` in ``data`` replaces the whole environment; a value equal to the
+    mask keeps that variable's stored value (so what a read shows can be sent
+    back). Disabling the server deactivates its tools. A rename reaches the
+    tools' names at the next sync (they are tied to the server by id).
     """
+    data = dict(data)
+    env_given = "env" in data
+    env = data.pop("env", None)
     unknown = set(data) - set(MCP_SERVER_FIELDS)
     if unknown:
         raise TypeError(f"unknown MCP server fields: {sorted(unknown)}")
@@ -156,6 +177,7 @@ def mcp_server_update(
     old_token = server.encrypted_auth_token
     for field, value in data.items():
         setattr(server, field, value)
+    env_changed = _apply_env(server, env) if env_given else []
     token_changed = False
     if auth_token is not _UNSET:
         _check_token(auth_token)
@@ -170,12 +192,14 @@ def mcp_server_update(
     if server.name != before["name"]:
         _unique_or_conflict(server.name, exclude_pk=server.pk)
     after = mcp_server_snapshot(server)
-    if after == before and not token_changed:
+    if after == before and not token_changed and not env_changed:
         return server
     _save(server)
     if token_changed:
         # Both snapshots show only the mask; say that the token itself changed.
         after["auth_token_changed"] = True
+    if env_changed:
+        after["env_changed"] = env_changed  # names only, never values
     audit_record(
         actor=actor, action="mcp_server.updated", target=server, before=before, after=after
     )
@@ -242,9 +266,7 @@ def mcp_server_spec(server: MCPServer) -> dict[str, Any]:
         "auth_token": mcp_server_token(server),
     }
     if server.transport == "stdio":
-        spec.update(
-            command=server.command, args=list(server.args or []), env=dict(server.env or {})
-        )
+        spec.update(command=server.command, args=list(server.args or []), env=server.stored_env())
     else:
         spec["url"] = server.url
     return spec

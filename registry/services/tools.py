@@ -595,9 +595,9 @@ def config_delete(*, actor, config: ToolConfig) -> None:
 def secrets_reencrypt() -> int:
     """Re-encrypt every stored secret under the primary key (after a key rotation).
 
-    Secret configs, MCP servers' bearer tokens, agents' webhook secrets and the
-    sealed per-call secrets of calls not yet run (a call waiting for approval
-    must still run once the old key is gone).
+    Secret configs, MCP servers' bearer tokens and stdio environments, agents'
+    webhook secrets and the sealed per-call secrets of calls not yet run (a
+    call waiting for approval must still run once the old key is gone).
     """
     from executions.models import Execution
     from registry import crypto
@@ -606,6 +606,7 @@ def secrets_reencrypt() -> int:
     places = [
         ("secret configs", ToolConfig.objects.filter(is_secret=True), "encrypted_value"),
         ("MCP server tokens", MCPServer.objects.all(), "encrypted_auth_token"),
+        ("MCP server environments", MCPServer.objects.all(), "encrypted_env"),
         ("agent webhook secrets", Agent.objects.all(), "webhook_secret"),
         ("sealed call secrets", Execution.objects.all(), "sealed_secrets"),
     ]

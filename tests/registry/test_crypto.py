@@ -72,6 +72,7 @@ def test_rotation_covers_every_stored_secret(settings, django_user_model):
     tool = ToolFactory()
     server = MCPServer(name="rot", transport="http", url="https://mcp.example/mcp")
     server.set_auth_token("mcp-token-canary")
+    server.set_env({"VENDOR_TOKEN": "env-canary"})
     server.save()
     owner = django_user_model.objects.create(username="rot-owner")
     agent_user = django_user_model.objects.create(username="agent.rot")
@@ -93,6 +94,7 @@ def test_rotation_covers_every_stored_secret(settings, django_user_model):
     settings.TOOLHUB_ENCRYPTION_KEYS = [new_key]  # the old key is gone
 
     assert MCPServer.objects.get(pk=server.pk).stored_auth_token() == "mcp-token-canary"
+    assert MCPServer.objects.get(pk=server.pk).stored_env() == {"VENDOR_TOKEN": "env-canary"}
     assert crypto.decrypt_json(Agent.objects.get(pk=agent.pk).webhook_secret) == "hook"
     sealed = Execution.objects.get(pk=pending.pk).sealed_secrets
     assert crypto.decrypt_json(sealed) == {"token": "per-call"}

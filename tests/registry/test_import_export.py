@@ -161,7 +161,7 @@ def test_mcp_yml_creates_servers():
     assert github.tools_allowed == ["search_repositories", "get_issue"]
     local = MCPServer.objects.get(name="local_files")
     assert local.transport == "stdio"
-    assert local.args == ["--root", "/srv/data"] and local.env == {"LOG_LEVEL": "warning"}
+    assert local.args == ["--root", "/srv/data"] and local.stored_env() == {"LOG_LEVEL": "warning"}
     assert [(p.path, p.line) for p in report.unknown_keys] == [("/mcp_servers/1/region", 14)]
     assert run("mcp.yml").counts()["unchanged"] == 2
 
@@ -442,7 +442,12 @@ def test_export_rebuilds_the_same_catalog_elsewhere():
     # The secret's value never left: the key is reported as needing a value.
     assert any("api_key has no value" in p.message for p in report.warnings)
     assert any("vault needs a bearer token" in p.message for p in report.warnings)
+    # Nor did the stdio environment's values: the variable is reported, not set to the mask.
+    (env_warning,) = [p for p in report.warnings if "/env/" in p.path]
+    assert env_warning.path.endswith("/env/LOG_LEVEL") and "set it" in env_warning.message
+    assert MCPServer.objects.get(name="local_files").stored_env() == {}
     before["fx_convert"]["secrets"] = []
+    before["server:local_files"]["env"] = {}
     assert after == before
 
 

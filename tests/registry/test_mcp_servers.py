@@ -270,6 +270,55 @@ def test_stdio_server_and_duplicate_name(staff_client):
     assert again.json()["error"]["code"] == "duplicate_name"
 
 
+ENV_CANARY = f"env-canary-{uuid.uuid4().hex}"
+
+
+def test_stdio_environment_values_are_write_only_and_encrypted(staff_client, reviewer_client):
+    data = payload(name="local", transport="stdio", url="", command="/usr/bin/mcp-local")
+    del data["auth_token"]
+    data["env"] = {"VENDOR_TOKEN": ENV_CANARY, "LOG_LEVEL": "debug"}
+    response = staff_client.post(LIST, data, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["env"] == {"LOG_LEVEL": "********", "VENDOR_TOKEN": "********"}
+    server = MCPServer.objects.get(name="local")
+    assert ENV_CANARY not in server.encrypted_env  # stored encrypted
+    assert services.mcp_server_spec(server)["env"]["VENDOR_TOKEN"] == ENV_CANARY
+
+    read = reviewer_client.get(detail(server))
+    assert read.status_code == 200 and ENV_CANARY not in read.content.decode()
+    listed = staff_client.get(LIST)
+    assert ENV_CANARY not in listed.content.decode()
+
+    # What a read shows can be sent back: the masks keep the stored values, nothing changes.
+    events = AuditEvent.objects.count()
+    body = {k: v for k, v in read.json().items() if k in data or k == "env"}
+    again = staff_client.put(detail(server), {**data, "env": body["env"]}, format="json")
+    assert again.status_code == 200, again.content
+    assert services.mcp_server_spec(server)["env"]["VENDOR_TOKEN"] == ENV_CANARY
+    assert AuditEvent.objects.count() == events
+
+    # A new value replaces one variable; the audit names it, never its value.
+    changed = staff_client.patch(
+        detail(server),
+        {"env": {"VENDOR_TOKEN": "rotated-value", "LOG_LEVEL": "********"}},
+        format="json",
+    )
+    assert changed.status_code == 200, changed.content
+    spec_env = services.mcp_server_spec(MCPServer.objects.get(pk=server.pk))["env"]
+    assert spec_env == {"VENDOR_TOKEN": "rotated-value", "LOG_LEVEL": "debug"}
+    event = AuditEvent.objects.filter(action="mcp_server.updated").latest("id")
+    assert event.after["env_changed"] == ["VENDOR_TOKEN"]
+    assert ENV_CANARY not in audit_text() and "rotated-value" not in audit_text()
+
+    # The mask for a variable that has no stored value is refused, naming it.
+    refused = staff_client.patch(detail(server), {"env": {"NEW_ONE": "********"}}, format="json")
+    assert refused.status_code == 400
+    assert "NEW_ONE" in refused.json()["error"]["details"][0]["message"]
+    dropped = staff_client.patch(detail(server), {"env": {}}, format="json")
+    assert dropped.status_code == 200 and dropped.json()["env"] == {}
+    assert MCPServer.objects.get(pk=server.pk).encrypted_env == ""
+
+
 def test_deleting_a_server_deactivates_its_tools(staff_client, server):
     tool = synced_tool(server, "lookup")
     other = tool_upsert(actor=None, name="unrelated", type="http").tool
@@ -391,6 +440,34 @@ def test_admin_token_is_write_only(admin_client):
     assert filtered.status_code == 200
     assert CANARY not in audit_text()
     assert AuditEvent.objects.filter(action="mcp_server.created", actor__isnull=False).exists()
+
+
+def test_admin_shows_environment_names_and_keeps_masked_values(admin_client, reviewer_user):
+    add = reverse("admin:registry_mcpserver_add")
+    form = admin_form(
+        transport="stdio", url="", command="/usr/bin/mcp-local", env=json.dumps({"K_TOKEN": CANARY})
+    )
+    assert admin_client.post(add, form).status_code == 302
+    server = MCPServer.objects.get(name="wiki")
+    assert server.stored_env() == {"K_TOKEN": CANARY}
+    change = reverse("admin:registry_mcpserver_change", args=[server.pk])
+    page = admin_client.get(change).content.decode()
+    assert "K_TOKEN" in page and CANARY not in page
+
+    # Saving the form as shown (masked) keeps the value; a new name with a value adds one.
+    masked = json.dumps({"K_TOKEN": "********", "EXTRA": "x"})
+    response = admin_client.post(change, {**form, "env": masked})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert MCPServer.objects.get(pk=server.pk).stored_env() == {"K_TOKEN": CANARY, "EXTRA": "x"}
+    bad = admin_client.post(change, {**form, "env": json.dumps({"NOPE": "********"})})
+    assert bad.status_code == 200 and "NOPE" in bad.content.decode()
+
+    reviewer = Client()
+    reviewer.force_login(reviewer_user)
+    view = reviewer.get(change)
+    assert view.status_code == 200 and CANARY not in view.content.decode()
+    assert "K_TOKEN=********" in view.content.decode()
+    assert CANARY not in audit_text()
 
 
 def test_admin_validation_error_is_shown_not_500(admin_client):
