@@ -1,1 +1,1 @@
-from registry.admin import access, audit, limits, mcp, tools  # noqa: F401
+from registry.admin import access, audit, limits, mcp, tools, users  # noqa: F401

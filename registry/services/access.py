@@ -295,33 +295,31 @@ def _roles(role_ids: Iterable) -> list[Group]:
     return roles
 
 
+def audit_membership(actor, target, *, added: Iterable, removed: Iterable) -> None:
+    """Record roles ``target`` (an agent or a person) gained and lost; by role or name."""
+
+    def as_role(role) -> Group:
+        return role if isinstance(role, Group) else Group.objects.get(name=role)
+
+    for action, roles, key in (
+        ("role.member_added", added, "after"),
+        ("role.member_removed", removed, "before"),
+    ):
+        for role in sorted((as_role(r) for r in roles), key=lambda r: r.name):
+            member = {
+                "role": role.name,
+                "member": str(target),
+                "member_type": target._meta.label_lower,
+            }
+            audit_record(actor=actor, action=action, target=role, **{key: member})
+
+
 def _set_membership(actor, user, roles: list[Group], *, target) -> None:
     current = set(user.groups.all())
     wanted = set(roles)
-    for role in sorted(wanted - current, key=lambda r: r.name):
-        user.groups.add(role)
-        audit_record(
-            actor=actor,
-            action="role.member_added",
-            target=role,
-            after={
-                "role": role.name,
-                "member": str(target),
-                "member_type": target._meta.label_lower,
-            },
-        )
-    for role in sorted(current - wanted, key=lambda r: r.name):
-        user.groups.remove(role)
-        audit_record(
-            actor=actor,
-            action="role.member_removed",
-            target=role,
-            before={
-                "role": role.name,
-                "member": str(target),
-                "member_type": target._meta.label_lower,
-            },
-        )
+    user.groups.add(*(wanted - current))
+    user.groups.remove(*(current - wanted))
+    audit_membership(actor, target, added=wanted - current, removed=current - wanted)
     for cached in ("_toolhub_roles", "_toolhub_all_tools"):
         if hasattr(user, cached):
             delattr(user, cached)
@@ -516,6 +514,7 @@ __all__ = [
     "REVIEWER_PERMISSIONS",
     "agent_create",
     "agent_update",
+    "audit_membership",
     "grant_create",
     "grant_revoke",
     "role_create",

@@ -1,0 +1,110 @@
+"""People in the admin (Django's Users page), with every change in the audit log.
+
+Django's own user admin writes only its LogEntry, which anyone with database
+access can edit; a governance trail must also show who made whom a superuser,
+who changed a password (never the hash), which roles a person gained or lost
+and who deleted an account. Role changes are recorded as the same
+``role.member_added`` / ``role.member_removed`` events the API and the agent
+pages write, so one filter finds them all.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
+
+from registry.services import access as services
+from registry.services.audit import audit_record
+
+User = get_user_model()
+
+_BEFORE = "_toolhub_user_before"
+
+
+def user_snapshot(user) -> dict:
+    """What the trail keeps of a person: flags, roles and direct rights; never the password."""
+    return {
+        "username": user.get_username(),
+        "email": getattr(user, "email", ""),
+        "first_name": getattr(user, "first_name", ""),
+        "last_name": getattr(user, "last_name", ""),
+        "is_active": user.is_active,
+        "is_staff": user.is_staff,
+        "is_superuser": user.is_superuser,
+        "roles": sorted(user.groups.values_list("name", flat=True)),
+        "permissions": sorted(
+            f"{app}.{codename}"
+            for app, codename in user.user_permissions.values_list(
+                "content_type__app_label", "codename"
+            )
+        ),
+        "has_usable_password": user.has_usable_password(),
+    }
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class AuditedUserAdmin(UserAdmin):
+    def save_model(self, request, obj, form, change):
+        before = user_snapshot(User.objects.get(pk=obj.pk)) if change else None
+        setattr(request, _BEFORE, before)
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        user = form.instance
+        before = getattr(request, _BEFORE, None)
+        after = user_snapshot(user)
+        roles_before = set(before["roles"]) if before else set()
+        services.audit_membership(
+            request.user,
+            user,
+            added=set(after["roles"]) - roles_before,
+            removed=roles_before - set(after["roles"]),
+        )
+        if before is None:
+            audit_record(actor=request.user, action="user.created", target=user, after=after)
+            return
+        changed = sorted(k for k in after if after[k] != before[k] and k != "roles")
+        if changed:  # roles alone: the membership events say it all
+            audit_record(
+                actor=request.user,
+                action="user.updated",
+                target=user,
+                before=before,
+                after={**after, "changed": changed},
+            )
+
+    def user_change_password(self, request, id, form_url=""):
+        with transaction.atomic():
+            response = super().user_change_password(request, id, form_url)
+            if request.method == "POST" and response.status_code == 302:
+                user = User.objects.get(pk=id)
+                audit_record(
+                    actor=request.user,
+                    action="user.password_changed",
+                    target=user,
+                    after={"has_usable_password": user.has_usable_password()},
+                )
+        return response
+
+    def delete_model(self, request, obj):
+        snapshot, target_id, target_repr = user_snapshot(obj), str(obj.pk), str(obj)
+        super().delete_model(request, obj)
+        audit_record(
+            actor=request.user,
+            action="user.deleted",
+            target_type=User._meta.label_lower,
+            target_id=target_id,
+            target_repr=target_repr,
+            before=snapshot,
+        )
+
+    def delete_queryset(self, request, queryset):
+        for user in queryset:
+            self.delete_model(request, user)

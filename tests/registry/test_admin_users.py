@@ -1,0 +1,107 @@
+"""Django's Users page: every change a superuser makes there is in the audit trail."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+
+from registry.models import AuditEvent
+from tests.conftest import make_role
+from tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+User = get_user_model()
+
+
+@pytest.fixture
+def admin_client(superuser) -> Client:
+    client = Client()
+    client.force_login(superuser)
+    return client
+
+
+def change_form(user, **overrides) -> dict:
+    data = {
+        "username": user.username,
+        "first_name": user.first_name,
+        "last_name": user.last_name,
+        "email": user.email,
+        "is_active": "on" if user.is_active else "",
+        "is_staff": "on" if user.is_staff else "",
+        "is_superuser": "on" if user.is_superuser else "",
+        "groups": [str(g) for g in user.groups.values_list("pk", flat=True)],
+        "user_permissions": [],
+        "last_login_0": "",
+        "last_login_1": "",
+        "date_joined_0": "2026-01-01",
+        "date_joined_1": "00:00:00",
+    }
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v != ""}
+
+
+def test_making_someone_a_superuser_and_giving_roles_is_audited(admin_client, superuser):
+    carol = make_user("carol")
+    approvers = make_role("approvers")
+    url = reverse("admin:auth_user_change", args=[carol.pk])
+    response = admin_client.post(
+        url, change_form(carol, is_staff="on", is_superuser="on", groups=[str(approvers.pk)])
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+
+    updated = AuditEvent.objects.get(action="user.updated", target_id=str(carol.pk))
+    assert updated.actor_id == superuser.pk
+    assert updated.before["is_superuser"] is False and updated.after["is_superuser"] is True
+    assert updated.after["changed"] == ["is_staff", "is_superuser"]
+    added = AuditEvent.objects.get(action="role.member_added", target_id=str(approvers.pk))
+    assert added.after["member"] == "carol" and added.after["member_type"] == "auth.user"
+
+    # Taking the role away is recorded too; an unchanged save records nothing.
+    carol.refresh_from_db()
+    admin_client.post(url, change_form(carol, groups=[]))
+    assert AuditEvent.objects.filter(action="role.member_removed").count() == 1
+    carol.refresh_from_db()
+    events = AuditEvent.objects.count()
+    assert admin_client.post(url, change_form(carol)).status_code == 302
+    assert AuditEvent.objects.count() == events
+
+
+def test_password_change_is_audited_without_the_hash(admin_client):
+    dave = make_user("dave")
+    url = reverse("admin:auth_user_password_change", args=[dave.pk])
+    secret = "N3w-pass-phrase-for-dave"
+    response = admin_client.post(
+        url, {"password1": secret, "password2": secret, "usable_password": "true"}
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    event = AuditEvent.objects.get(action="user.password_changed", target_id=str(dave.pk))
+    dave.refresh_from_db()
+    text = json.dumps([event.before, event.after, event.target_repr])
+    assert secret not in text and dave.password not in text
+
+
+def test_creating_and_deleting_a_user_is_audited(admin_client):
+    add = reverse("admin:auth_user_add")
+    response = admin_client.post(
+        add,
+        {
+            "username": "erin",
+            "password1": "Erin-pass-phrase-123",
+            "password2": "Erin-pass-phrase-123",
+            "usable_password": "true",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    erin = User.objects.get(username="erin")
+    created = AuditEvent.objects.get(action="user.created", target_id=str(erin.pk))
+    assert created.after["username"] == "erin" and "password" not in created.after
+
+    delete = reverse("admin:auth_user_delete", args=[erin.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 302
+    deleted = AuditEvent.objects.get(action="user.deleted", target_id=str(erin.pk))
+    assert deleted.before["username"] == "erin"
+    assert not User.objects.filter(username="erin").exists()
