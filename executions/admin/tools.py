@@ -7,9 +7,7 @@ import uuid
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
@@ -78,9 +76,10 @@ class ToolAdminWithTestRun(ToolAdmin):
             tool_id = uuid.UUID(object_id)
         except ValueError:  # the route takes any path, as the admin's own change URL does
             raise Http404(f"No tool with id '{object_id}'.") from None
-        tool = get_object_or_404(Tool, pk=tool_id)
-        if not access.can(request.user, Action.READ, tool):
-            raise DjangoPermissionDenied
+        tool = Tool.objects.filter(pk=tool_id).first()
+        if tool is None or not access.can(request.user, Action.READ, tool):
+            # As everywhere else: a tool the user may not read does not exist for them.
+            raise Http404(f"No tool with id '{object_id}'.")
         form = TestRunForm(request.POST or None)
         execution = None
         error = None
