@@ -42,12 +42,33 @@ class AgentForm(forms.ModelForm):
         widget=admin.widgets.FilteredSelectMultiple("roles", is_stacked=False),
     )
 
+    webhook_url = forms.URLField(
+        required=False,
+        max_length=200,
+        assume_scheme="https",
+        help_text=Agent._meta.get_field("webhook_url").help_text,
+    )
+    webhook_secret = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text=(
+            "Signing secret of the webhook (at least 16 characters), stored encrypted and never "
+            "shown. Leave empty to keep the stored one."
+        ),
+    )
+    clear_webhook_secret = forms.BooleanField(
+        required=False, label="Remove the webhook and its secret"
+    )
+
     class Meta:
         model = Agent
-        fields = ["name", "owner", "description", "is_active", "roles"]
+        fields = ["name", "owner", "description", "is_active", "roles", "webhook_url"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if "webhook_secret" in self.fields and self.instance.webhook_secret:
+            self.fields["webhook_secret"].widget.attrs["placeholder"] = "•••••••• (stored)"
         # View-only users get a form without editable fields.
         if "roles" in self.fields and not self.instance._state.adding:
             self.fields["roles"].initial = list(self.instance.user.groups.all())
@@ -56,13 +77,37 @@ class AgentForm(forms.ModelForm):
         if "owner" in self.fields:
             self.fields["owner"].queryset = self.fields["owner"].queryset.filter(agent__isnull=True)
 
+    def clean(self):
+        data = super().clean()
+        if data.get("clear_webhook_secret"):
+            data["webhook_url"], data["webhook_secret"] = "", ""
+        secret = data.get("webhook_secret") or None
+        has_secret = bool(self.instance.webhook_secret) and not data.get("clear_webhook_secret")
+        problems = services.webhook_problems(
+            data.get("webhook_url") or "", secret=secret, has_secret=has_secret
+        )
+        for field, message in problems.items():
+            self.add_error(field, message)
+        return data
+
+    def webhook_change(self) -> dict:
+        """The webhook fields for the services: an empty secret field keeps the stored one."""
+        data = {"webhook_url": self.cleaned_data.get("webhook_url") or ""}
+        if self.cleaned_data.get("clear_webhook_secret"):
+            data["webhook_secret"] = None
+        elif self.cleaned_data.get("webhook_secret"):
+            data["webhook_secret"] = self.cleaned_data["webhook_secret"]
+        return data
+
 
 class AgentViewForm(forms.ModelForm):
     """The agent page for those who may only view it."""
 
+    webhook_url = forms.URLField(required=False, assume_scheme="https")
+
     class Meta:
         model = Agent
-        fields = ["name", "owner", "description", "is_active"]
+        fields = ["name", "owner", "description", "is_active", "webhook_url"]
 
 
 @admin.register(Agent)
@@ -132,6 +177,7 @@ class AgentAdmin(admin.ModelAdmin):
                     "is_active": data["is_active"],
                     "owner": data["owner"],
                     "role_ids": role_ids,
+                    **form.webhook_change(),
                 },
             )
         else:
@@ -142,6 +188,7 @@ class AgentAdmin(admin.ModelAdmin):
                 description=data["description"],
                 is_active=data["is_active"],
                 role_ids=role_ids,
+                **form.webhook_change(),
             )
             obj.pk, obj.user_id = created.pk, created.user_id
             obj._state.adding = False

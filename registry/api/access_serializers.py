@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import Group
 from rest_framework import serializers
 
+from registry.api.mcp_serializers import StrictCharField
 from registry.formats import FORMATS
 from registry.models import Action, Agent, ApiToken, ToolGrant
 from toolhub.api.serializers import StrictSerializer
@@ -46,6 +47,7 @@ class AgentOutputSerializer(serializers.ModelSerializer):
     owner_id = serializers.IntegerField()
     roles = serializers.SerializerMethodField()
     role_ids = serializers.SerializerMethodField()
+    has_webhook_secret = serializers.SerializerMethodField()
 
     class Meta:
         model = Agent
@@ -58,9 +60,14 @@ class AgentOutputSerializer(serializers.ModelSerializer):
             "is_active",
             "roles",
             "role_ids",
+            "webhook_url",
+            "has_webhook_secret",
             "created_at",
             "updated_at",
         ]
+
+    def get_has_webhook_secret(self, obj) -> bool:
+        return bool(obj.webhook_secret)
 
     def _roles(self, obj):
         return sorted(obj.user.groups.all(), key=lambda g: g.name)
@@ -72,6 +79,29 @@ class AgentOutputSerializer(serializers.ModelSerializer):
         return [g.pk for g in self._roles(obj)]
 
 
+def webhook_url_field() -> serializers.CharField:
+    return StrictCharField(
+        allow_blank=True,
+        max_length=200,
+        required=False,
+        help_text="POSTed (signed) when a call of this agent that waited for approval ends.",
+    )
+
+
+def webhook_secret_field() -> serializers.CharField:
+    return StrictCharField(
+        write_only=True,
+        allow_null=True,
+        allow_blank=True,
+        required=False,
+        trim_whitespace=False,
+        help_text=(
+            "Signing secret of the webhook (at least 16 characters); stored encrypted, never "
+            "shown. Null or empty removes it; absent keeps it."
+        ),
+    )
+
+
 class AgentInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     owner = serializers.CharField(
@@ -80,6 +110,8 @@ class AgentInputSerializer(StrictSerializer):
     description = serializers.CharField(allow_blank=True, required=False, default="")
     role_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
     is_active = serializers.BooleanField(required=False, default=True)
+    webhook_url = webhook_url_field()
+    webhook_secret = webhook_secret_field()
 
 
 class AgentUpdateSerializer(StrictSerializer):
@@ -87,6 +119,8 @@ class AgentUpdateSerializer(StrictSerializer):
     description = serializers.CharField(allow_blank=True, required=False)
     role_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
     is_active = serializers.BooleanField(required=False)
+    webhook_url = webhook_url_field()
+    webhook_secret = webhook_secret_field()
 
 
 class TokenOutputSerializer(serializers.ModelSerializer):

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from registry import crypto
 from registry.access import CODENAMES
 from registry.models import (
     Action,
@@ -255,8 +256,65 @@ def agent_snapshot(agent: Agent) -> dict:
         "owner": agent.owner.username,
         "description": agent.description,
         "is_active": agent.is_active,
+        "webhook_url": agent.webhook_url,
+        "has_webhook_secret": bool(agent.webhook_secret),
         "roles": sorted(agent.user.groups.values_list("name", flat=True)),
     }
+
+
+WEBHOOK_SECRET_MIN_CHARS = 16
+
+
+def webhook_problems(url: str, *, secret: str | None, has_secret: bool) -> dict[str, str]:
+    """What is wrong with an agent's webhook (field → message); ``secret``: a new one, if given.
+
+    A webhook must be an http(s) URL and have a signing secret, so the
+    receiver can tell ToolHub's POSTs from anyone else's.
+    """
+    problems: dict[str, str] = {}
+    if secret and len(secret) < WEBHOOK_SECRET_MIN_CHARS:
+        problems["webhook_secret"] = (
+            f"Use at least {WEBHOOK_SECRET_MIN_CHARS} characters (a random string)."
+        )
+    if url:
+        if not url.lower().startswith(("https://", "http://")):
+            problems["webhook_url"] = "Give an http:// or https:// URL."
+        elif not secret and not has_secret and "webhook_secret" not in problems:
+            missing = (
+                "A webhook needs a signing secret: receivers check X-ToolHub-Signature with it."
+            )
+            problems["webhook_secret"] = missing
+    return problems
+
+
+def _apply_webhook(agent: Agent, data: dict) -> bool:
+    """Set ``webhook_url`` / ``webhook_secret`` from ``data``; True when the secret changed.
+
+    An empty or null ``webhook_secret`` removes the stored secret; absent keeps it.
+    """
+    if "webhook_url" in data:
+        agent.webhook_url = data["webhook_url"] or ""
+    secret = data.get("webhook_secret")
+    if secret is not None and not isinstance(secret, str):
+        raise_invalid(
+            [{"field": "webhook_secret", "message": "Must be a string.", "code": "invalid"}]
+        )
+    clearing = "webhook_secret" in data and not secret
+    problems = webhook_problems(
+        agent.webhook_url, secret=secret, has_secret=bool(agent.webhook_secret) and not clearing
+    )
+    if problems:
+        raise_invalid([{"field": f, "message": m, "code": "invalid"} for f, m in problems.items()])
+    if clearing:
+        changed = bool(agent.webhook_secret)
+        agent.webhook_secret = ""
+        return changed
+    if secret:
+        changed = not agent.webhook_secret or crypto.decrypt_json(agent.webhook_secret) != secret
+        if changed:
+            agent.webhook_secret = crypto.encrypt_json(secret)
+        return changed
+    return False
 
 
 # auth_group.id is a 32-bit integer on PostgreSQL: no role has an id beyond it.
@@ -334,10 +392,14 @@ def agent_create(
     description: str = "",
     role_ids: Iterable = (),
     is_active: bool = True,
+    webhook_url: str = "",
+    webhook_secret: str | None = None,
 ) -> Agent:
+    """Create an agent and its user. ``webhook_secret`` is stored encrypted and never shown."""
     User = get_user_model()
     roles = _roles(role_ids)
     agent = Agent(name=name, owner=owner, description=description, is_active=is_active)
+    _apply_webhook(agent, {"webhook_url": webhook_url, "webhook_secret": webhook_secret})
     full_clean(agent, exclude=["user", "owner"])
     username = f"agent.{name}"[:150]
     if Agent.objects.filter(name=name).exists() or User.objects.filter(username=username).exists():
@@ -363,17 +425,20 @@ def agent_update(*, actor, agent: Agent, data: dict) -> Agent:
     for field in ("description", "is_active", "owner"):
         if field in data:
             setattr(agent, field, data[field])
+    secret_changed = _apply_webhook(agent, data)
     full_clean(agent, exclude=["user", "owner", "name"])
     agent.save()
     if "role_ids" in data:
         _set_membership(actor, agent.user, _roles(data["role_ids"]), target=agent)
     after = agent_snapshot(agent)
-    if {k: v for k, v in after.items() if k != "roles"} != {
+    if secret_changed or {k: v for k, v in after.items() if k != "roles"} != {
         k: v for k, v in before.items() if k != "roles"
     }:
         action = "agent.updated"
         if set(data) == {"is_active"}:
             action = "agent.activated" if agent.is_active else "agent.deactivated"
+        if secret_changed:
+            after["webhook_secret_changed"] = True  # the secret itself is never recorded
         audit_record(actor=actor, action=action, target=agent, before=before, after=after)
     return agent
 

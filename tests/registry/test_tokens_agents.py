@@ -369,3 +369,91 @@ def test_create_agent_command_errors(owner, args, message):
 
     with pytest.raises(CommandError, match=message):
         call_command("create_agent", *args, stdout=io.StringIO())
+
+
+WEBHOOK_SECRET = "whsec-" + "k" * 24
+
+
+def test_agent_webhook_is_set_through_the_api_and_its_secret_never_shown(staff_client, owner):
+    response = staff_client.post(
+        "/api/v1/agents",
+        {
+            "name": "hooked",
+            "owner": owner.username,
+            "webhook_url": "https://hooks.example/toolhub",
+            "webhook_secret": WEBHOOK_SECRET,
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["webhook_url"] == "https://hooks.example/toolhub"
+    assert body["has_webhook_secret"] is True and "webhook_secret" not in body
+    agent = Agent.objects.get(name="hooked")
+    assert WEBHOOK_SECRET not in agent.webhook_secret  # encrypted
+    url = f"/api/v1/agents/{agent.pk}"
+    assert WEBHOOK_SECRET not in staff_client.get(url).content.decode()
+
+    # A new secret is recorded as changed, never by value; null removes webhook and secret.
+    rotated = "another-secret-" + "z" * 10
+    patched = staff_client.patch(url, {"webhook_secret": rotated}, format="json")
+    assert patched.status_code == 200, patched.content
+    event = AuditEvent.objects.filter(action="agent.updated").latest("id")
+    assert event.after["webhook_secret_changed"] is True
+    audit = str(list(AuditEvent.objects.values("before", "after")))
+    assert WEBHOOK_SECRET not in audit and rotated not in audit
+    cleared = staff_client.patch(url, {"webhook_url": "", "webhook_secret": None}, format="json")
+    assert cleared.status_code == 200
+    assert cleared.json()["webhook_url"] == "" and cleared.json()["has_webhook_secret"] is False
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"webhook_url": "https://hooks.example/x"}, "webhook_secret"),  # unsigned: refused
+        ({"webhook_url": "https://hooks.example/x", "webhook_secret": "short"}, "webhook_secret"),
+        ({"webhook_url": "ftp://hooks.example/x", "webhook_secret": WEBHOOK_SECRET}, "webhook_url"),
+        ({"webhook_url": "not a url", "webhook_secret": WEBHOOK_SECRET}, "webhook_url"),
+        ({"webhook_secret": 12345678901234567}, "webhook_secret"),
+    ],
+)
+def test_bad_webhooks_are_refused_naming_the_field(staff_client, owner, changes, field):
+    response = staff_client.post(
+        "/api/v1/agents", {"name": "bad-hook", "owner": owner.username, **changes}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert field in [d["field"] for d in response.json()["error"]["details"]]
+    assert not Agent.objects.filter(name="bad-hook").exists()
+
+
+def test_agent_webhook_in_the_admin(superuser, owner):
+    from django.test import Client
+    from django.urls import reverse
+
+    client = Client()
+    client.force_login(superuser)
+    form = {
+        "name": "admin-hooked",
+        "owner": str(owner.pk),
+        "description": "",
+        "is_active": "on",
+        "webhook_url": "https://hooks.example/admin",
+        "webhook_secret": "",
+    }
+    refused = client.post(reverse("admin:registry_agent_add"), form)
+    assert refused.status_code == 200 and b"signing secret" in refused.content
+    response = client.post(
+        reverse("admin:registry_agent_add"), {**form, "webhook_secret": WEBHOOK_SECRET}
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    agent = Agent.objects.get(name="admin-hooked")
+    assert agent.webhook_url == "https://hooks.example/admin" and agent.webhook_secret
+    page = client.get(reverse("admin:registry_agent_change", args=[agent.pk])).content.decode()
+    assert WEBHOOK_SECRET not in page and agent.webhook_secret not in page
+    # Saving with the secret field empty keeps it.
+    kept = client.post(
+        reverse("admin:registry_agent_change", args=[agent.pk]), {**form, "description": "x"}
+    )
+    assert kept.status_code == 302
+    agent.refresh_from_db()
+    assert agent.description == "x" and agent.webhook_secret
