@@ -50,6 +50,7 @@ WORKER_NAME = socket.gethostname()
 REAP_GRACE_SECONDS = 30
 REQUEUE_AFTER_SECONDS = 60
 PREVIEW_CHARS = 2000
+STORAGE_ERROR = "storage_error"  # the output could not be kept (the artifact store failed)
 SLOT_RETRY_SECONDS = 0.2
 
 
@@ -110,7 +111,6 @@ def _store_output(execution: Execution, tool: Tool, output: Any) -> dict[str, An
     if size <= tool.max_response_bytes:
         fields.update(output_data=output, output_truncated=False)
         return fields
-    name = default_storage.save(f"executions/{execution.pk}.json", ContentFile(text.encode()))
     fields.update(
         output_data={
             "truncated": True,
@@ -118,9 +118,27 @@ def _store_output(execution: Execution, tool: Tool, output: Any) -> dict[str, An
             "preview": text[: min(PREVIEW_CHARS, tool.max_response_bytes)],
         },
         output_truncated=True,
-        output_artifact=name,
     )
+    try:
+        name = default_storage.save(f"executions/{execution.pk}.json", ContentFile(text.encode()))
+    except Exception as exc:  # a full disk or an unreachable bucket must still end the call
+        logger.error(
+            "execution %s: the output (%d bytes) could not be stored: %s",
+            execution.pk,
+            size,
+            exc.__class__.__name__,
+        )
+        raise ArtifactNotStored(fields) from exc
+    fields["output_artifact"] = name
     return fields
+
+
+class ArtifactNotStored(Exception):
+    """The full output could not be kept; ``fields`` hold the row's preview of it."""
+
+    def __init__(self, fields: dict[str, Any]):
+        super().__init__("artifact not stored")
+        self.fields = fields
 
 
 def _slot_keys(tool: Tool) -> list[tuple[str, int]]:
@@ -347,10 +365,26 @@ def _finish(
     elapsed_ms: float,
     notify_waiters: bool = True,
 ):
-    status = ExecutionStatus.SUCCEEDED if result.ok else ExecutionStatus.FAILED
     fields: dict[str, Any] = {}
     if result.output is not None:
-        fields.update(_store_output(execution, tool, result.output))
+        try:
+            fields.update(_store_output(execution, tool, result.output))
+        except ArtifactNotStored as exc:
+            # The row keeps the preview; the call ends failed now, not at the reaper.
+            fields.update(exc.fields)
+            result = ExecutorResult(
+                ok=False,
+                output=result.output,
+                error_type=STORAGE_ERROR,
+                error_message=(
+                    f"The output ({exc.fields['output_size']} bytes) is larger than the tool's "
+                    "max_response_bytes and could not be stored as an artifact; the row keeps "
+                    "a preview."
+                ),
+                upstream_status=result.upstream_status,
+                metadata=result.metadata,
+            )
+    status = ExecutionStatus.SUCCEEDED if result.ok else ExecutionStatus.FAILED
     if result.metadata.get("truncated"):
         fields["output_truncated"] = True
     fields.update(

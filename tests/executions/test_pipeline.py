@@ -292,6 +292,27 @@ def test_large_output_is_capped_and_kept_as_artifact(world):
     assert world["reader"].get(f"/api/v1/executions/{body['id']}/output").status_code == 404
 
 
+def test_artifact_store_failure_ends_the_call_failed_at_once(world, monkeypatch):
+    tool = world["tool"]
+    tool_services.tool_update(actor=None, tool=tool, data={"max_response_bytes": 1024})
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="query_params", config_value={"size": "5000"}
+    )
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(default_storage, "save", full_disk)
+    body = run(world["client"], tool="echo_tool", input_data={"path": "large"}, wait=True).json()
+    # Not left running for the reaper: failed now, with the preview and no broken link.
+    assert body["status"] == "failed" and body["error_type"] == "storage_error"
+    assert "could not be stored" in body["error_message"]
+    assert body["output_truncated"] is True and body["output_data"]["size_bytes"] > 5000
+    assert "output" not in body["links"]
+    execution = Execution.objects.get(pk=body["id"])
+    assert execution.finished_at is not None and not execution.output_artifact
+
+
 @pytest.mark.parametrize("ref", ["\u0661", "99999999999999999999999", "0"])
 def test_a_role_reference_that_is_no_id_of_the_callers_is_refused(world, ref):
     """Digits of other scripts are not ASCII ids (int('\u0661') is 1), and ids past any
