@@ -6,7 +6,7 @@ import logging
 import uuid
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
@@ -22,14 +22,22 @@ logger = logging.getLogger(__name__)
 
 
 def approvals_visible_to(user) -> QuerySet[Approval]:
-    """Approvers see the calls of tools they may approve; reviewers and platform admins see all."""
+    """Who sees which approvals (with the calls' arguments).
+
+    Reviewers and platform admins see all; a person sees the calls of tools
+    they may approve and their own; an agent sees only its own calls (it can
+    never decide, so other callers' arguments are none of its business, whatever
+    rights its roles hold).
+    """
     qs = Approval.objects.select_related(
         "execution", "execution__tool", "execution__agent", "execution__agent__owner", "decided_by"
     )
     if access.is_reviewer(user) or access.is_platform_admin(user):
         return qs
+    if getattr(user, "agent", None) is not None:
+        return qs.filter(execution__principal=user)
     tools = access.restrict(Tool.objects.all(), user, Action.APPROVE)
-    return qs.filter(execution__tool__in=tools)
+    return qs.filter(Q(execution__tool__in=tools) | Q(execution__principal=user))
 
 
 def may_decide(user, approval: Approval) -> str | None:

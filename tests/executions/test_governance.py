@@ -407,6 +407,29 @@ def test_reject_needs_a_reason(gated):
     assert gated["upstream"].requests == []
 
 
+def test_agents_in_approver_roles_see_only_their_own_calls(gated):
+    """An agent never decides, so other callers' pending arguments are not shown to it."""
+    approvers = access_services.role_create(actor=None, name="bot-approvers")
+    access_services.grant_create(actor=None, role=approvers, action="approve", tool=gated["tool"])
+    other, bot = gated["agents"][0], gated["agents"][1]
+    access_services.agent_update(
+        actor=None,
+        agent=bot,
+        data={"role_ids": [g.pk for g in bot.user.groups.all()] + [approvers.pk]},
+    )
+    secret_call = call(gated["clients"][0], amount=7777).json()
+    own_call = call(gated["clients"][1], amount=8888).json()
+    listed = gated["clients"][1].get("/api/v1/approvals?status=pending").json()
+    assert [a["execution"]["id"] for a in listed["results"]] == [own_call["id"]]
+    assert "7777" not in json.dumps(listed)
+    theirs = Approval.objects.get(execution_id=secret_call["id"])
+    assert gated["clients"][1].get(f"/api/v1/approvals/{theirs.pk}").status_code == 404
+    assert other.pk != bot.pk
+    # The person approver still sees both.
+    both = approval_client(gated["approver"]).get("/api/v1/approvals?status=pending").json()
+    assert both["count"] == 2
+
+
 def test_four_eyes(gated):
     client = gated["clients"][0]
     pending = call(client, amount=5000).json()
@@ -414,11 +437,9 @@ def test_four_eyes(gated):
     owner = approval_client(gated["owner"])
     refused = owner.post(f"/api/v1/approvals/{approval.pk}/approve", {}, format="json")
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "four_eyes"
-    # The requesting agent cannot even see the queue entry.
-    assert (
-        client.post(f"/api/v1/approvals/{approval.pk}/approve", {}, format="json").status_code
-        == 404
-    )
+    # The requesting agent sees its own call's entry, and cannot decide it.
+    own = client.post(f"/api/v1/approvals/{approval.pk}/approve", {}, format="json")
+    assert own.status_code == 403 and "Agents cannot approve" in own.json()["error"]["message"]
     # Someone without the approve right cannot either.
     stranger = token_client(make_user("stranger"))
     assert (
