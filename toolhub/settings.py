@@ -237,6 +237,11 @@ SPECTACULAR_SETTINGS = {
         "JSONTypeEnum": "registry.models.tools.JSONType",
         "ParameterKindEnum": "registry.models.tools.ParameterKind",
     },
+    # The error body as a component, and the errors every operation can answer.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "toolhub.api.openapi.document_errors",
+    ],
 }
 
 # Celery: with no broker configured, tasks run in-process (embedded default).

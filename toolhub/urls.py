@@ -1,10 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
 from executions.admin_dashboard import dashboard_view
 from executions.api import stats_views
 from toolhub import views
+from toolhub.api.openapi import SchemaView
 from toolhub.metrics import metrics_view
 
 api_v1 = [
@@ -21,7 +22,7 @@ urlpatterns = [
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="toolhub-dashboard"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     # Last: any other /api/ path is a JSON 404 that names the likely slip.

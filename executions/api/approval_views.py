@@ -14,6 +14,7 @@ from executions.services.approvals import (
     approvals_visible_to,
     may_decide,
 )
+from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_choice, reject_unknown
 from toolhub.api.serializers import StrictSerializer
 from toolhub.api.views import BaseAPIView
@@ -56,8 +57,11 @@ class DecisionSerializer(StrictSerializer):
 
 class ApprovalListView(BaseAPIView):
     @extend_schema(
-        parameters=[OpenApiParameter("status", str, enum=ApprovalStatus.values)],
-        responses=ApprovalSerializer(many=True),
+        parameters=[
+            OpenApiParameter("status", str, enum=ApprovalStatus.values),
+            *page_parameters(),
+        ],
+        responses=paginated(ApprovalSerializer),
     )
     def get(self, request):
         qs = approvals_visible_to(request.user)
@@ -81,7 +85,7 @@ class ApprovalDetailView(BaseAPIView):
 class ApprovalDecisionView(BaseAPIView):
     approve = True
 
-    @extend_schema(request=DecisionSerializer, responses=ApprovalSerializer)
+    @extend_schema(request=DecisionSerializer, responses={200: ApprovalSerializer, **errors(409)})
     def post(self, request, approval_id):
         approval = approval_for(request.user, approval_id)
         refusal = may_decide(request.user, approval)

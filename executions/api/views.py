@@ -13,6 +13,7 @@ from executions.api.serializers import ExecutionRequestSerializer, ExecutionSeri
 from executions.models import ExecutionStatus
 from executions.services.pipeline import execution_cancel, execution_request
 from registry.authentication import registry_entries
+from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import parse_id, query_datetime, query_uuid, reject_unknown
 from toolhub.api.views import BaseAPIView
@@ -31,8 +32,7 @@ FILTER_PARAMETERS = [
     OpenApiParameter("status", str, description="One status or a comma-separated list"),
     OpenApiParameter("created_after", str, description="ISO 8601"),
     OpenApiParameter("created_before", str, description="ISO 8601"),
-    OpenApiParameter("cursor", str),
-    OpenApiParameter("page_size", int),
+    *page_parameters(ExecutionCursorPagination),
 ]
 
 
@@ -84,7 +84,10 @@ def filter_executions(qs, params, *, also=()):
 
 
 class ExecutionListView(BaseAPIView):
-    @extend_schema(parameters=FILTER_PARAMETERS, responses=ExecutionSerializer(many=True))
+    @extend_schema(
+        parameters=FILTER_PARAMETERS,
+        responses=paginated(ExecutionSerializer, ExecutionCursorPagination),
+    )
     def get(self, request):
         qs = filter_executions(selectors.execution_visible_to(request.user), request.query_params)
         paginator = ExecutionCursorPagination()
@@ -94,7 +97,11 @@ class ExecutionListView(BaseAPIView):
 
     @extend_schema(
         request=ExecutionRequestSerializer,
-        responses={200: ExecutionSerializer, 202: ExecutionSerializer},
+        responses={
+            200: ExecutionSerializer,
+            202: ExecutionSerializer,
+            **errors(404, 409, 422, 429, 503),
+        },
         description=(
             "Run a tool. Answers 202 with the queued execution at once, or with `wait` the "
             "finished execution (200) when it completes in time. Refusals: 404 unknown or "
@@ -122,7 +129,10 @@ class ExecutionListView(BaseAPIView):
 
 
 class ExecutionsByToolView(BaseAPIView):
-    @extend_schema(parameters=FILTER_PARAMETERS, responses=ExecutionSerializer(many=True))
+    @extend_schema(
+        parameters=FILTER_PARAMETERS,
+        responses=paginated(ExecutionSerializer, ExecutionCursorPagination),
+    )
     def get(self, request, tool_id):
         if not self.tool_queryset().filter(pk=tool_id).exists():
             raise NotFound("Tool not found.", code="tool_not_found")
@@ -153,7 +163,7 @@ class ExecutionDetailView(ExecutionLookupMixin):
 
 
 class ExecutionCancelView(ExecutionLookupMixin):
-    @extend_schema(request=None, responses=ExecutionSerializer)
+    @extend_schema(request=None, responses={200: ExecutionSerializer, **errors(409)})
     def post(self, request, execution_id):
         execution = self.get_execution(execution_id)
         execution = execution_cancel(actor=request.user, execution=execution)

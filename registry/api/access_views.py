@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from registry import access, formats
@@ -17,6 +17,7 @@ from registry.api import access_serializers as s
 from registry.api.serializers import ToolOutputSerializer
 from registry.models import Action, Agent, ApiToken, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as services
+from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import parse_id, query_choice, query_id, query_uuid, reject_unknown
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
@@ -54,14 +55,16 @@ def _find_user(ref: str):
 
 
 class RoleListView(BaseAPIView):
-    @extend_schema(responses=s.RoleOutputSerializer(many=True))
+    @extend_schema(parameters=page_parameters(), responses=paginated(s.RoleOutputSerializer))
     def get(self, request):
         qs = _role_qs().order_by("name")
         if not (access.is_platform_admin(request.user) or access.is_reviewer(request.user)):
             qs = qs.filter(pk__in=access.role_ids_of(request.user))
         return self.paginate(qs, s.RoleOutputSerializer)
 
-    @extend_schema(request=s.RoleInputSerializer, responses={201: s.RoleOutputSerializer})
+    @extend_schema(
+        request=s.RoleInputSerializer, responses={201: s.RoleOutputSerializer, **errors(409)}
+    )
     def post(self, request):
         require_platform_admin(request.user)
         data = s.RoleInputSerializer(data=request.data)
@@ -81,7 +84,9 @@ class RoleDetailView(BaseAPIView):
     def get(self, request, role_id):
         return Response(s.RoleOutputSerializer(self.get_role(role_id)).data)
 
-    @extend_schema(request=s.RoleInputSerializer, responses=s.RoleOutputSerializer)
+    @extend_schema(
+        request=s.RoleInputSerializer, responses={200: s.RoleOutputSerializer, **errors(409)}
+    )
     def patch(self, request, role_id):
         role = self.get_role(role_id)
         require_platform_admin(request.user)
@@ -129,11 +134,13 @@ class AgentAccessMixin(BaseAPIView):
 
 
 class AgentListView(AgentAccessMixin):
-    @extend_schema(responses=s.AgentOutputSerializer(many=True))
+    @extend_schema(parameters=page_parameters(), responses=paginated(s.AgentOutputSerializer))
     def get(self, request):
         return self.paginate(self.visible_agents().order_by("name"), s.AgentOutputSerializer)
 
-    @extend_schema(request=s.AgentInputSerializer, responses={201: s.AgentOutputSerializer})
+    @extend_schema(
+        request=s.AgentInputSerializer, responses={201: s.AgentOutputSerializer, **errors(409)}
+    )
     def post(self, request):
         require_platform_admin(request.user)
         data = s.AgentInputSerializer(data=request.data)
@@ -172,7 +179,10 @@ class AgentDetailView(AgentAccessMixin):
 
 
 class AgentTokenListView(AgentAccessMixin):
-    @extend_schema(responses=s.TokenOutputSerializer(many=True))
+    @extend_schema(
+        parameters=page_parameters(),
+        responses={200: paginated(s.TokenOutputSerializer), **errors(403)},
+    )
     def get(self, request, agent_id):
         agent = self.get_agent(agent_id)
         if not access.is_reviewer(request.user):
@@ -198,7 +208,10 @@ class AgentTokenListView(AgentAccessMixin):
 
 
 class AgentTokenDetailView(AgentAccessMixin):
-    @extend_schema(responses=s.TokenOutputSerializer, description="Revokes the token.")
+    @extend_schema(
+        responses={200: s.TokenOutputSerializer},
+        description="Revokes the token; answers it, revoked.",
+    )
     def delete(self, request, agent_id, token_id):
         agent = self.get_agent(agent_id)
         self.check_token_admin(agent)
@@ -236,8 +249,9 @@ class GrantListView(BaseAPIView):
             OpenApiParameter("tool_id", str),
             OpenApiParameter("role_id", int),
             OpenApiParameter("action", str, enum=Action.values),
+            *page_parameters(),
         ],
-        responses=s.GrantOutputSerializer(many=True),
+        responses={200: paginated(s.GrantOutputSerializer), **errors(403)},
     )
     def get(self, request):
         require_admin_or_reviewer(request.user)
@@ -254,7 +268,14 @@ class GrantListView(BaseAPIView):
             qs = qs.filter(action=action)
         return self.paginate(qs.order_by("-created_at"), s.GrantOutputSerializer)
 
-    @extend_schema(request=s.GrantInputSerializer, responses={201: s.GrantOutputSerializer})
+    @extend_schema(
+        request=s.GrantInputSerializer,
+        responses={
+            201: s.GrantOutputSerializer,
+            200: OpenApiResponse(s.GrantOutputSerializer, description="The grant existed already."),
+            **errors(404),
+        },
+    )
     def post(self, request):
         require_platform_admin(request.user)
         data = s.GrantInputSerializer(data=request.data)
@@ -273,7 +294,8 @@ class GrantListView(BaseAPIView):
 
 class GrantBulkView(BaseAPIView):
     @extend_schema(
-        request=s.BulkGrantInputSerializer, responses={201: s.GrantOutputSerializer(many=True)}
+        request=s.BulkGrantInputSerializer,
+        responses={201: s.GrantOutputSerializer(many=True), **errors(404)},
     )
     def post(self, request):
         require_platform_admin(request.user)
@@ -300,7 +322,7 @@ class GrantDetailView(BaseAPIView):
             raise NotFound("Grant not found.", code="grant_not_found")
         return grant
 
-    @extend_schema(responses=s.GrantOutputSerializer)
+    @extend_schema(responses={200: s.GrantOutputSerializer, **errors(403)})
     def get(self, request, grant_id):
         require_admin_or_reviewer(request.user)
         return Response(s.GrantOutputSerializer(self.get_grant(grant_id)).data)
@@ -313,7 +335,10 @@ class GrantDetailView(BaseAPIView):
 
 
 class GrantsByToolView(BaseAPIView):
-    @extend_schema(responses=s.GrantOutputSerializer(many=True))
+    @extend_schema(
+        parameters=page_parameters(),
+        responses={200: paginated(s.GrantOutputSerializer), **errors(403)},
+    )
     def get(self, request, tool_id):
         require_admin_or_reviewer(request.user)
         tool = _tool_or_404(tool_id)
@@ -322,7 +347,10 @@ class GrantsByToolView(BaseAPIView):
 
 
 class GrantsByRoleView(BaseAPIView):
-    @extend_schema(responses=s.GrantOutputSerializer(many=True))
+    @extend_schema(
+        parameters=page_parameters(),
+        responses={200: paginated(s.GrantOutputSerializer), **errors(403)},
+    )
     def get(self, request, role_id):
         require_admin_or_reviewer(request.user)
         role = _role_or_404(role_id)
@@ -369,10 +397,9 @@ class RegistryByRoleView(BaseAPIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("permission_action", str, enum=Action.values, default="read"),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int),
+            *page_parameters(),
         ],
-        responses=ToolOutputSerializer(many=True),
+        responses={200: paginated(ToolOutputSerializer), **errors(403)},
     )
     def get(self, request, **kwargs):
         role = self.role_from_kwargs(**kwargs)
@@ -386,7 +413,7 @@ class RegistryByRoleView(BaseAPIView):
 class CheckPermissionView(BaseAPIView):
     @extend_schema(
         parameters=[OpenApiParameter("required_action", str, enum=Action.values, default="read")],
-        responses={200: dict},
+        responses={200: dict, **errors(403)},
     )
     def get(self, request, tool_id, role_id):
         tool = self.tool_queryset().filter(pk=tool_id).first()

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 
 from registry import access
 from registry.services.audit_chain import audit_head, audit_verify
+from toolhub.api.openapi import errors
 from toolhub.api.params import query_bool
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
@@ -22,7 +23,7 @@ class AuditVerifyView(BaseAPIView):
         parameters=[
             OpenApiParameter("from_start", bool, description="Ignore retention checkpoints")
         ],
-        responses={200: dict},
+        responses={200: dict, **errors(403)},
         description="Recompute the hash chain; `ok` false names the first altered, deleted, inserted or moved event.",
     )
     def get(self, request):
@@ -33,7 +34,8 @@ class AuditVerifyView(BaseAPIView):
 
 class AuditHeadView(BaseAPIView):
     @extend_schema(
-        responses={200: dict}, description="The chain's head, signed, to anchor outside."
+        responses={200: dict, **errors(403)},
+        description="The chain's head, signed, to anchor outside.",
     )
     def get(self, request):
         _require_reviewer(request.user)

@@ -22,6 +22,7 @@ from registry.exports import (
     export_format,
 )
 from registry.models import AuditEvent
+from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import query_datetime, query_id, reject_unknown
 from toolhub.api.views import BaseAPIView
@@ -111,10 +112,9 @@ class AuditListView(BaseAPIView):
     @extend_schema(
         parameters=[
             *AUDIT_FILTER_PARAMETERS,
-            OpenApiParameter("cursor", str),
-            OpenApiParameter("page_size", int),
+            *page_parameters(AuditCursorPagination),
         ],
-        responses=AuditEventSerializer(many=True),
+        responses={200: paginated(AuditEventSerializer, AuditCursorPagination), **errors(403)},
         description="Audit events, newest first. Reviewers and platform admins only (403 otherwise).",
     )
     def get(self, request):
@@ -134,6 +134,7 @@ class AuditExportView(ExportNegotiationMixin, BaseAPIView):
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
             (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR),
+            **errors(403),
         },
         description=(
             "The filtered audit events in chain order (oldest first), streamed as CSV or JSON "

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from registry.api.access_views import require_platform_admin
 from registry.importers.run import FORMATS, import_content
 from toolhub.api.exceptions import error_body
+from toolhub.api.openapi import error_response
 from toolhub.api.serializers import StrictSerializer
 from toolhub.api.views import BaseAPIView
 
@@ -31,7 +32,13 @@ class ToolImportInputSerializer(StrictSerializer):
 class ToolImportView(BaseAPIView):
     @extend_schema(
         request=ToolImportInputSerializer,
-        responses={200: dict, 400: dict},
+        responses={
+            200: dict,
+            400: error_response(
+                "Invalid input, or an import with errors (`import_invalid`, the report in "
+                "`details`): nothing was written."
+            ),
+        },
         description=(
             "Detects the format (tools/mcp catalog, single-tool documents, OpenAPI 3). "
             "With any error nothing is written (400 with the report in details); "

@@ -10,6 +10,7 @@ from registry import access
 from registry.models import Action, RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
 from registry.services import limits as services
+from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
 from toolhub.api.serializers import StrictSerializer
 from toolhub.api.views import BaseAPIView
@@ -66,8 +67,8 @@ def _check_may_edit(user, tool: Tool | None) -> None:
 
 class RateLimitListView(BaseAPIView):
     @extend_schema(
-        parameters=[OpenApiParameter("tool_id", str)],
-        responses=RateLimitOutputSerializer(many=True),
+        parameters=[OpenApiParameter("tool_id", str), *page_parameters()],
+        responses=paginated(RateLimitOutputSerializer),
     )
     def get(self, request):
         readable = self.tool_queryset()
@@ -79,7 +80,10 @@ class RateLimitListView(BaseAPIView):
             qs = qs.filter(tool_id=tool_id)
         return self.paginate(qs.order_by("-created_at"), RateLimitOutputSerializer)
 
-    @extend_schema(request=RateLimitInputSerializer, responses={201: RateLimitOutputSerializer})
+    @extend_schema(
+        request=RateLimitInputSerializer,
+        responses={201: RateLimitOutputSerializer, **errors(404)},
+    )
     def post(self, request):
         data = RateLimitInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -14,6 +14,7 @@ from registry.api.access_views import require_admin_or_reviewer, require_platfor
 from registry.api.mcp_serializers import MCPServerInputSerializer, MCPServerOutputSerializer
 from registry.models import MCPServer
 from registry.services import mcp as services
+from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound
 
@@ -26,12 +27,18 @@ def get_mcp_server(server_id) -> MCPServer:
 
 
 class MCPServerListView(BaseAPIView):
-    @extend_schema(responses=MCPServerOutputSerializer(many=True))
+    @extend_schema(
+        parameters=page_parameters(),
+        responses={200: paginated(MCPServerOutputSerializer), **errors(403)},
+    )
     def get(self, request):
         require_admin_or_reviewer(request.user)
         return self.paginate(MCPServer.objects.order_by("name"), MCPServerOutputSerializer)
 
-    @extend_schema(request=MCPServerInputSerializer, responses={201: MCPServerOutputSerializer})
+    @extend_schema(
+        request=MCPServerInputSerializer,
+        responses={201: MCPServerOutputSerializer, **errors(409)},
+    )
     def post(self, request):
         require_platform_admin(request.user)
         data = MCPServerInputSerializer(data=request.data)
@@ -41,16 +48,22 @@ class MCPServerListView(BaseAPIView):
 
 
 class MCPServerDetailView(BaseAPIView):
-    @extend_schema(responses=MCPServerOutputSerializer)
+    @extend_schema(responses={200: MCPServerOutputSerializer, **errors(403)})
     def get(self, request, server_id):
         require_admin_or_reviewer(request.user)
         return Response(MCPServerOutputSerializer(get_mcp_server(server_id)).data)
 
-    @extend_schema(request=MCPServerInputSerializer, responses=MCPServerOutputSerializer)
+    @extend_schema(
+        request=MCPServerInputSerializer,
+        responses={200: MCPServerOutputSerializer, **errors(409)},
+    )
     def put(self, request, server_id):
         return self._update(request, server_id, partial=False)
 
-    @extend_schema(request=MCPServerInputSerializer, responses=MCPServerOutputSerializer)
+    @extend_schema(
+        request=MCPServerInputSerializer,
+        responses={200: MCPServerOutputSerializer, **errors(409)},
+    )
     def patch(self, request, server_id):
         return self._update(request, server_id, partial=True)
 

@@ -11,6 +11,7 @@ from registry.api import serializers as s
 from registry.models import Action, Tool, ToolConfig, ToolParameter
 from registry.models.tools import ParameterKind, ToolType
 from registry.services import tools as services
+from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_bool, query_choice, reject_unknown
 from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound, PermissionDenied
@@ -36,10 +37,9 @@ class ToolListView(RegistryAPIView):
             OpenApiParameter("tool_type", str, enum=ToolType.values),
             OpenApiParameter("is_active", bool),
             OpenApiParameter("category", str, description="tool_metadata.category"),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int, description="1 to 200"),
+            *page_parameters(),
         ],
-        responses=s.ToolOutputSerializer(many=True),
+        responses=paginated(s.ToolOutputSerializer),
     )
     def get(self, request):
         params = request.query_params
@@ -53,7 +53,10 @@ class ToolListView(RegistryAPIView):
         qs = selectors.tool_list(queryset=self.tool_queryset(), filters=filters)
         return self.paginate(qs, s.ToolOutputSerializer)
 
-    @extend_schema(request=s.ToolInputSerializer, responses={201: s.ToolDetailOutputSerializer})
+    @extend_schema(
+        request=s.ToolInputSerializer,
+        responses={201: s.ToolDetailOutputSerializer, **errors(409)},
+    )
     def post(self, request):
         if not access.can_create_tools(request.user):
             raise PermissionDenied("Only platform admins may register tools.")
@@ -75,11 +78,17 @@ class ToolDetailView(RegistryAPIView):
     def get(self, request, tool_id):
         return self._detail(tool_id)
 
-    @extend_schema(request=s.ToolUpdateSerializer, responses=s.ToolDetailOutputSerializer)
+    @extend_schema(
+        request=s.ToolUpdateSerializer,
+        responses={200: s.ToolDetailOutputSerializer, **errors(409)},
+    )
     def put(self, request, tool_id):
         return self._update(request, tool_id, partial=False)
 
-    @extend_schema(request=s.ToolUpdateSerializer, responses=s.ToolDetailOutputSerializer)
+    @extend_schema(
+        request=s.ToolUpdateSerializer,
+        responses={200: s.ToolDetailOutputSerializer, **errors(409)},
+    )
     def patch(self, request, tool_id):
         return self._update(request, tool_id, partial=True)
 
@@ -104,7 +113,7 @@ class ToolDetailView(RegistryAPIView):
                 "hard_delete", bool, description="Remove the row (only if nothing references it)"
             )
         ],
-        responses={204: None},
+        responses={204: None, **errors(409)},
     )
     def delete(self, request, tool_id):
         tool = self.get_tool(tool_id, action=Action.MANAGE)
@@ -136,7 +145,8 @@ class ToolParameterListView(RegistryAPIView):
         return Response(s.ToolParameterOutputSerializer(qs, many=True).data)
 
     @extend_schema(
-        request=s.ParameterInputSerializer, responses={201: s.ToolParameterOutputSerializer}
+        request=s.ParameterInputSerializer,
+        responses={201: s.ToolParameterOutputSerializer, **errors(409)},
     )
     def post(self, request, tool_id):
         tool = self.get_tool(tool_id, action=Action.MANAGE)
@@ -163,11 +173,17 @@ class ToolParameterDetailView(RegistryAPIView):
     def get(self, request, parameter_id):
         return Response(s.ToolParameterOutputSerializer(self.get_parameter(parameter_id)).data)
 
-    @extend_schema(request=s.ParameterUpdateSerializer, responses=s.ToolParameterOutputSerializer)
+    @extend_schema(
+        request=s.ParameterUpdateSerializer,
+        responses={200: s.ToolParameterOutputSerializer, **errors(409)},
+    )
     def put(self, request, parameter_id):
         return self._update(request, parameter_id, partial=False)
 
-    @extend_schema(request=s.ParameterUpdateSerializer, responses=s.ToolParameterOutputSerializer)
+    @extend_schema(
+        request=s.ParameterUpdateSerializer,
+        responses={200: s.ToolParameterOutputSerializer, **errors(409)},
+    )
     def patch(self, request, parameter_id):
         return self._update(request, parameter_id, partial=True)
 
@@ -198,7 +214,11 @@ class ToolConfigListView(RegistryAPIView):
 
     @extend_schema(
         request=s.ConfigInputSerializer,
-        responses={201: s.ToolConfigOutputSerializer, 200: s.ToolConfigOutputSerializer},
+        responses={
+            201: s.ToolConfigOutputSerializer,
+            200: s.ToolConfigOutputSerializer,
+            **errors(409),
+        },
         description="Creates the key, or replaces its value when it exists.",
     )
     def post(self, request, tool_id):

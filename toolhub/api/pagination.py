@@ -28,6 +28,16 @@ def query_page_size(request, name: str, default: int, maximum: int) -> int:
     return size
 
 
+def _link(which: str, null_on: str) -> dict:
+    """The OpenAPI schema of a page's ``next`` or ``previous`` link."""
+    return {
+        "type": "string",
+        "format": "uri",
+        "nullable": True,
+        "description": f"The URL of the {which} page; null on the {null_on} page.",
+    }
+
+
 class PageNumberPagination(pagination.PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
@@ -57,19 +67,16 @@ class PageNumberPagination(pagination.PageNumberPagination):
         )
 
     def get_paginated_response_schema(self, schema):
-        return {
-            "type": "object",
-            "required": ["count", "results"],
-            "properties": {
-                "count": {"type": "integer"},
-                "page": {"type": "integer"},
-                "page_size": {"type": "integer"},
-                "total_pages": {"type": "integer"},
-                "next": {"type": "string", "nullable": True, "format": "uri"},
-                "previous": {"type": "string", "nullable": True, "format": "uri"},
-                "results": schema,
-            },
+        properties = {
+            "count": {"type": "integer", "description": "Items on all pages."},
+            "page": {"type": "integer", "description": "This page's number, from 1."},
+            "page_size": {"type": "integer"},
+            "total_pages": {"type": "integer"},
+            "next": _link("next", "last"),
+            "previous": _link("previous", "first"),
+            "results": schema,
         }
+        return {"type": "object", "required": list(properties), "properties": properties}
 
 
 class CursorPagination(pagination.CursorPagination):
@@ -92,6 +99,14 @@ class CursorPagination(pagination.CursorPagination):
         return query_page_size(
             request, self.page_size_query_param, self.page_size, self.max_page_size
         )
+
+    def get_paginated_response_schema(self, schema):
+        properties = {
+            "next": _link("next", "last"),
+            "previous": _link("previous", "first"),
+            "results": schema,
+        }
+        return {"type": "object", "required": list(properties), "properties": properties}
 
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
