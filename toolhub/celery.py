@@ -1,5 +1,6 @@
 """The Celery application. Tasks live in each app's ``tasks.py``."""
 
+import logging
 import os
 
 from celery import Celery
@@ -14,6 +15,28 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # ~15 ms of CPU. Keep connections for this many tasks.
 app.conf["CELERY_DB_REUSE_MAX"] = int(os.environ.get("TOOLHUB_WORKER_DB_REUSE_MAX", "1000"))
 app.autodiscover_tasks()
+
+# The periodic housekeeping tasks (sealing every 2 s, the reaper, approval expiry):
+# their services log when they do something; Celery's own "sent", "received" and
+# "succeeded" lines for them would be three INFO lines every two seconds.
+HOUSEKEEPING_TASKS = ("registry.seal_audit", "executions.reap", "executions.expire_approvals")
+
+
+class QuietHousekeeping(logging.Filter):
+    """Drop Celery's routine INFO lines about the housekeeping tasks (warnings pass)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True
+        return not any(name in message for name in HOUSEKEEPING_TASKS)
+
+
+for _name in ("celery.beat", "celery.worker.strategy", "celery.app.trace"):
+    logging.getLogger(_name).addFilter(QuietHousekeeping())
 
 
 @task_prerun.connect
