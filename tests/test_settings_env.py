@@ -85,6 +85,14 @@ def test_bad_encryption_key_is_refused(tmp_path):
     assert "not a Fernet key" in result.stderr
 
 
+def test_bad_encryption_key_is_named_by_position_never_by_value(tmp_path):
+    good = "dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24="
+    result = run_settings(tmp_path, TOOLHUB_ENCRYPTION_KEYS=f"{good},typo-of-the-old-key-xyz")
+    assert result.returncode != 0
+    assert "entry 2 of 2 is not a Fernet key" in result.stderr
+    assert "typo-of-the-old-key-xyz" not in result.stderr
+
+
 def test_database_url_switches_to_production_shape(tmp_path):
     result = run_settings(
         tmp_path,

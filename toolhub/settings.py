@@ -50,14 +50,16 @@ if not TOOLHUB_ENCRYPTION_KEYS:
     TOOLHUB_ENCRYPTION_KEYS = [
         _dev_secret("dev-encryption-key", lambda: Fernet.generate_key().decode())
     ]
-for _key in TOOLHUB_ENCRYPTION_KEYS:
+for _position, _key in enumerate(TOOLHUB_ENCRYPTION_KEYS, start=1):
     try:
         Fernet(_key)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError):
+        # Which entry, never its value (it is a secret, or a typo of one).
         raise ImproperlyConfigured(
-            "TOOLHUB_ENCRYPTION_KEYS holds a value that is not a Fernet key "
-            "(32 url-safe base64-encoded bytes)."
-        ) from exc
+            f"TOOLHUB_ENCRYPTION_KEYS: entry {_position} of {len(TOOLHUB_ENCRYPTION_KEYS)} is "
+            "not a Fernet key (32 url-safe base64-encoded bytes, e.g. from "
+            "Fernet.generate_key())."
+        ) from None
 
 # Signs the audit chain's head (manage.py audit_head) so it can be checked later.
 TOOLHUB_AUDIT_SIGNING_KEY = env_str("TOOLHUB_AUDIT_SIGNING_KEY") or ""
