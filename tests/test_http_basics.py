@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -27,6 +28,18 @@ def test_request_id_is_generated_or_echoed():
     )
     # Anything unsafe is replaced rather than reflected.
     assert client.get("/healthz", HTTP_X_REQUEST_ID="<script>")["X-Request-ID"] != "<script>"
+
+
+def test_log_lines_of_4xx_answers_carry_the_request_id(caplog):
+    """Django logs "Not Found: …" after the middleware returned; the line still names the id."""
+    from toolhub.middleware import RequestIDLogFilter
+
+    caplog.set_level(logging.WARNING, logger="django.request")
+    response = Client().get("/api/v1/tools/", HTTP_X_REQUEST_ID="req-4xx-line-1")
+    assert response.status_code == 404
+    (record,) = [r for r in caplog.records if r.name == "django.request"]
+    RequestIDLogFilter().filter(record)
+    assert record.request_id == "req-4xx-line-1"
 
 
 def test_swagger_ui_uses_no_cdn():

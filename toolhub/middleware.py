@@ -35,6 +35,16 @@ class RequestIDMiddleware:
 
 
 class RequestIDLogFilter(logging.Filter):
+    """Put the request id on every record.
+
+    Django logs a 4xx/5xx answer ("Not Found: …") after the middleware has
+    returned, outside the bound context; such records carry the request, which
+    still holds its id.
+    """
+
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = context.current().request_id or "-"
+        request_id = context.current().request_id
+        if not request_id:
+            request_id = getattr(getattr(record, "request", None), "request_id", None)
+        record.request_id = request_id or "-"
         return True
