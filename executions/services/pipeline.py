@@ -227,13 +227,17 @@ def execution_request(
     ``registry``: the in-memory registry entries the caller's authentication
     already validated in this request (saves reading the generation again).
     """
+    entries = snapshot.resolve(registry)
     try:
         caller = resolve_caller(user, role_ref)
     except PermissionDenied as exc:
         caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
-        raise _refuse(exc, caller=caller, tool=None, tool_ref=tool_ref) from None
+        # The refusal names the tool when the caller may read it with its own roles, so
+        # the record can be found by tool; otherwise it stays unnamed (as a 404 would).
+        spec = _find_tool(caller, tool_ref, entries)
+        tool = spec.tool if spec is not None else None
+        raise _refuse(exc, caller=caller, tool=tool, tool_ref=tool_ref) from None
 
-    entries = snapshot.resolve(registry)
     spec = _find_tool(caller, tool_ref, entries)
     if spec is None:
         raise _refuse(

@@ -243,6 +243,9 @@ def test_refusals_are_recorded(world):
     assert AuditEvent.objects.filter(action="execution.denied").count() == 5
     for response in (missing, forbidden, wrong_role, inactive):
         assert Execution.objects.filter(pk=response.json()["error"]["execution_id"]).exists()
+    # A refusal names the tool whenever the caller may read it, the wrong role included.
+    tools = dict(Execution.objects.values_list("reason_code", "tool_id").exclude(reason_code=""))
+    assert tools["role_not_member"] == tool.pk and tools["tool_not_found"] is None
 
 
 def test_upstream_4xx_is_a_failed_execution_with_status(world):
