@@ -91,7 +91,7 @@ def test_probes_answer_other_methods_with_a_json_405(path, method):
     "path, hint",
     [
         ("/api/v1/nope", "/api/schema/"),
-        ("/api/v1/tools/", "no trailing slash: /api/v1/tools"),
+        ("/api/v1/tools/", "no trailing slash: /api/v1/tools. The endpoints"),
         ("/api/v1/tools/not-a-uuid", "are UUIDs"),
         ("/api/v1/roles/abc", "are UUIDs (roles and tokens: numbers)"),
         ("/api/v1/tools/" + "0" * 32 + "/nothing-here", "/api/schema/"),

@@ -100,7 +100,7 @@ def api_not_found(request, rest: str = ""):
     path = request.path
     hint = ""
     if path.endswith("/") and path != "/api/v1/":
-        hint = f" API paths have no trailing slash: {path.rstrip('/')}"
+        hint = f" API paths have no trailing slash: {path.rstrip('/')}."
     elif any(
         segment and not segment.isdigit() and not _UUID_SEGMENT.match(segment)
         for segment in _id_positions(path)
