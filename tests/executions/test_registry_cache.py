@@ -247,3 +247,7 @@ def test_token_issue_and_sync_status_keep_the_generation(cast):
     assert generation() == before
     MCPServer.objects.filter(pk=server.pk).update(url="http://127.0.0.1:10/mcp")
     assert generation() != before
+    # The stdio environment is what a call reads too.
+    before = generation()
+    MCPServer.objects.filter(pk=server.pk).update(encrypted_env="changed")
+    assert generation() != before
