@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import importlib
 from functools import cache
 
 from executions.executors.base import Executor
+from executions.executors.configs import ExecutorConfigs
+
+# Where each kind's executor lives; each module declares its config keys in ``CONFIGS``.
+_MODULES = {
+    "http": "executions.executors.http",
+    "database": "executions.executors.database",
+    "mcp": "executions.executors.mcp",
+    "python": "executions.executors.python",
+}
 
 
 @cache
@@ -27,3 +37,11 @@ def get_executor(kind: str) -> Executor:
 
         return PythonExecutor()
     raise LookupError(f"No executor for tool type '{kind}'.")
+
+
+def executor_configs(kind: str) -> ExecutorConfigs | None:
+    """The config keys the executor of ``kind`` knows (None for a kind without an executor)."""
+    module = _MODULES.get(kind)
+    if module is None:
+        return None
+    return importlib.import_module(module).CONFIGS

@@ -32,6 +32,11 @@ Configs (``call.configs``, already decrypted):
 - ``max_rows`` (default 1000): at most this many rows are returned; the
   output says ``truncated`` when there were more.
 
+``CONFIGS`` declares these keys and their values once: the executor reads them
+through it, and the registry checks a config against it when it is saved
+(there ``read_only`` must be a boolean, 0/1 or one of the words above, and a
+``query_template`` must compile).
+
 Output: ``{"columns": [...], "rows": [[...]], "row_count": n, "truncated": bool}``
 with values made JSON-safe by :mod:`executions.jsonsafe` (``Decimal`` ->
 ``str`` so no precision is lost, dates/times -> ISO 8601, ``UUID`` -> ``str``,
@@ -78,6 +83,16 @@ from psycopg.types.json import Jsonb
 
 from executions import egress
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.configs import (
+    ConfigError,
+    ConfigKey,
+    ConfigValueError,
+    ExecutorConfigs,
+    got,
+    positive_integer,
+    positive_number,
+    text,
+)
 from executions.jsonsafe import json_safe
 from executions.redaction import redact, redact_text
 
@@ -88,7 +103,8 @@ DEFAULT_MAX_ROWS = 1000
 ALIASES_SETTING = "TOOLHUB_DATABASE_ALIASES"
 SQLITE_DIRS_SETTING = "TOOLHUB_SQLITE_DIRS"
 
-_FALSE_WORDS = {"false", "0", "no", "off"}
+_FALSE_WORDS = ("false", "0", "no", "off")
+_TRUE_WORDS = ("true", "1", "yes", "on")
 # Statements a read-only PostgreSQL call may run through a server-side cursor,
 # so that only max_rows + 1 rows ever leave the server.
 _CURSOR_KEYWORDS = {"SELECT", "VALUES", "TABLE"}
@@ -303,39 +319,116 @@ def parse_read_only(value: Any) -> bool:
     return True
 
 
-def _positive_int(value: Any, key: str) -> int:
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = int(str(value).strip()) if not isinstance(value, int) else value
-    except (TypeError, ValueError):
-        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive integer") from None
-    if number < 1:
-        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive integer")
-    return number
+def _check_read_only(value: Any) -> None:
+    """At save time: a boolean, 0 or 1, or one of the words; not a word read as true by default."""
+    if isinstance(value, bool) or value in (0, 1):
+        return
+    if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS + _FALSE_WORDS:
+        return
+    raise ConfigValueError(got(value))
 
 
-def _positive_seconds(value: Any, key: str) -> float:
+def connection_target(connection_string: str) -> tuple[str, str]:
+    """The dialect and target (conninfo or SQLite path) of a connection string.
+
+    Raises ``ConfigValueError`` without quoting the string (it may hold a password).
+    """
+    scheme = connection_string.split("://", 1)[0].lower() if "://" in connection_string else ""
+    if scheme in ("postgresql", "postgres"):
+        return POSTGRESQL, connection_string
+    if scheme == "sqlite":
+        prefix = "sqlite:///"
+        path = connection_string[len(prefix) :] if connection_string.startswith(prefix) else ""
+        if not path:
+            raise ConfigValueError(
+                "a SQLite connection string looks like sqlite:///path/to/file.db"
+            )
+        return SQLITE, path
+    raise ConfigValueError(
+        "unsupported connection string: use postgresql://…, postgres://… or sqlite:///…"
+    )
+
+
+def _connection_string_value(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigValueError("it is not a string")
+    connection = value.strip()
+    connection_target(connection)
+    return connection
+
+
+def _check_connection_string(value: Any) -> None:
+    """At save time: a PostgreSQL connection string must parse and name one server."""
+    dialect, target = connection_target(value.strip())
+    if dialect == POSTGRESQL:
+        try:
+            info = conninfo_to_dict(target)
+        except psycopg.ProgrammingError:
+            raise ConfigValueError("it is not a valid PostgreSQL connection string") from None
+        _check_conninfo(info)
+
+
+def _check_query_template(value: Any) -> None:
+    """At save time: the template must compile for PostgreSQL or SQLite (the connection
+    decides which at run time) and hold a statement."""
+    problem = None
+    for dialect in (POSTGRESQL, SQLITE):
+        try:
+            compiled = compile_query(value, dialect)
+        except TemplateError as exc:
+            problem = problem or str(exc)
+            continue
+        if compiled.sql:
+            return
+        problem = problem or "it holds no SQL statement"
+    raise ConfigValueError(problem or "it holds no SQL statement")
+
+
+CONFIGS = ExecutorConfigs(
+    "database",
+    [
+        ConfigKey(
+            "connection_string",
+            "a postgresql://…, postgres://… or sqlite:///path connection string",
+            _connection_string_value,
+            check=_check_connection_string,
+        ),
+        ConfigKey("connection_alias", f"a connection name from {ALIASES_SETTING}", text),
+        ConfigKey(
+            "query_template",
+            "one SQL statement with :name or %(name)s placeholders",
+            text,
+            check=_check_query_template,
+        ),
+        ConfigKey(
+            "read_only",
+            "true or false (also 1/0, yes/no, on/off)",
+            parse_read_only,
+            True,
+            check=_check_read_only,
+        ),
+        ConfigKey("timeout_seconds", "a positive number of seconds", positive_number),
+        ConfigKey("max_rows", "a positive whole number", positive_integer, DEFAULT_MAX_ROWS),
+    ],
+)
+
+
+def _config(configs: Mapping[str, Any], name: str) -> Any:
     try:
-        if isinstance(value, bool):
-            raise ValueError
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive number of seconds") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise _Failure(ErrorType.CONFIG, f"{key} must be a positive number of seconds")
-    return seconds
+        return CONFIGS.read(configs, name)
+    except ConfigError as exc:
+        raise _Failure(ErrorType.CONFIG, str(exc)) from None
 
 
 def _connection_string(configs: Mapping[str, Any]) -> tuple[str, bool]:
     """The connection string, and whether it comes from an operator's alias (trusted)."""
-    direct = configs.get("connection_string")
-    alias = configs.get("connection_alias")
+    direct = _config(configs, "connection_string")
+    alias = _config(configs, "connection_alias")
     if direct and alias:
         raise _Failure(ErrorType.CONFIG, "set connection_string or connection_alias, not both")
     if alias:
         aliases = getattr(settings, ALIASES_SETTING, None) or {}
-        if not isinstance(alias, str) or alias not in aliases:
+        if alias not in aliases:
             raise _Failure(
                 ErrorType.CONFIG, f"unknown connection_alias {alias!r} (see {ALIASES_SETTING})"
             )
@@ -360,14 +453,13 @@ def _guard_postgresql(target: str) -> dict[str, str]:
     one TCP host: no Unix socket, no default host from the worker's environment.
     """
     info = _conninfo(target)
-    for key in _REFUSED_CONNINFO_KEYS:
-        if info.get(key):
-            raise _Failure(ErrorType.CONFIG, f"the connection string may not set {key!r}")
+    try:
+        _check_conninfo(info)
+    except ConfigValueError as exc:
+        raise _Failure(ErrorType.CONFIG, str(exc)) from None
     host = str(info.get("host") or "").strip()
     hostaddr = str(info.get("hostaddr") or "").strip()
     port_text = str(info.get("port") or "5432").strip()
-    if "," in host or "," in hostaddr or "," in port_text:
-        raise _Failure(ErrorType.CONFIG, "the connection string must name a single host")
     if not host and not hostaddr:
         raise _Failure(
             ErrorType.EGRESS_DENIED,
@@ -390,6 +482,15 @@ def _guard_postgresql(target: str) -> dict[str, str]:
         raise _Failure(ErrorType.CONNECTION, str(exc), retryable=True) from None
     _refuse_own_postgresql(destination.addresses, port, _dbname(info))
     return {"hostaddr": destination.address}
+
+
+def _check_conninfo(info: Mapping[str, Any]) -> None:
+    for key in _REFUSED_CONNINFO_KEYS:
+        if info.get(key):
+            raise ConfigValueError(f"the connection string may not set {key!r}")
+    parts = (info.get("host"), info.get("hostaddr"), info.get("port"))
+    if any("," in str(part or "") for part in parts):
+        raise ConfigValueError("the connection string must name a single host")
 
 
 def _conninfo(target: str) -> dict[str, Any]:
@@ -504,21 +605,10 @@ def connection_secrets(connection_string: str) -> list[str]:
 
 
 def _dialect_and_target(connection_string: str) -> tuple[str, str]:
-    scheme = connection_string.split("://", 1)[0].lower() if "://" in connection_string else ""
-    if scheme in ("postgresql", "postgres"):
-        return POSTGRESQL, connection_string
-    if scheme == "sqlite":
-        prefix = "sqlite:///"
-        path = connection_string[len(prefix) :] if connection_string.startswith(prefix) else ""
-        if not path:
-            raise _Failure(
-                ErrorType.CONFIG, "a SQLite connection string looks like sqlite:///path/to/file.db"
-            )
-        return SQLITE, path
-    raise _Failure(
-        ErrorType.CONFIG,
-        "unsupported connection string: use postgresql://…, postgres://… or sqlite:///…",
-    )
+    try:
+        return connection_target(connection_string)
+    except ConfigValueError as exc:
+        raise _Failure(ErrorType.CONFIG, str(exc)) from None
 
 
 def _bind_value(value: Any, dialect: str) -> Any:
@@ -539,8 +629,8 @@ def _options(call: ToolCall, connection_string: str, trusted: bool = False) -> _
         pinned = _guard_postgresql(target)
     else:
         _refuse_own_postgresql_alias(target)
-    template = configs.get("query_template")
-    if not template or not isinstance(template, str) or not template.strip():
+    template = _config(configs, "query_template")
+    if not template:
         raise _Failure(ErrorType.CONFIG, "the tool has no query_template")
     try:
         compiled = compile_query(template, dialect)
@@ -555,24 +645,22 @@ def _options(call: ToolCall, connection_string: str, trusted: bool = False) -> _
             "no input for query placeholder(s): " + ", ".join(missing),
         )
     params = {name: _bind_value(call.inputs[name], dialect) for name in compiled.names}
-    timeout_value = configs.get("timeout_seconds")
-    if timeout_value in (None, ""):
-        timeout = _positive_seconds(call.timeout_seconds, "timeout_seconds")
-    else:
-        timeout = _positive_seconds(timeout_value, "timeout_seconds")
-    max_rows_value = configs.get("max_rows")
-    max_rows = (
-        DEFAULT_MAX_ROWS
-        if max_rows_value in (None, "")
-        else _positive_int(max_rows_value, "max_rows")
-    )
+    timeout = _config(configs, "timeout_seconds")
+    if timeout is None:
+        try:
+            timeout = positive_number(call.timeout_seconds)
+        except ConfigValueError:
+            raise _Failure(
+                ErrorType.CONFIG, "the call's timeout must be a positive number of seconds"
+            ) from None
+    max_rows = _config(configs, "max_rows")
     return _Options(
         dialect=dialect,
         connection_string=connection_string,
         target=target,
         compiled=compiled,
         params=params,
-        read_only=parse_read_only(configs.get("read_only", True)),
+        read_only=_config(configs, "read_only"),
         timeout=timeout,
         max_rows=max_rows,
         pinned=pinned,

@@ -17,6 +17,9 @@ Configs (``call.configs``):
   the input is sent as that header instead of in the query/body, and its value
   is treated as a secret of this call.
 
+``CONFIGS`` declares these keys and their values once: the executor reads them
+through it, and the registry checks a config against it when it is saved.
+
 The remaining inputs go to the query string for GET/HEAD/OPTIONS/DELETE and to
 a JSON body for POST/PUT/PATCH (form-encoded when the static ``Content-Type``
 header says ``application/x-www-form-urlencoded``).
@@ -56,6 +59,20 @@ import httpx
 
 from executions import egress
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.configs import (
+    ConfigError,
+    ConfigKey,
+    ConfigValueError,
+    ExecutorConfigs,
+    choice_words,
+    got,
+    is_unset,
+    json_object,
+    one_of,
+    positive_number,
+    shown,
+    text,
+)
 from executions.executors.wire import HEADER_NAME, IDEMPOTENT_METHODS, PinnedTransport
 from executions.redaction import redact, redact_text
 
@@ -65,6 +82,9 @@ USER_AGENT = "ToolHub-HTTPExecutor/1"
 
 QUERY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+METHODS = ("GET", "HEAD", "OPTIONS", "DELETE", "POST", "PUT", "PATCH")
+AUTH_TYPES = ("none", "bearer_token", "api_key", "basic_auth")
+DEFAULT_API_KEY_HEADER = "X-API-Key"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -171,20 +191,6 @@ class _Prepared:
     sensitive_headers: set[str] = field(default_factory=set)
 
 
-def _json_object(configs: Mapping[str, Any], key: str) -> dict[str, Any]:
-    value = configs.get(key)
-    if value is None or value == "":
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise _Failure(ErrorType.CONFIG, f"config {key!r} is not valid JSON") from None
-    if not isinstance(value, Mapping):
-        raise _Failure(ErrorType.CONFIG, f"config {key!r} must be a JSON object")
-    return dict(value)
-
-
 def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -205,34 +211,198 @@ def _pairs(values: Mapping[str, Any]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _header_text_problem(name: str, value: str) -> str | None:
+    """Why ``value`` cannot be sent as header ``name`` (None when it can)."""
+    if "\r" in value or "\n" in value or "\x00" in value:
+        return f"the value for header {name!r} contains a line break"
+    if not value.isascii():
+        return f"the value for header {name!r} must be ASCII"
+    return None
+
+
 def _header_value(name: str, value: Any, error_type: str) -> str:
     text = _scalar(value)
-    if "\r" in text or "\n" in text or "\x00" in text:
-        raise _Failure(error_type, f"the value for header {name!r} contains a line break")
-    if not text.isascii():
-        raise _Failure(error_type, f"the value for header {name!r} must be ASCII")
+    problem = _header_text_problem(name, text)
+    if problem:
+        raise _Failure(error_type, problem)
     return text
 
 
-def _check_header_name(name: Any, where: str) -> str:
-    if not isinstance(name, str) or not HEADER_NAME.match(name):
-        raise _Failure(ErrorType.CONFIG, f"{where}: {name!r} is not a valid header name")
-    return name
+# --------------------------------------------------------------------------- config keys
+
+
+def _header_name(value: Any) -> str:
+    if not isinstance(value, str) or not HEADER_NAME.match(value):
+        raise ConfigValueError(f"{shown(value)} is not a valid header name")
+    return value
+
+
+def _headers(value: Any) -> dict[str, str | None]:
+    """Static headers: names checked, values as sent (``None``: not sent)."""
+    headers: dict[str, str | None] = {}
+    for name, item in json_object(value).items():
+        _header_name(name)
+        if item is None:
+            headers[name] = None
+            continue
+        rendered = _scalar(item)
+        problem = _header_text_problem(name, rendered)
+        if problem:
+            raise ConfigValueError(problem)
+        headers[name] = rendered
+    return headers
+
+
+def _credential(value: Any) -> str:
+    """A token or key sent in a header: a string (or a whole number) fit for a header."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ConfigValueError(got(value))
+    rendered = str(value)
+    if "\r" in rendered or "\n" in rendered or "\x00" in rendered:
+        raise ConfigValueError("it contains a line break")
+    if not rendered.isascii():
+        raise ConfigValueError("it is not ASCII")
+    return rendered
+
+
+def _username(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ConfigValueError(got(value))
+    if ":" in str(value):
+        raise ConfigValueError("it contains ':'")
+    return str(value)
+
+
+def _password(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ConfigValueError(got(value))
+    return str(value)
+
+
+def _absolute_url(value: Any) -> str:
+    url = text(value)
+    if not _ABSOLUTE_URL.match(url):
+        raise ConfigValueError(got(value))
+    return url
+
+
+def _check_url(value: str) -> None:
+    """At save time: an absolute URL must parse and use a scheme the egress guard allows."""
+    url = value.strip()
+    if not _ABSOLUTE_URL.match(url):
+        return  # a relative endpoint: appended to base_url
+    try:
+        parsed = httpx.URL(_PLACEHOLDER.sub("0", url))
+    except httpx.InvalidURL as exc:
+        raise ConfigValueError(f"{shown(url)} is not a valid URL ({exc})") from None
+    if parsed.scheme.lower() not in egress.ALLOWED_SCHEMES or not parsed.raw_host:
+        raise ConfigValueError(got(url))
+
+
+@dataclass(frozen=True)
+class HeaderFromInput:
+    header: str
+    template: str = "{value}"
+
+
+_INPUT_MAP_KEYS = ("header", "template")
+
+
+def _headers_input_map(value: Any) -> dict[str, HeaderFromInput]:
+    mapped: dict[str, HeaderFromInput] = {}
+    for input_name, target in json_object(value).items():
+        where = f"input {input_name!r}"
+        template = "{value}"
+        if isinstance(target, Mapping):
+            unknown = sorted(str(k) for k in target if k not in _INPUT_MAP_KEYS)
+            if unknown:
+                raise ConfigValueError(
+                    f"{where}: unknown key(s) {', '.join(map(repr, unknown))} "
+                    "(only 'header' and 'template')"
+                )
+            header = target.get("header")
+            if not is_unset(target.get("template")):
+                template = target["template"]
+                if not isinstance(template, str):
+                    raise ConfigValueError(f"{where}: the template must be a string")
+                problem = _header_text_problem(str(header), template)
+                if problem:
+                    raise ConfigValueError(f"{where}: {problem} (in its template)")
+        elif isinstance(target, str):
+            header = target
+        else:
+            raise ConfigValueError(f"{where}: {got(target)}")
+        try:
+            mapped[str(input_name)] = HeaderFromInput(_header_name(header), template)
+        except ConfigValueError as exc:
+            raise ConfigValueError(f"{where}: {exc}") from None
+    return mapped
+
+
+_CREDENTIAL = "a string of ASCII characters without line breaks"
+_ABSOLUTE = "an absolute http(s) URL ({input} placeholders allowed)"
+
+CONFIGS = ExecutorConfigs(
+    "http",
+    [
+        ConfigKey("base_url", _ABSOLUTE, _absolute_url, check=_check_url),
+        ConfigKey(
+            "endpoint",
+            f"a path appended to base_url, or {_ABSOLUTE}",
+            text,
+            check=_check_url,
+        ),
+        ConfigKey("method", f"one of {choice_words(METHODS)}", one_of(METHODS, upper=True), "GET"),
+        ConfigKey("timeout_seconds", "a positive number of seconds", positive_number),
+        ConfigKey(
+            "headers",
+            "a JSON object of header names to values (ASCII, without line breaks)",
+            _headers,
+            {},
+        ),
+        ConfigKey(
+            "query_params", "a JSON object of query parameter names to values", json_object, {}
+        ),
+        ConfigKey("auth_type", f"one of {choice_words(AUTH_TYPES)}", one_of(AUTH_TYPES), "none"),
+        ConfigKey("bearer_token", _CREDENTIAL, _credential),
+        ConfigKey("api_key", _CREDENTIAL, _credential),
+        ConfigKey(
+            "api_key_header", "a valid HTTP header name", _header_name, DEFAULT_API_KEY_HEADER
+        ),
+        ConfigKey("username", "a string without ':'", _username),
+        ConfigKey("password", "a string", _password),
+        ConfigKey(
+            "headers_input_map",
+            'a JSON object of input names to a header name, or to {"header": name, '
+            '"template": "… {value} …"}',
+            _headers_input_map,
+            {},
+        ),
+    ],
+)
+
+
+def _config(configs: Mapping[str, Any], name: str) -> Any:
+    try:
+        return CONFIGS.read(configs, name)
+    except ConfigError as exc:
+        raise _Failure(ErrorType.CONFIG, str(exc)) from None
 
 
 def _timeout(call: ToolCall) -> float:
-    raw = call.configs.get("timeout_seconds")
-    if raw is None or raw == "":
-        raw = call.timeout_seconds
-        where = "the call's timeout"
-    else:
-        where = "config 'timeout_seconds'"
+    if not is_unset(call.configs.get("timeout_seconds")):
+        return _config(call.configs, "timeout_seconds")
+    raw = call.timeout_seconds
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise _Failure(ErrorType.CONFIG, f"{where} must be a number, got {raw!r}") from None
+        raise _Failure(
+            ErrorType.CONFIG, f"the call's timeout must be a number, got {raw!r}"
+        ) from None
     if not math.isfinite(value) or value <= 0:
-        raise _Failure(ErrorType.CONFIG, f"{where} must be a positive number, got {raw!r}")
+        raise _Failure(
+            ErrorType.CONFIG, f"the call's timeout must be a positive number, got {raw!r}"
+        )
     return value
 
 
@@ -250,10 +420,10 @@ def _render_url(template: str, inputs: Mapping[str, Any], consumed: set[str]) ->
 
 
 def _url_template(configs: Mapping[str, Any]) -> str:
-    base = str(configs.get("base_url") or "").strip()
-    endpoint = str(configs.get("endpoint") or "").strip()
+    endpoint = _config(configs, "endpoint") or ""
     if endpoint and _ABSOLUTE_URL.match(endpoint):
         return endpoint
+    base = _config(configs, "base_url") or ""
     if not base:
         raise _Failure(
             ErrorType.CONFIG, "config 'base_url' is required (or an absolute 'endpoint')"
@@ -264,79 +434,63 @@ def _url_template(configs: Mapping[str, Any]) -> str:
 
 
 def _auth_headers(configs: Mapping[str, Any], secrets: list[str]) -> list[tuple[str, str]]:
-    auth_type = str(configs.get("auth_type") or "none").strip().lower()
+    auth_type = _config(configs, "auth_type")
     if auth_type == "none":
         return []
     if auth_type == "bearer_token":
-        token = configs.get("bearer_token")
+        token = _config(configs, "bearer_token")
         if not token:
             raise _Failure(ErrorType.CONFIG, "auth_type 'bearer_token' needs config 'bearer_token'")
-        secrets.append(str(token))
+        secrets.append(token)
         return [
             ("Authorization", _header_value("Authorization", f"Bearer {token}", ErrorType.CONFIG))
         ]
     if auth_type == "api_key":
-        key = configs.get("api_key")
+        key = _config(configs, "api_key")
         if not key:
             raise _Failure(ErrorType.CONFIG, "auth_type 'api_key' needs config 'api_key'")
-        header = _check_header_name(configs.get("api_key_header") or "X-API-Key", "api_key_header")
-        secrets.append(str(key))
+        header = _config(configs, "api_key_header")
+        secrets.append(key)
         return [(header, _header_value(header, key, ErrorType.CONFIG))]
-    if auth_type == "basic_auth":
-        username, password = configs.get("username"), configs.get("password")
-        if not username or password is None or password == "":
-            raise _Failure(
-                ErrorType.CONFIG, "auth_type 'basic_auth' needs configs 'username' and 'password'"
-            )
-        token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
-        secrets.extend([str(password), token])
-        return [("Authorization", f"Basic {token}")]
-    raise _Failure(
-        ErrorType.CONFIG,
-        f"unknown auth_type {auth_type!r} (expected bearer_token, api_key, basic_auth or none)",
-    )
+    # basic_auth: CONFIGS admits no other auth_type
+    username, password = _config(configs, "username"), _config(configs, "password")
+    if not username or not password:
+        raise _Failure(
+            ErrorType.CONFIG, "auth_type 'basic_auth' needs configs 'username' and 'password'"
+        )
+    token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+    secrets.extend([password, token])
+    return [("Authorization", f"Basic {token}")]
 
 
 def _mapped_headers(
     configs: Mapping[str, Any], inputs: Mapping[str, Any], consumed: set[str], secrets: list[str]
 ) -> list[tuple[str, str]]:
-    mapping = _json_object(configs, "headers_input_map")
+    mapping: dict[str, HeaderFromInput] = _config(configs, "headers_input_map")
     headers: list[tuple[str, str]] = []
     for input_name, target in mapping.items():
-        template = "{value}"
-        if isinstance(target, Mapping):
-            header = target.get("header")
-            template = str(target.get("template") or "{value}")
-        else:
-            header = target
-        header = _check_header_name(header, f"headers_input_map[{input_name!r}]")
         consumed.add(input_name)  # never sent in the query or body, even when empty
         value = inputs.get(input_name)
         if value is None:
             continue
         raw = _scalar(value)
-        rendered = template.replace("{value}", raw)  # no str.format: no attribute access
+        rendered = target.template.replace("{value}", raw)  # no str.format: no attribute access
         secrets.extend([raw, rendered])
-        headers.append((header, _header_value(header, rendered, ErrorType.INPUT)))
+        headers.append((target.header, _header_value(target.header, rendered, ErrorType.INPUT)))
     return headers
 
 
 def _prepare(call: ToolCall, secrets: list[str]) -> _Prepared:
     configs, inputs = call.configs, call.inputs
     timeout = _timeout(call)
-    method = str(configs.get("method") or "GET").strip().upper()
-    if method not in QUERY_METHODS | BODY_METHODS:
-        raise _Failure(ErrorType.CONFIG, f"unsupported HTTP method {method!r}")
-
-    static_headers = _json_object(configs, "headers")
-    static_query = _json_object(configs, "query_params")
+    method = _config(configs, "method")
+    static_headers = _config(configs, "headers")
+    static_query = _config(configs, "query_params")
     consumed: set[str] = set()
 
-    headers: list[tuple[str, str]] = []
-    for name, value in static_headers.items():
-        _check_header_name(name, "config 'headers'")
-        if value is not None:
-            headers.append((name, _header_value(name, value, ErrorType.CONFIG)))
+    headers: list[tuple[str, str]] = [
+        (name, value) for name, value in static_headers.items() if value is not None
+    ]
     auth = _auth_headers(configs, secrets)
     mapped = _mapped_headers(configs, inputs, consumed, secrets)
     overriding = {name.lower() for name, _ in auth + mapped}

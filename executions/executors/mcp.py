@@ -5,7 +5,12 @@
 * ``server``: a mapping for ``MCPServerSpec`` (transport, url or command/args/env,
   auth_token, timeout_seconds, name);
 * ``remote_tool_name`` (optional): the tool's name on the server; without it the
-  name is ``call.tool_name`` minus its ``<server>__`` prefix.
+  name is ``call.tool_name`` minus its ``<server>__`` prefix;
+* ``server_id``: the id of the registered MCP server a synced tool belongs to;
+  the runner resolves it into ``server`` (``registry.services.mcp``).
+
+``CONFIGS`` declares these keys and their values once: the executor reads them
+through it, and the registry checks a config against it when it is saved.
 
 The output is ``{"content": [...], "structured": ..., "text": "..."}``. A tool
 result flagged ``isError`` is a failed call (``upstream_error``) whose message is
@@ -17,11 +22,20 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from executions import mcp_client
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.configs import (
+    ConfigError,
+    ConfigKey,
+    ConfigValueError,
+    ExecutorConfigs,
+    got,
+    text,
+)
 from executions.mcp_client import (
     MCPClientError,
     MCPConfigError,
@@ -36,11 +50,42 @@ from executions.redaction import redact, redact_text
 _RETRYABLE_STATUSES = (408, 425, 429)
 
 
+def _server(value: Any) -> MCPServerSpec:
+    if not isinstance(value, Mapping):
+        raise ConfigValueError(got(value))
+    try:
+        return MCPServerSpec.from_mapping(value)
+    except MCPConfigError as exc:
+        raise ConfigValueError(str(exc)) from None
+
+
+def _server_id(value: Any) -> str:
+    try:
+        return str(uuid.UUID(str(value).strip()))
+    except ValueError:
+        raise ConfigValueError(got(value)) from None
+
+
+CONFIGS = ExecutorConfigs(
+    "mcp",
+    [
+        ConfigKey(
+            "server",
+            "an MCP server as a JSON object (transport, url or command/args/env, "
+            "auth_token, timeout_seconds, name)",
+            _server,
+        ),
+        ConfigKey("remote_tool_name", "the tool's name on its MCP server", text),
+        ConfigKey("server_id", "the id (a UUID) of a registered MCP server", _server_id),
+    ],
+)
+
+
 def remote_tool_name(configs: Mapping[str, Any], tool_name: str, server_name: str) -> str:
-    """The tool's name on the MCP server."""
-    explicit = configs.get("remote_tool_name")
+    """The tool's name on the MCP server (raises ``ConfigError`` when the config is unusable)."""
+    explicit = CONFIGS.read(configs, "remote_tool_name")
     if explicit:
-        return str(explicit)
+        return explicit
     if server_name and tool_name.startswith(f"{server_name}__"):
         return tool_name[len(server_name) + 2 :]
     if not server_name and "__" in tool_name:
@@ -76,14 +121,14 @@ class MCPExecutor:
                 ExecutorResult(ok=False, error_type=error_type, error_message=message, **extra)
             )
 
-        if not isinstance(raw_server, Mapping):
-            return failure(ErrorType.CONFIG, "the MCP tool has no 'server' configuration")
         try:
-            spec = MCPServerSpec.from_mapping(raw_server)
-        except MCPConfigError as exc:
+            spec = CONFIGS.read(configs, "server")
+            if spec is None:
+                return failure(ErrorType.CONFIG, "the MCP tool has no 'server' configuration")
+            tool = remote_tool_name(configs, call.tool_name, spec.name)
+        except ConfigError as exc:
             return failure(ErrorType.CONFIG, str(exc))
 
-        tool = remote_tool_name(configs, call.tool_name, spec.name)
         metadata: dict[str, Any] = {
             "transport": spec.transport,
             "server": spec.name,

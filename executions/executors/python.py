@@ -3,6 +3,10 @@
 The function is found by ``configs["function"]`` (a registered name) or else by
 ``call.tool_name``. Only registered functions can run: nothing here imports a
 module path that came from the database. An unknown name is a config_error.
+``configs["module"]`` only records where the function comes from (catalog
+files carry it); it is never imported. ``CONFIGS`` declares both keys: the
+executor reads them through it, and the registry checks a config against it
+when it is saved.
 
 Inputs are checked against the function's derived input schema (input_error),
 Enum parameters receive the Enum member, then the function runs in its own
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,12 +38,49 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.configs import (
+    ConfigError,
+    ConfigKey,
+    ConfigValueError,
+    ExecutorConfigs,
+    got,
+    text,
+)
 from executions.jsonsafe import json_safe
 from executions.python_tools import registry as default_registry
-from executions.python_tools.registry import RegisteredTool, ToolRegistry
+from executions.python_tools.registry import TOOL_NAME_RE, RegisteredTool, ToolRegistry
 from executions.redaction import redact, redact_text
 
 ASYNC_CANCEL_GRACE_SECONDS = 0.25  # time an async tool gets to handle its cancellation
+
+_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _function_name(value: Any) -> str:
+    name = text(value)
+    if not TOOL_NAME_RE.match(name):
+        raise ConfigValueError(got(value))
+    return name
+
+
+def _module_path(value: Any) -> str:
+    path = text(value)
+    if not _MODULE_PATH.match(path):
+        raise ConfigValueError(got(value))
+    return path
+
+
+CONFIGS = ExecutorConfigs(
+    "python",
+    [
+        ConfigKey(
+            "function",
+            "the name a Python tool is registered under (letters, digits, _ and -; at most 64)",
+            _function_name,
+        ),
+        ConfigKey("module", "a dotted Python module path (recorded, never imported)", _module_path),
+    ],
+)
 
 
 class _DeadlineExceeded(Exception):
@@ -131,7 +173,10 @@ class PythonExecutor:
                 **extra,
             )
 
-        name = call.configs.get("function") or call.tool_name
+        try:
+            name = CONFIGS.read(call.configs, "function") or call.tool_name
+        except ConfigError as exc:
+            return failure(ErrorType.CONFIG, str(exc))
         entry = self.registry.get(name) if isinstance(name, str) else None
         if entry is None:
             return failure(ErrorType.CONFIG, f"no registered Python function named {name!r}")

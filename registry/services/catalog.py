@@ -120,6 +120,14 @@ def _sync_parameters(*, actor, tool: Tool, kind: str, rows: list[dict]) -> list[
     return changes
 
 
+def _check_config(tool: Tool, where: str, key: str, value: Any, *, secret: bool) -> None:
+    """Refuse a value the tool's executor cannot use, naming where it was given
+    (``configs/<key>`` or ``secret_configs/<key>``, as an importer's document has it)."""
+    message = tool_services.config_problem(tool.type, key, value, secret=secret)
+    if message:
+        raise_invalid([{"field": f"{where}/{key}", "message": message, "code": "invalid_config"}])
+
+
 def _sync_configs(
     *, actor, tool: Tool, plain: dict[str, Any] | None, secret: dict[str, Any] | None
 ) -> tuple[list[str], list[str]]:
@@ -140,6 +148,7 @@ def _sync_configs(
             )
         if config is not None and canonical(config.plain_value) == canonical(value):
             continue
+        _check_config(tool, "configs", key, value, secret=False)
         tool_services.config_set(
             actor=actor, tool=tool, config_key=key, config_value=value, is_secret=False
         )
@@ -161,6 +170,7 @@ def _sync_configs(
             continue
         if config is not None and config.is_secret and canonical(config.value) == canonical(value):
             continue
+        _check_config(tool, "secret_configs", key, value, secret=True)
         tool_services.config_set(
             actor=actor, tool=tool, config_key=key, config_value=value, is_secret=True
         )
@@ -238,7 +248,8 @@ def tool_upsert(
         data["tool_metadata"] = merged
     changes = [f"{key} changed" for key in data]
     if data:
-        tool = tool_services.tool_update(actor=actor, tool=tool, data=data)
+        # A new type is checked against the configs once they are written, below.
+        tool = tool_services.tool_update(actor=actor, tool=tool, data=data, _check_configs=False)
     child_changes, warnings = _apply_children(
         actor=actor,
         tool=tool,
@@ -247,6 +258,8 @@ def tool_upsert(
         configs=configs,
         secret_configs=secret_configs,
     )
+    if "type" in data:
+        tool_services.check_tool_configs(tool)
     changes += child_changes
     return UpsertResult(
         tool=tool, action="updated" if changes else "unchanged", changes=changes, warnings=warnings

@@ -11,6 +11,8 @@ from django.db import DataError, IntegrityError, transaction
 from django.db.models import ProtectedError, RestrictedError
 from django.utils import timezone
 
+from executions.executors import executor_configs
+from executions.executors.configs import ConfigValueError
 from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
@@ -75,22 +77,27 @@ def config_snapshot(config: ToolConfig) -> dict[str, Any]:
 NON_IDEMPOTENT_METHODS = {"POST", "PATCH", "PUT", "DELETE"}
 
 
+def _read_config(tool_type: str, configs: dict[str, Any], key: str, fallback: Any) -> Any:
+    """A config as the executor reads it; ``fallback`` when the executor could not use it."""
+    spec = executor_configs(tool_type)
+    try:
+        return spec.read(configs, key)
+    except ConfigValueError:
+        return fallback
+
+
 def cacheability_problem(tool: Tool, configs: dict[str, Any] | None = None) -> str | None:
     """Why results of ``tool`` must not be cached (None when they may)."""
     if configs is None:
         configs = {c.config_key: c for c in tool.configs.all()}
     plain = {k: (c.plain_value if not c.is_secret else None) for k, c in configs.items()}
     if tool.type == "http":
-        method = str(plain.get("method") or "GET").upper()
+        method = _read_config("http", plain, "method", str(plain.get("method")).upper())
         if method in NON_IDEMPOTENT_METHODS:
             return f"its method {method} is not idempotent"
         if "headers_input_map" in configs:
             return "it takes per-call secrets (headers_input_map)"
-    if tool.type == "database" and str(plain.get("read_only", True)).lower() in (
-        "false",
-        "0",
-        "no",
-    ):
+    if tool.type == "database" and not _read_config("database", plain, "read_only", True):
         return "it may write (read_only is false)"
     return None
 
@@ -109,6 +116,44 @@ def _check_cacheable(tool: Tool, configs: dict | None = None) -> None:
                 }
             ]
         )
+
+
+def config_problem(tool_type: str, key: str, value: Any, *, secret: bool = False) -> str | None:
+    """Why ``value`` cannot be config ``key`` of a ``tool_type`` tool (None when it can).
+
+    The executor of that type declares the keys it knows and their values
+    (``CONFIGS`` in its module); keys it does not know are allowed. A secret's
+    value is never quoted.
+    """
+    spec = executor_configs(tool_type)
+    if spec is None:
+        return None
+    return spec.problem(key, value, secret=secret)
+
+
+def _check_config(tool: Tool, key: str, value: Any, *, secret: bool, field: str) -> None:
+    message = config_problem(tool.type, key, value, secret=secret)
+    if message:
+        raise_invalid([{"field": field, "message": message, "code": "invalid_config"}])
+
+
+def check_tool_configs(tool: Tool, *, field: str = "type") -> None:
+    """Refuse a tool whose stored configs do not suit its type (after a change of type)."""
+    problems = []
+    for config in tool.configs.all():
+        message = config_problem(
+            tool.type, config.config_key, config.value, secret=config.is_secret
+        )
+        if message:
+            problems.append(
+                {
+                    "field": field,
+                    "message": f"A stored config does not suit the {tool.type} executor. {message}",
+                    "code": "invalid_config",
+                }
+            )
+    if problems:
+        raise_invalid(problems)
 
 
 def _check_approval_condition(tool: Tool) -> None:
@@ -317,7 +362,13 @@ def tool_create(
 
 
 @transaction.atomic
-def tool_update(*, actor, tool: Tool, data: dict[str, Any]) -> Tool:
+def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool = True) -> Tool:
+    """Update ``tool``'s own fields.
+
+    A change of type checks the stored configs against the new type's executor;
+    a caller that writes the configs next (the admin, the importers) passes
+    ``_check_configs=False`` and calls ``check_tool_configs`` once they are written.
+    """
     unknown = set(data) - set(TOOL_FIELDS)
     if unknown:
         raise TypeError(f"unknown tool fields: {sorted(unknown)}")
@@ -332,6 +383,8 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any]) -> Tool:
     _check_cacheable(tool)
     if "name" in data and data["name"] != before["name"]:
         _unique_name_or_conflict(tool.name, exclude_pk=tool.pk)
+    if _check_configs and tool.type != before["type"]:
+        check_tool_configs(tool)
     after = tool_snapshot(tool)
     if after == before:
         return tool
@@ -537,7 +590,9 @@ def config_set(
     """Create or replace the config ``config_key`` of ``tool``. Returns ``(config, created)``.
 
     When an existing key is updated without ``is_secret``, it keeps its
-    secrecy: a secret is never turned into a plain value by accident.
+    secrecy: a secret is never turned into a plain value by accident. The value
+    must suit the tool's executor (``config_problem``); it is checked before a
+    secret is encrypted, and a refused secret is never quoted.
     """
     _check_finite({"config_value": config_value}, _prefix)
     config = ToolConfig.objects.select_for_update().filter(tool=tool, config_key=config_key).first()
@@ -564,6 +619,13 @@ def config_set(
             )
         if is_secret is not None:
             config.is_secret = bool(is_secret)
+    _check_config(
+        tool,
+        config_key,
+        config_value,
+        secret=config.is_secret,
+        field=f"{_prefix}.config_value" if _prefix else "config_value",
+    )
     config.set_value(config_value)
     full_clean(config, exclude=["tool"], prefix=_prefix)
     _save(config, f"Duplicate config key '{config_key}'.", "config_key", _prefix)

@@ -798,3 +798,77 @@ def test_other_tool_fields_are_passed_to_the_services_which_validate_them():
     assert run(text.replace(": 5", ": 600")).ok
     assert Tool.objects.get(name="slow_ok").approval_ttl_seconds == 600
     assert "approval_ttl_seconds: 600" in export_catalog()
+
+
+# --------------------------------------------------------------------------- configs per executor
+
+
+def test_import_refuses_configs_the_executor_cannot_use_and_names_where():
+    text = (
+        "tools:\n"
+        "  - name: fine_tool\n    type: http\n    configs:\n      base_url: https://a.example\n"
+        "  - name: trace_tool\n"
+        "    type: http\n"
+        "    configs:\n"
+        "      base_url: https://a.example\n"
+        "      method: TRACE\n"
+    )
+    report = run(text)
+    assert not report.ok
+    (error,) = report.errors
+    assert (error.path, error.line) == ("/tools/1/configs/method", 10)
+    assert "Config 'method' must be one of GET" in error.message and "TRACE" in error.message
+    assert error.code == "validation_error"
+    assert not Tool.objects.filter(name__in=["fine_tool", "trace_tool"]).exists()
+    assert run(text.replace("TRACE", "post")).ok
+    assert configs(Tool.objects.get(name="trace_tool"))["method"] == "post"
+
+
+@pytest.mark.parametrize(
+    ("entry", "path"),
+    [
+        ("    configs:\n      headers: not an object\n", "/tools/0/configs/headers"),
+        ("    configs:\n      query_params: [1]\n", "/tools/0/configs/query_params"),
+        ("    configs:\n      timeout_seconds: -3\n", "/tools/0/configs/timeout_seconds"),
+        ("    configs:\n      auth_type: kerberos\n", "/tools/0/configs/auth_type"),
+        (
+            "    configs:\n      headers_input_map: {token: {head: X-Token}}\n",
+            "/tools/0/configs/headers_input_map",
+        ),
+    ],
+)
+def test_each_refused_config_points_at_its_key(entry, path):
+    report = run("tools:\n  - name: odd_tool\n    type: http\n" + entry)
+    (error,) = report.errors
+    assert error.path == path and error.line == 5
+    assert f"Config '{path.rsplit('/', 1)[1]}' must be" in error.message
+
+
+def test_import_never_echoes_a_refused_secret_config():
+    text = (
+        "tools:\n"
+        "  - name: secret_tool\n"
+        "    type: http\n"
+        "    secret_configs:\n"
+        f'      bearer_token: "{CANARY}\\r\\nX-Injected: 1"\n'
+    )
+    report = run(text)
+    (error,) = report.errors
+    assert (error.path, error.line) == ("/tools/0/secret_configs/bearer_token", 5)
+    assert "Config 'bearer_token' must be" in error.message
+    assert CANARY not in report.text() and CANARY not in json.dumps(report.as_dict())
+    assert not Tool.objects.filter(name="secret_tool").exists()
+
+
+def test_import_changing_the_type_checks_the_configs_it_ends_with():
+    tool = tool_upsert(actor=None, name="shape_shifter", type="python").tool
+    config_set(actor=None, tool=tool, config_key="method", config_value="TRACE")
+    text = "tools:\n  - name: shape_shifter\n    type: http\n"
+    report = run(text)
+    (error,) = report.errors
+    assert error.path == "/tools/0/type" and "Config 'method'" in error.message
+    assert Tool.objects.get(name="shape_shifter").type == "python"
+    # The same document fixing the config: the type changes.
+    report = run(text + "    configs:\n      method: GET\n")
+    assert report.ok, report.text()
+    assert Tool.objects.get(name="shape_shifter").type == "http"

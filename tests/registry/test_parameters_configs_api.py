@@ -221,3 +221,321 @@ class TestConfigs:
             configs_url(tool), {"config_key": "k", "config_value": 1}, format="json"
         )
         assert response.status_code == 403
+
+
+# --------------------------------------------------------------------------- configs per executor
+
+# (key, a value the HTTP executor cannot use, what the error says, a value it can use)
+HTTP_CASES = [
+    ("method", "TRACE", "one of GET, HEAD, OPTIONS, DELETE, POST, PUT or PATCH", "post"),
+    ("auth_type", "kerberos", "one of none, bearer_token, api_key or basic_auth", "api_key"),
+    ("headers", "not an object", "JSON object", {"X-Env": "prod", "X-Count": 3, "X-Off": None}),
+    ("headers", {"Bad Header": "x"}, "not a valid header name", '{"Accept": "text/csv"}'),
+    ("headers", {"X-A": "line\r\nbreak"}, "line break", {"X-A": "one line"}),
+    ("query_params", [1], "JSON object", {"units": "metric", "ids": [1, 2]}),
+    ("timeout_seconds", -3, "positive number", 2.5),
+    ("timeout_seconds", "soon", "positive number", "30"),
+    ("headers_input_map", ["token"], "JSON object", {"token": "X-Token"}),
+    ("headers_input_map", {"token": 5}, "input 'token'", {"token": "Authorization"}),
+    ("headers_input_map", {"token": "Bad Header"}, "not a valid header name", {"t": "X-T"}),
+    (
+        "headers_input_map",
+        {"token": {"head": "Authorization"}},
+        "unknown key(s) 'head'",
+        {"token": {"header": "Authorization", "template": "Bearer {value}"}},
+    ),
+    (
+        "headers_input_map",
+        {"token": {"template": "Bearer {value}"}},
+        "not a valid header name",
+        {"token": {"header": "X-Token"}},
+    ),
+    ("base_url", "ftp://files.example/", "absolute http(s) URL", "https://{region}.api.example"),
+    ("base_url", "api.example/v1", "absolute http(s) URL", "http://10.0.0.5:8080/v1"),
+    ("endpoint", 42, "a path appended to base_url", "/users/{user_id}"),
+    ("api_key_header", "Bad:Name", "header name", "X-Api-Key"),
+]
+
+
+class TestConfigsCheckedForTheExecutor:
+    @pytest.mark.parametrize(("key", "bad", "expected", "good"), HTTP_CASES)
+    def test_http_config_is_checked_for_the_executor_at_save(
+        self, staff_client, tool, key, bad, expected, good
+    ):
+        response = staff_client.post(
+            configs_url(tool), {"config_key": key, "config_value": bad}, format="json"
+        )
+        assert response.status_code == 400, response.json()
+        error = response.json()["error"]
+        assert error["code"] == "validation_error"
+        (detail,) = error["details"]
+        assert detail["field"] == "config_value"
+        assert detail["code"] == "invalid_config"
+        assert f"Config '{key}' must be" in detail["message"]
+        assert expected in detail["message"]
+        assert f"Config '{key}'" in error["message"]
+        assert not ToolConfig.objects.filter(tool=tool).exists()
+        assert not AuditEvent.objects.filter(action__startswith="tool_config").exists()
+
+        accepted = staff_client.post(
+            configs_url(tool), {"config_key": key, "config_value": good}, format="json"
+        )
+        assert accepted.status_code == 201, accepted.json()
+        assert ToolConfig.objects.get(tool=tool, config_key=key).value == good
+
+    @pytest.mark.parametrize(
+        ("key", "bad", "expected"),
+        # At run time the egress guard refuses other schemes, with its own error.
+        [case[:3] for case in HTTP_CASES if not str(case[1]).startswith("ftp:")],
+    )
+    def test_the_executor_refuses_the_same_values_in_the_same_words(self, key, bad, expected):
+        from executions.executors.base import ErrorType, ToolCall
+        from executions.executors.http import HTTPExecutor
+        from registry.services.tools import config_problem
+
+        configs = {"base_url": "https://api.example", key: bad}
+        if key == "api_key_header":
+            configs.update(auth_type="api_key", api_key="k-123")
+        inputs = {"token": "t-1"} if key == "headers_input_map" else {}
+        result = HTTPExecutor().execute(
+            ToolCall(
+                tool_name="t", tool_type="http", configs=configs, inputs=inputs, timeout_seconds=1
+            )
+        )
+        assert result.error_type == ErrorType.CONFIG
+        at_save = config_problem("http", key, bad)
+        assert expected in at_save
+        # "Config 'k' must be …; detail." at save is "config 'k' must be …; detail" at run time.
+        assert result.error_message == "c" + at_save[1:-1]
+
+    def test_known_keys_are_checked_unknown_and_unset_ones_are_not(self, staff_client, tool):
+        refused = staff_client.post(
+            configs_url(tool), {"config_key": "method", "config_value": "TRACE"}, format="json"
+        )
+        assert refused.status_code == 400
+        for key, value in [
+            ("verb", "TRACE"),  # no executor reads it: a template or a note may
+            ("some_template_value", [1, "any", {"json": True}]),
+            ("method", None),  # unset: the executor's default (GET)
+            ("timeout_seconds", ""),
+        ]:
+            response = staff_client.post(
+                configs_url(tool), {"config_key": key, "config_value": value}, format="json"
+            )
+            assert response.status_code == 201, (key, response.json())
+
+    @pytest.mark.parametrize(
+        ("tool_type", "key", "bad", "expected", "good"),
+        [
+            ("database", "read_only", "maybe", "true or false", "off"),
+            ("database", "max_rows", 0, "positive whole number", "50"),
+            (
+                "database",
+                "query_template",
+                "SELECT 1; DELETE FROM t",
+                "single SQL statement",
+                "SELECT * FROM t WHERE id = :id",
+            ),
+            (
+                "database",
+                "connection_string",
+                "mysql://u@db.example/x",
+                "postgresql://",
+                "postgresql://reader@db.example:5432/sales",
+            ),
+            ("mcp", "server_id", "not-a-uuid", "UUID", str(uuid.uuid4())),
+            (
+                "mcp",
+                "server",
+                {"transport": "carrier-pigeon"},
+                "unknown MCP transport",
+                {"transport": "streamable_http", "url": "https://mcp.example/mcp"},
+            ),
+            ("mcp", "remote_tool_name", ["search"], "the tool's name", "search"),
+            ("python", "function", "os.system", "registered", "get_weather"),
+            ("python", "module", "../tools", "module path", "acme.weather"),
+        ],
+    )
+    def test_other_executors_check_their_keys(
+        self, staff_client, tool_type, key, bad, expected, good
+    ):
+        other = ToolFactory(name=f"{tool_type}_tool", type=tool_type)
+        response = staff_client.post(
+            configs_url(other), {"config_key": key, "config_value": bad}, format="json"
+        )
+        assert response.status_code == 400, response.json()
+        (detail,) = response.json()["error"]["details"]
+        assert f"Config '{key}' must be" in detail["message"] and expected in detail["message"]
+        assert not other.configs.exists()
+        accepted = staff_client.post(
+            configs_url(other), {"config_key": key, "config_value": good}, format="json"
+        )
+        assert accepted.status_code == 201, accepted.json()
+        # A key only another executor knows is no concern of this one.
+        other_key = "method" if tool_type != "http" else "function"
+        unknown = staff_client.post(
+            configs_url(other), {"config_key": other_key, "config_value": "TRACE"}, format="json"
+        )
+        assert unknown.status_code == 201, unknown.json()
+
+    def test_a_refused_secret_is_never_echoed(self, staff_client, tool):
+        canary = "canary-" + uuid.uuid4().hex
+        response = staff_client.post(
+            configs_url(tool),
+            {
+                "config_key": "bearer_token",
+                "config_value": f"{canary}\r\nX-Evil: 1",
+                "is_secret": True,
+            },
+            format="json",
+        )
+        assert response.status_code == 400, response.json()
+        body = response.content.decode()
+        assert canary not in body
+        assert "Config 'bearer_token' must be" in body and "secret and not shown" in body
+        assert not ToolConfig.objects.filter(tool=tool).exists()
+        headers = staff_client.post(
+            configs_url(tool),
+            {"config_key": "headers", "config_value": {f"{canary} name": "x"}, "is_secret": True},
+            format="json",
+        )
+        assert headers.status_code == 400 and canary not in headers.content.decode()
+
+    def test_a_stored_secret_keeps_its_secrecy_when_checked(self, staff_client, tool):
+        canary = "canary-" + uuid.uuid4().hex
+        staff_client.post(
+            configs_url(tool),
+            {"config_key": "api_key", "config_value": canary, "is_secret": True},
+            format="json",
+        )
+        # Updated without is_secret: still a secret, so its refused value is not quoted.
+        response = staff_client.post(
+            configs_url(tool),
+            {"config_key": "api_key", "config_value": f"{canary}-naïve"},
+            format="json",
+        )
+        assert response.status_code == 400
+        assert canary not in response.content.decode()
+        assert ToolConfig.objects.get(tool=tool, config_key="api_key").value == canary
+
+    def test_tool_create_names_the_config_and_rolls_back(self, staff_client):
+        response = staff_client.post(
+            "/api/v1/tools",
+            {
+                "name": "bad_method",
+                "type": "http",
+                "configs": [
+                    {"config_key": "base_url", "config_value": "https://api.example"},
+                    {"config_key": "method", "config_value": "TRACE"},
+                ],
+            },
+            format="json",
+        )
+        assert response.status_code == 400, response.json()
+        (detail,) = response.json()["error"]["details"]
+        assert detail["field"] == "configs[1].config_value"
+        assert "Config 'method'" in detail["message"]
+        assert not ToolConfig.objects.exists()
+        assert not AuditEvent.objects.filter(action="tool.created").exists()
+
+    def test_changing_the_type_checks_the_stored_configs(self, staff_client):
+        other = ToolFactory(name="was_python", type="python")
+        staff_client.post(
+            configs_url(other), {"config_key": "method", "config_value": "TRACE"}, format="json"
+        )
+        response = staff_client.patch(f"/api/v1/tools/{other.pk}", {"type": "http"}, format="json")
+        assert response.status_code == 400, response.json()
+        (detail,) = response.json()["error"]["details"]
+        assert detail["field"] == "type" and "Config 'method'" in detail["message"]
+        other.refresh_from_db()
+        assert other.type == "python"
+        staff_client.post(
+            configs_url(other), {"config_key": "method", "config_value": "PUT"}, format="json"
+        )
+        ok = staff_client.patch(f"/api/v1/tools/{other.pk}", {"type": "http"}, format="json")
+        assert ok.status_code == 200, ok.json()
+
+
+# --------------------------------------------------------------------------- the admin
+
+
+@pytest.fixture
+def admin_client(superuser):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(superuser)
+    return client
+
+
+def _admin_change(admin_client, tool, **overrides):
+    from django.urls import reverse
+
+    from tests.registry.test_admin import change_form_data
+
+    data = change_form_data(tool, **overrides)
+    return admin_client.post(reverse("admin:registry_tool_change", args=[tool.pk]), data)
+
+
+NEW_CONFIG = {"configs-TOTAL_FORMS": 1, "configs-INITIAL_FORMS": 0}
+
+
+def test_admin_shows_a_config_the_executor_cannot_use_on_the_form(admin_client, tool):
+    response = _admin_change(
+        admin_client,
+        tool,
+        **NEW_CONFIG,
+        **{"configs-0-config_key": "method", "configs-0-value": "TRACE", "configs-0-tool": tool.pk},
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Config &#x27;method&#x27; must be one of GET" in html
+    assert "errorlist" in html
+    assert not ToolConfig.objects.filter(tool=tool).exists()
+
+
+def test_admin_never_echoes_a_refused_secret(admin_client, tool):
+    canary = "canary-" + uuid.uuid4().hex
+    response = _admin_change(
+        admin_client,
+        tool,
+        **NEW_CONFIG,
+        **{
+            "configs-0-config_key": "api_key",
+            "configs-0-value": f"{canary}-naïve",
+            "configs-0-is_secret": "on",
+            "configs-0-tool": tool.pk,
+        },
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Config &#x27;api_key&#x27; must be" in html and "secret and not shown" in html
+    assert canary not in html
+    assert not ToolConfig.objects.filter(tool=tool).exists()
+
+
+def test_admin_checks_configs_against_the_type_chosen_on_the_same_page(admin_client):
+    from registry.services.tools import config_set, tool_create
+
+    tool = tool_create(actor=None, name="becomes_http", type="python")
+    config_set(actor=None, tool=tool, config_key="method", config_value="TRACE")
+    # Changing the type alone: the stored config does not suit it, and its row says so.
+    refused = _admin_change(admin_client, tool, type="http")
+    assert refused.status_code == 200
+    assert "Config &#x27;method&#x27; must be one of GET" in refused.content.decode()
+    tool.refresh_from_db()
+    assert tool.type == "python"
+    # Fixing the config on the same page makes the change of type go through.
+    fixed = _admin_change(admin_client, tool, type="http", **{"configs-0-value": "GET"})
+    assert fixed.status_code == 302
+    tool.refresh_from_db()
+    assert tool.type == "http" and tool.configs.get().value == "GET"
+    # And a config typed for the new type is checked against it, not the old one.
+    again = _admin_change(
+        admin_client,
+        tool,
+        type="database",
+        **{"configs-0-config_key": "max_rows", "configs-0-value": "0"},
+    )
+    assert again.status_code == 200
+    assert "Config &#x27;max_rows&#x27; must be" in again.content.decode()

@@ -1,0 +1,208 @@
+"""The config keys each executor knows, and what their values must be: one declaration each.
+
+Every executor module declares its keys in ``CONFIGS`` (an ``ExecutorConfigs``).
+The executor reads its configs through that declaration at run time
+(``CONFIGS.read``), and the registry checks each config against the same
+declaration when it is saved (``CONFIGS.problem``, through
+``executions.executors.executor_configs``): a value the executor's reading of
+a key refuses is refused at save time by the very same code, and the allowed
+values (methods, auth types, …) are written down once. What depends on
+several keys (``auth_type`` ``bearer_token`` needs ``bearer_token``), on the
+inputs or on the network is still found only at run time (``config_error``,
+``egress_denied``).
+
+* A value that is missing, ``None`` or ``""`` is unset: the executor uses its
+  default, and saving it is always allowed.
+* ``ConfigKey.parse`` turns a stored value into the value the executor uses,
+  or raises ``ConfigValueError``. ``ConfigKey.check`` (optional) adds what only
+  the save refuses, because at run time another guard refuses it with its own
+  error (the egress guard, for a URL's scheme) or reads it leniently on the
+  safe side (``read_only``).
+* Keys an executor does not know are not refused: a config may exist for
+  something else (a template, an operator's note, a later version).
+
+A ``ConfigValueError``'s text may quote the value; ``problem`` leaves it out
+when the config is secret and only says what is expected.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SHOWN_CHARS = 60
+
+
+class ConfigValueError(ValueError):
+    """A value that does not suit its key. The text may quote the value."""
+
+
+class ConfigError(ConfigValueError):
+    """A config the executor cannot use, named: ``config 'key' must be …; detail``."""
+
+    def __init__(self, key: ConfigKey, detail: str):
+        super().__init__(f"config {key.name!r} must be {key.expected}; {detail}")
+        self.key = key.name
+        self.detail = detail
+
+
+def is_unset(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value == "")
+
+
+def shown(value: Any) -> str:
+    """A short quotation of ``value`` for an error message (never use it for a secret)."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def got(value: Any) -> str:
+    return f"got {shown(value)}"
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    expected: str  # what a value must be, in words; never quotes a value
+    parse: Callable[[Any], Any]
+    default: Any = None
+    check: Callable[[Any], None] | None = None  # save time only, after parse, on the raw value
+
+
+class ExecutorConfigs:
+    """The known config keys of one kind of executor."""
+
+    def __init__(self, kind: str, keys: Iterable[ConfigKey]):
+        self.kind = kind
+        self.keys: dict[str, ConfigKey] = {}
+        for key in keys:
+            if key.name in self.keys:
+                raise ValueError(f"config key {key.name!r} is declared twice for {kind}")
+            self.keys[key.name] = key
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.keys
+
+    def read(self, configs: Mapping[str, Any], name: str) -> Any:
+        """The value the executor uses (the default when unset); raises ``ConfigError``."""
+        key = self.keys[name]
+        value = configs.get(name)
+        if is_unset(value):
+            return copy.copy(key.default)  # a default dict or list is never shared
+        try:
+            return key.parse(value)
+        except ConfigValueError as exc:
+            raise ConfigError(key, str(exc)) from None
+
+    def problem(self, name: str, value: Any, *, secret: bool = False) -> str | None:
+        """Why ``value`` cannot be saved as config ``name`` (None when it can).
+
+        For a secret config the message says what is expected, never what was given.
+        """
+        key = self.keys.get(name)
+        if key is None or is_unset(value):
+            return None
+        try:
+            key.parse(value)
+            if key.check is not None:
+                key.check(value)
+        except ConfigValueError as exc:
+            if secret:
+                return (
+                    f"Config '{name}' must be {key.expected} (the value is secret and not shown)."
+                )
+            return f"Config '{name}' must be {key.expected}; {exc}."
+        return None
+
+
+# --------------------------------------------------------------------------- common readers
+
+
+def text(value: Any) -> str:
+    """A string, stripped of surrounding white space; not blank."""
+    if not isinstance(value, str):
+        raise ConfigValueError(got(value))
+    stripped = value.strip()
+    if not stripped:
+        raise ConfigValueError("got only white space")
+    return stripped
+
+
+def one_of(choices: Iterable[str], *, upper: bool = False) -> Callable[[Any], str]:
+    """A reader for one of ``choices`` (case and surrounding white space do not matter)."""
+    allowed = tuple(choices)
+
+    def parse(value: Any) -> str:
+        if not isinstance(value, str):
+            raise ConfigValueError(got(value))
+        normal = value.strip().upper() if upper else value.strip().lower()
+        if normal not in allowed:
+            raise ConfigValueError(got(value))
+        return normal
+
+    return parse
+
+
+def choice_words(choices: Iterable[str]) -> str:
+    """``a, b or c``."""
+    items = list(choices)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def positive_number(value: Any) -> float:
+    """A finite number above zero (a numeric string too)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfigValueError(got(value))
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        raise ConfigValueError(got(value)) from None
+    if not math.isfinite(number) or number <= 0:
+        raise ConfigValueError(got(value))
+    return number
+
+
+def positive_integer(value: Any) -> int:
+    """A whole number from 1 (a string of digits too)."""
+    if isinstance(value, bool):
+        raise ConfigValueError(got(value))
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ConfigValueError(got(value)) from None
+    else:
+        raise ConfigValueError(got(value))
+    if number < 1:
+        raise ConfigValueError(got(value))
+    return number
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """A JSON object, or a string holding one."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise ConfigValueError("got a string that is not valid JSON") from None
+    if not isinstance(value, Mapping):
+        raise ConfigValueError(f"got {_json_kind(value)}")
+    return dict(value)
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return f"a {type(value).__name__}"
