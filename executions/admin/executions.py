@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Q
+from django.db import connections
+from django.db.models import Q, TextField, Value
+from django.db.models.functions import Cast, StrIndex
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
@@ -82,31 +85,58 @@ class AgentFilter(NameOrIdFilter):
         return Agent.objects.all()
 
 
-class RoleFilter(NameOrIdFilter):
+def _listing_role(queryset, name: str):
+    """``queryset``, and the condition that a call's ``roles_used`` (the role names recorded
+    with it) lists ``name``."""
+    if connections[queryset.db].features.supports_json_field_contains:
+        return queryset, Q(roles_used__contains=[name])
+    # No JSON containment (SQLite): the stored list holds the name as a JSON string.
+    text = Cast("roles_used", TextField())
+    queryset = queryset.alias(role_listed_at=StrIndex(text, Value(json.dumps(name))))
+    return queryset, Q(role_listed_at__gt=0)
+
+
+class RoleFilter(InputFilter):
+    """Calls made with a role, by its name or id: narrowed to the role (``role``, shown as
+    "Role used"), or acting with all the caller's roles, that one among them (``roles_used``,
+    the names recorded with the call). By name, also calls that recorded the name before
+    the role was renamed or deleted."""
+
     title = "role"
     parameter_name = "role"
     placeholder = "role name or id"
-    field = "role"
 
-    def related_queryset(self):
-        return Group.objects.all()
+    def filter(self, queryset, value):
+        role_id = parse_id(value)  # not an id (huge, or other scripts' digits): a role name
+        if role_id is not None:
+            role = Group.objects.filter(pk=role_id).values_list("pk", "name").first()
+            if role is None:
+                return queryset.none()
+            role_ids, name = [role[0]], role[1]
+        else:
+            role_ids = list(Group.objects.filter(name=value).values_list("pk", flat=True))
+            name = value
+        queryset, listed = _listing_role(queryset, name)
+        return queryset.filter(Q(role_id__in=role_ids) | listed)
 
-    def parse_id(self, value: str):
-        return parse_id(value)  # not an id (huge, or other scripts' digits): a role name
 
+class PrincipalFilter(InputFilter):
+    """Calls by a principal, by the name the list shows (``principal_name``): an agent's
+    name, or a person's user name, as recorded with the call.
 
-class PrincipalFilter(NameOrIdFilter):
+    The name is first resolved to the principals it names now (people by user name,
+    agents by name), so the (principal, -created_at) index answers; calls whose
+    principal has been deleted since are matched by the recorded name alone."""
+
     title = "principal"
     parameter_name = "principal"
-    placeholder = "user name"
-    field = "principal"
-    name_field = "username"
+    placeholder = "agent or user name"
 
-    def related_queryset(self):
-        return get_user_model().objects.all()
-
-    def parse_id(self, value: str):
-        return None  # by user name only
+    def filter(self, queryset, value):
+        ids = set(get_user_model().objects.filter(username=value).values_list("pk", flat=True))
+        ids.update(Agent.objects.filter(name=value).values_list("user_id", flat=True))
+        principals = Q(principal_id__in=sorted(ids)) | Q(principal__isnull=True)
+        return queryset.filter(principals, principal_name=value)
 
 
 def executions_changelist_url(**params) -> str:

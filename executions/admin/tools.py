@@ -16,7 +16,7 @@ from executions.admin.executions import executions_changelist_url
 from executions.services.pipeline import execution_request
 from registry import access
 from registry.admin.access import AgentAdmin
-from registry.admin.audit import audit_changelist_url
+from registry.admin.audit import object_audit_url
 from registry.admin.tools import ToolAdmin
 from registry.models import Action, Agent, Tool
 from toolhub.exceptions import ToolHubError
@@ -57,7 +57,7 @@ class ToolAdminWithTestRun(ToolAdmin):
             return "—"
         return activity_links(
             executions_url=executions_changelist_url(tool=obj.pk),
-            audit_url=audit_changelist_url(target_type="registry.tool", target_id=str(obj.pk)),
+            audit_url=object_audit_url(obj),
         )
 
     def get_urls(self):
@@ -129,7 +129,7 @@ class AgentAdminWithActivity(AgentAdmin):
             return "—"
         return activity_links(
             executions_url=executions_changelist_url(agent=obj.pk),
-            audit_url=audit_changelist_url(target_type="registry.agent", target_id=str(obj.pk)),
+            audit_url=object_audit_url(obj),
         )
 
 

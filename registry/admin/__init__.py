@@ -1,1 +1,18 @@
-from registry.admin import access, audit, limits, mcp, tools, users  # noqa: F401
+"""The registry's admin.
+
+Every JSON column in every admin form is edited with ``AdminJSONField`` (no
+``RecursionError`` on deeply nested text, no ``NaN``): it is made the admin's
+default form field for ``JSONField`` here, before any model admin is registered
+(each copies the defaults when it is created), so that no admin form, whichever
+app declares it, falls back to Django's own. Forms that declare a JSON field
+themselves use ``AdminJSONField`` directly.
+"""
+
+from django.contrib.admin import options
+from django.db import models
+
+from registry.admin.forms import AdminJSONField
+
+options.FORMFIELD_FOR_DBFIELD_DEFAULTS[models.JSONField] = {"form_class": AdminJSONField}
+
+from registry.admin import access, audit, limits, mcp, tools, users  # noqa: E402, F401

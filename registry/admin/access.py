@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 
 from registry import access
 from registry.admin.forms import IdMultipleChoiceField
+from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Agent, ApiToken, Role, RoleProfile, ToolGrant
 from registry.services import access as services
 
@@ -111,7 +112,7 @@ class AgentViewForm(forms.ModelForm):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     form = AgentForm
     list_display = ["name", "owner", "is_active", "role_names", "created_at"]
     list_filter = ["is_active", "user__groups"]
@@ -236,7 +237,7 @@ class ApiTokenAddForm(forms.ModelForm):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     list_display = [
         "prefix",
         "name",
@@ -337,7 +338,7 @@ class RoleForm(forms.ModelForm):
 
 
 @admin.register(Role)
-class RoleAdmin(admin.ModelAdmin):
+class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     form = RoleForm
     list_display = ["name", "description_display", "member_count"]
     search_fields = ["name"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
+import uuid
 
 from django.apps import apps
 from django.contrib import admin
-from django.db.models import Q
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.db.models import Model, Q
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
@@ -26,7 +28,15 @@ from registry.admin.mixins import (
     time_range_filter,
 )
 from registry.exports import AUDIT_CHUNK_SIZE, AUDIT_COLUMNS
-from registry.models import AuditEvent
+from registry.models import (
+    Agent,
+    ApiToken,
+    AuditEvent,
+    RateLimitRule,
+    ToolConfig,
+    ToolGrant,
+    ToolParameter,
+)
 from toolhub.api.params import parse_id
 
 # Where the admin shows an audit event's target (when it is not app_label_model).
@@ -60,6 +70,73 @@ def target_admin_url(target_type: str, target_id: str) -> str | None:
 @functools.cache
 def model_labels() -> list[str]:
     return sorted(model._meta.label_lower for model in apps.get_models())
+
+
+# A tool's parts: their events belong to the tool's audit trail. Each has a tool_id
+# column, and its events' snapshots a "tool_id" key.
+TOOL_PARTS = (ToolParameter, ToolConfig, ToolGrant, RateLimitRule)
+
+
+def _parts_of_tool(object_id: str) -> dict[str, set[str]]:
+    """Ids of a tool's parameters, configs, grants and rate limits, by target type:
+    those it has, and those its events name (deleted since)."""
+    try:
+        tool_id = uuid.UUID(object_id)
+    except ValueError:
+        raise IncorrectLookupParameters(f"'{object_id}' is not a tool id.") from None
+    parts = {}
+    for model in TOOL_PARTS:
+        ids = model.objects.filter(tool_id=tool_id).values_list("pk", flat=True)
+        parts[model._meta.label_lower] = {str(pk) for pk in ids}
+    _add_recorded_parts(parts, key="tool_id", value=str(tool_id))
+    return parts
+
+
+def _parts_of_agent(object_id: str) -> dict[str, set[str]]:
+    """Ids of an agent's tokens: those it has, and those its events name."""
+    try:
+        agent = Agent.objects.select_related("user").filter(pk=uuid.UUID(object_id)).first()
+    except ValueError:
+        raise IncorrectLookupParameters(f"'{object_id}' is not an agent id.") from None
+    label = ApiToken._meta.label_lower
+    if agent is None:
+        return {label: set()}
+    ids = ApiToken.objects.filter(user_id=agent.user_id).values_list("pk", flat=True)
+    parts = {label: {str(pk) for pk in ids}}
+    # Token events name their owner by user name (an agent's user name never changes).
+    _add_recorded_parts(parts, key="user", value=agent.user.get_username())
+    return parts
+
+
+def _add_recorded_parts(parts: dict[str, set[str]], *, key: str, value: str) -> None:
+    """Add the targets of the parts' events whose before or after snapshot has ``key`` =
+    ``value``: parts deleted since are found only there. Reads only the events of the
+    parts' kinds, through the (target_type, target_id) index."""
+    recorded = AuditEvent.objects.filter(target_type__in=sorted(parts)).filter(
+        Q(**{f"before__{key}": value}) | Q(**{f"after__{key}": value})
+    )
+    for target_type, target_id in recorded.values_list("target_type", "target_id"):
+        parts[target_type].add(target_id)
+
+
+# Objects whose audit trail includes their parts' events, by target type.
+OBJECT_PARTS = {"registry.tool": _parts_of_tool, "registry.agent": _parts_of_agent}
+
+
+def object_events_condition(target_type: str, target_id: str) -> Q:
+    """The events of one object and, for a tool or an agent, of its parts (see ``OBJECT_PARTS``)."""
+    condition = Q(target_type=target_type, target_id=target_id)
+    find_parts = OBJECT_PARTS.get(target_type)
+    if find_parts is not None:
+        for part_type, ids in sorted(find_parts(target_id).items()):
+            if ids:
+                condition |= Q(target_type=part_type, target_id__in=sorted(ids))
+    return condition
+
+
+def object_audit_url(obj: Model) -> str:
+    """The audit log showing the events of ``obj`` and of its parts."""
+    return audit_changelist_url(object=f"{obj._meta.label_lower}:{obj.pk}")
 
 
 def filter_action(queryset, value: str):
@@ -101,6 +178,24 @@ class ActorFilter(InputFilter):
 
     def filter(self, queryset, value):
         return queryset.filter(actor_name=value)
+
+
+class ObjectFilter(InputFilter):
+    """``registry.tool:<id>``: the events of that object and of its parts (a tool's
+    parameters, configs, grants and rate limits; an agent's tokens), where
+    ``target_type`` and ``target_id`` select only the object's own."""
+
+    title = "object and its parts"
+    parameter_name = "object"
+    placeholder = "registry.tool:<id>"
+
+    def filter(self, queryset, value):
+        target_type, _, target_id = value.partition(":")
+        if target_type not in model_labels() or not target_id:
+            raise IncorrectLookupParameters(
+                f"'{value}' does not name an object: give its kind and id, e.g. registry.tool:<id>."
+            )
+        return queryset.filter(object_events_condition(target_type, target_id))
 
 
 class TargetTypeFilter(admin.SimpleListFilter):
@@ -145,6 +240,7 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         ActionFilter,
         ActorFilter,
         TargetTypeFilter,
+        ObjectFilter,
     ]
     # Exact matches only (see get_search_results): each one an index lookup.
     search_fields = ["=request_id", "=target_id"]

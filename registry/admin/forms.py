@@ -5,25 +5,113 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.forms.fields import InvalidJSONInput, JSONString
 
 from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter
-from registry.services.tools import TOOL_FIELDS, non_finite_message, non_finite_path
+from registry.services.tools import (
+    TOOL_FIELDS,
+    config_problem,
+    non_finite_message,
+    non_finite_path,
+)
 from toolhub import strictjson
 from toolhub.api.params import parse_id
+from toolhub.api.parsers import MAX_DEPTH as BODY_MAX_DEPTH
 
 _NO_DEFAULT_HELP = "JSON value; leave empty for no default."
 
 # The id columns of auth_group and auth_permission are 32-bit integers on PostgreSQL.
 MAX_AUTO_ID = 2**31 - 1
 
+# The deepest nesting of arrays and objects a JSON value typed into the admin may have
+# (the value itself is level 1): as deep as the API lets a request body nest.
+MAX_JSON_DEPTH = BODY_MAX_DEPTH
+TOO_DEEP = f"Nested more than {MAX_JSON_DEPTH} levels deep."
+
+
+class JSONTooDeep(ValueError):
+    """JSON text nesting arrays and objects more than ``MAX_JSON_DEPTH`` levels deep."""
+
+
+def load_json_text(text: str, *, decoder=None):
+    """JSON text as JSON defines it (NaN, Infinity and 1e999 are refused, not read),
+    nested at most ``MAX_JSON_DEPTH`` levels deep.
+
+    Raises ``strictjson.NotJSONNumber``, ``JSONTooDeep`` or ``ValueError``, never
+    ``RecursionError``, however deep the text nests.
+    """
+    try:
+        value = strictjson.loads(text) if decoder is None else json.loads(text, cls=decoder)
+    except RecursionError:
+        raise JSONTooDeep(TOO_DEEP) from None
+    # Fewer opening brackets than the limit cannot nest deeper: most values skip the walk.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and strictjson.nested_deeper_than(
+        value, MAX_JSON_DEPTH
+    ):
+        raise JSONTooDeep(TOO_DEEP)
+    return value
+
 
 def parse_json_text(text: str, *, field: str):
-    """JSON text as JSON defines it: NaN, Infinity and 1e999 are refused, not read."""
+    """JSON text as JSON defines it: NaN, Infinity and 1e999 are refused, not read, and
+    so is nesting deeper than ``MAX_JSON_DEPTH``."""
     try:
-        return strictjson.loads(text)
-    except (ValueError, RecursionError) as exc:
+        return load_json_text(text)
+    except JSONTooDeep:
+        raise forms.ValidationError(f"{field}: {TOO_DEEP}") from None
+    except ValueError as exc:
         raise forms.ValidationError(f"{field} is not valid JSON: {exc}") from None
+
+
+class AdminJSONField(forms.JSONField):
+    """The form field of every JSON column in the admin (installed in ``registry.admin``).
+
+    Django's own reads the text with ``json.loads``: text nested a few thousand
+    levels deep raises ``RecursionError`` (a server error, also when the page is
+    shown again with the text in it), and ``NaN`` / ``Infinity`` are read as
+    numbers no JSON column stores. Here they are form errors, as is nesting
+    deeper than ``MAX_JSON_DEPTH``, and the page shows the text as it was typed.
+    """
+
+    default_error_messages = {"too_deep": TOO_DEEP}
+
+    def _load(self, text: str):
+        try:
+            return load_json_text(text, decoder=self.decoder)
+        except JSONTooDeep:
+            raise forms.ValidationError(self.error_messages["too_deep"], code="too_deep") from None
+        except strictjson.NotJSONNumber as exc:
+            message = str(exc)
+            raise forms.ValidationError(
+                f"{message[:1].upper()}{message[1:]}.", code="not_finite"
+            ) from None
+        except ValueError:
+            raise forms.ValidationError(
+                self.error_messages["invalid"], code="invalid", params={"value": text}
+            ) from None
+
+    def to_python(self, value):
+        if self.disabled:
+            return value
+        if value in self.empty_values:
+            return None
+        if isinstance(value, list | dict | int | float | JSONString):
+            if strictjson.nested_deeper_than(value, MAX_JSON_DEPTH):
+                raise forms.ValidationError(self.error_messages["too_deep"], code="too_deep")
+            return value
+        converted = self._load(value)
+        return JSONString(converted) if isinstance(converted, str) else converted
+
+    def bound_data(self, data, initial):
+        if self.disabled:
+            return initial
+        if data is None:
+            return None
+        try:
+            return self._load(data)
+        except forms.ValidationError:
+            return InvalidJSONInput(data)
 
 
 class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
@@ -129,6 +217,13 @@ class ToolParameterForm(FiniteJSONFormMixin, forms.ModelForm):
         return data
 
 
+def _type_changes(tool: Tool) -> bool:
+    """Whether the page changes the stored tool's type."""
+    if tool.pk is None or tool._state.adding:
+        return False
+    return Tool.objects.filter(pk=tool.pk).exclude(type=tool.type).exists()
+
+
 class ToolConfigForm(forms.ModelForm):
     """Secret values are write-only: the stored value is never put in the page."""
 
@@ -147,6 +242,11 @@ class ToolConfigForm(forms.ModelForm):
         if self.instance.pk and self.instance.is_secret:
             self.fields["value"].widget = forms.PasswordInput(
                 render_value=False, attrs={"placeholder": "•••••••• (stored; type to replace)"}
+            )
+        elif self.is_bound and self._secret_ticked():
+            # A page shown again (some error on it) never puts a typed secret back in it.
+            self.fields["value"].widget = forms.PasswordInput(
+                render_value=False, attrs={"placeholder": "secret: type it again"}
             )
         elif self.instance.pk:
             value = self.instance.plain_value
@@ -175,18 +275,45 @@ class ToolConfigForm(forms.ModelForm):
         looks_structured = stripped[:1] in ("{", "[")
         if looks_structured or not data.get("is_secret"):
             try:
-                data["parsed_value"] = strictjson.loads(stripped) if stripped else ""
+                data["parsed_value"] = load_json_text(stripped) if stripped else ""
+            except JSONTooDeep:
+                self.add_error("value", TOO_DEEP)
+                return data
             except strictjson.NotJSONNumber as exc:
                 message = str(exc)
                 self.add_error("value", f"{message[:1].upper()}{message[1:]}.")
                 return data
-            except (ValueError, RecursionError):
+            except ValueError:
                 if looks_structured:
                     self.add_error("value", "Looks like JSON but does not parse.")
                 data["parsed_value"] = text
         else:
             data["parsed_value"] = text
+        self._check_for_executor(data)
         return data
+
+    def _secret_ticked(self) -> bool:
+        name = self.add_prefix("is_secret")
+        return bool(
+            self.fields["is_secret"].widget.value_from_datadict(self.data, self.files, name)
+        )
+
+    def _check_for_executor(self, data) -> None:
+        """The value must suit the executor of the tool's type, as submitted on the same page
+        (the inline's ``tool`` is the page's tool, its form already applied). A row left as
+        it was is checked only when the type changes: other edits of the page do not wait
+        for an older config to be fixed."""
+        tool = data.get("tool")
+        key = data.get("config_key")
+        if not isinstance(tool, Tool) or not tool.type or not key or "value" in self.errors:
+            return
+        if not self.has_changed() and not _type_changes(tool):
+            return
+        message = config_problem(
+            tool.type, key, data.get("parsed_value"), secret=bool(data.get("is_secret"))
+        )
+        if message:
+            self.add_error("value", message)
 
     def has_changed(self):
         # A secret's empty password field must not count as a change.

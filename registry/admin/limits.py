@@ -6,13 +6,24 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from registry.admin.mixins import PlatformAdminWritesMixin, ServiceErrorsMixin
+from registry.admin.mixins import (
+    GuardedChangeListMixin,
+    KeyCheckedAutocompleteMixin,
+    PlatformAdminWritesMixin,
+    ServiceErrorsMixin,
+)
 from registry.models import RateLimitRule
 from registry.services import limits as services
 
 
 @admin.register(RateLimitRule)
-class RateLimitRuleAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAdmin):
+class RateLimitRuleAdmin(
+    GuardedChangeListMixin,
+    KeyCheckedAutocompleteMixin,
+    PlatformAdminWritesMixin,
+    ServiceErrorsMixin,
+    admin.ModelAdmin,
+):
     list_display = [
         "applies_to",
         "scope",

@@ -21,7 +21,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from registry import access, crypto
-from registry.admin.mixins import PlatformAdminWritesMixin, ServiceErrorsMixin
+from registry.admin.forms import AdminJSONField
+from registry.admin.mixins import (
+    GuardedChangeListMixin,
+    PlatformAdminWritesMixin,
+    ServiceErrorsMixin,
+)
 from registry.importers.run import import_content
 from registry.models import MCPServer
 from registry.models.mcp import env_problem
@@ -39,7 +44,7 @@ class MCPServerForm(forms.ModelForm):
         help_text="Bearer token, stored encrypted and never shown. Leave empty to keep it.",
     )
     clear_auth_token = forms.BooleanField(required=False, label="Remove the stored token")
-    env = forms.JSONField(
+    env = AdminJSONField(
         required=False,
         label="Env",
         help_text=(
@@ -103,7 +108,9 @@ class MCPServerForm(forms.ModelForm):
 
 
 @admin.register(MCPServer)
-class MCPServerAdmin(PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAdmin):
+class MCPServerAdmin(
+    GuardedChangeListMixin, PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAdmin
+):
     form = MCPServerForm
     list_display = [
         "name",

@@ -6,18 +6,30 @@ Big tables (executions, audit events) use ``NoCountAdminMixin``: no
 ``TimeRangeFilter`` instead, and filters that never load every related row
 (``InputFilter``: a small text box). ``ExportAdminMixin`` streams the current
 changelist, exactly as filtered, as CSV or JSON Lines.
+
+Every changelist is a ``GuardedChangeList`` (``GuardedChangeListMixin``): a
+filter either applies or is refused, with a message and no rows, never
+ignored (which would show every row) and never a server error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.views.main import ChangeList
-from django.core.exceptions import PermissionDenied
+from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
+from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectMultiple
+from django.core.exceptions import (
+    EmptyResultSet,
+    FieldError,
+    FullResultSet,
+    PermissionDenied,
+    ValidationError,
+)
 from django.core.paginator import Paginator
-from django.db import transaction
+from django.db import DataError, connections, transaction
 from django.http import Http404, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils import timezone
@@ -95,7 +107,176 @@ def _unusable_lookup_value(node):
     return None
 
 
-class NoCountChangeList(ChangeList):
+# What a lookup's value can raise when Django reads it, or compiles the query: "x" for a
+# number, day 31 of February, year 0 (no date has it), an integer no C long holds.
+_BAD_VALUE_ERRORS = (ValueError, OverflowError, ValidationError, FieldError)
+
+
+def _compile_problem(queryset) -> Exception | None:
+    """What compiling ``queryset``'s SQL raises because of a compared value, or None.
+
+    Some lookups read their value only then: ``created_at__year=0`` asks for the
+    bounds of year 0, which no date has (``ValueError``), long after the admin's
+    check of its lookup parameters.
+    """
+    try:
+        queryset.query.chain().get_compiler(using=queryset.db).as_sql()
+    except (EmptyResultSet, FullResultSet):
+        return None
+    except _BAD_VALUE_ERRORS as exc:
+        return exc
+    return None
+
+
+@contextlib.contextmanager
+def _own_savepoint(using: str):
+    """A savepoint when already in a transaction, so a refused statement leaves it usable."""
+    if connections[using].in_atomic_block:
+        with transaction.atomic(using=using):
+            yield
+    else:
+        yield
+
+
+def lookup_problem(exc: IncorrectLookupParameters) -> str:
+    """What an ``IncorrectLookupParameters`` says went wrong, in a sentence."""
+    cause = exc.args[0] if exc.args else None
+    while isinstance(cause, IncorrectLookupParameters):
+        cause = cause.args[0] if cause.args else None
+    if cause is None:
+        return "the page or the filters asked for do not exist."
+    if isinstance(cause, ValidationError):
+        text = " ".join(cause.messages)
+    else:
+        text = str(cause)
+    text = " ".join(text.split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return text if text.endswith(".") else text + "."
+
+
+class GuardedChangeList(ChangeList):
+    """A changelist whose filters either apply or are refused (``IncorrectLookupParameters``:
+    the admin redirects to ``?e=1``), and which shows no rows on that page.
+
+    Django's own ignores a filter that has nothing to offer (a related-object
+    filter with no related rows; a custom filter without choices) even when its
+    parameter is given, showing every row; it fails with a server error on
+    values only the query's compilation or execution reads (``created_at__year=0``,
+    a regular expression PostgreSQL cannot parse); and after a refused filter,
+    ``?e=1``, it shows every row. Here each of those is a refused filter, and
+    ``?e=1`` shows none.
+    """
+
+    def get_filters(self, request):
+        try:
+            specs, has_filters, remaining, duplicates, active = super().get_filters(request)
+        except _BAD_VALUE_ERRORS as exc:  # e.g. a date hierarchy's year 10000
+            raise IncorrectLookupParameters(exc) from exc
+        handled = set(remaining)
+        for spec in specs:
+            handled.update(spec.expected_parameters())
+        if self.date_hierarchy:
+            handled.update(f"{self.date_hierarchy}__{part}" for part in ("year", "month", "day"))
+        ignored = sorted(set(self.get_filters_params()) - handled)
+        if ignored:
+            raise IncorrectLookupParameters(
+                f"'{ignored[0]}' cannot filter this list: it has no values to choose from."
+            )
+        return specs, has_filters, remaining, duplicates, active
+
+    def get_queryset(self, request, exclude_parameters=None):
+        try:
+            queryset = super().get_queryset(request, exclude_parameters)
+        except _BAD_VALUE_ERRORS as exc:  # raised by a filter's own queryset()
+            raise IncorrectLookupParameters(exc) from exc
+        problem = _compile_problem(queryset)
+        if problem is not None:
+            raise IncorrectLookupParameters(problem) from problem
+        if ERROR_FLAG in request.GET:
+            # The page a refused filter leads to: nothing, rather than every row unfiltered.
+            return queryset.none()
+        return queryset
+
+    def get_results(self, request):
+        # The first statement that reads rows runs here (the count, or the page itself).
+        try:
+            with _own_savepoint(self.queryset.db):
+                super().get_results(request)
+        except DataError as exc:  # a value only the database reads, e.g. a bad regex
+            raise IncorrectLookupParameters(exc) from exc
+
+
+class GuardedChangeListMixin:
+    """Changelists that refuse what they cannot apply (``GuardedChangeList``), saying why."""
+
+    def get_changelist(self, request, **kwargs):
+        return GuardedChangeList
+
+    def get_changelist_instance(self, request, *, report_refusal: bool = True):
+        try:
+            return super().get_changelist_instance(request)
+        except IncorrectLookupParameters as exc:
+            # The changelist redirects to ?e=1 (or, already there, shows an error page).
+            if report_refusal and ERROR_FLAG not in request.GET:
+                self.message_user(
+                    request,
+                    f"Not a valid filter of this list, so no rows are shown: {lookup_problem(exc)}",
+                    messages.ERROR,
+                )
+            raise
+
+
+class _KeyCheckedAutocomplete:
+    """An autocomplete box that shows only chosen values the related key can take.
+
+    Django's looks the chosen values up in the related table as they are: a value
+    that is not a key at all (``?tool=xyz`` on an add page, or posted back with
+    the form's errors) fails that query, a server error, instead of showing no
+    choice (and the form field saying the choice is not valid).
+    """
+
+    def optgroups(self, name, value, attr=None):
+        return super().optgroups(name, [v for v in value if self._is_key(v)], attr)
+
+    def _is_key(self, value) -> bool:
+        remote = self.field.remote_field
+        opts = remote.model._meta
+        target = opts.get_field(getattr(remote, "field_name", None) or opts.pk.attname)
+        try:
+            target.to_python(value)
+        except (ValidationError, ValueError, TypeError):
+            return False
+        return True
+
+
+class KeyCheckedAutocompleteSelect(_KeyCheckedAutocomplete, AutocompleteSelect):
+    pass
+
+
+class KeyCheckedAutocompleteSelectMultiple(_KeyCheckedAutocomplete, AutocompleteSelectMultiple):
+    pass
+
+
+class KeyCheckedAutocompleteMixin:
+    """``autocomplete_fields`` with boxes that never look up a value that is not a key."""
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if "widget" not in kwargs and db_field.name in self.get_autocomplete_fields(request):
+            kwargs["widget"] = KeyCheckedAutocompleteSelect(
+                db_field, self.admin_site, using=kwargs.get("using")
+            )
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if "widget" not in kwargs and db_field.name in self.get_autocomplete_fields(request):
+            kwargs["widget"] = KeyCheckedAutocompleteSelectMultiple(
+                db_field, self.admin_site, using=kwargs.get("using")
+            )
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class NoCountChangeList(GuardedChangeList):
     def get_queryset(self, request, exclude_parameters=None):
         queryset = super().get_queryset(request, exclude_parameters)
         found = _unusable_lookup_value(queryset.query.where)
@@ -114,7 +295,7 @@ class NoCountChangeList(ChangeList):
             self.result_list = window
 
 
-class NoCountAdminMixin:
+class NoCountAdminMixin(GuardedChangeListMixin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER  # facets COUNT every choice over the table
     # "Show all" would load the whole table: the paginator's count is only a lower bound.
@@ -340,7 +521,7 @@ def time_range_filter(field_name: str, parameter_name: str, title: str) -> type[
     )
 
 
-class ExportAdminMixin:
+class ExportAdminMixin(GuardedChangeListMixin):
     """'Export CSV' / 'Export JSON Lines' of the filtered changelist, and of selected rows.
 
     The export link carries the changelist's query string; the export view
@@ -378,9 +559,9 @@ class ExportAdminMixin:
         if fmt not in FORMATS:
             raise Http404(f"Unknown export format '{fmt}'.")
         try:
-            changelist = self.get_changelist_instance(request)
+            changelist = self.get_changelist_instance(request, report_refusal=False)
         except IncorrectLookupParameters as exc:
-            self.message_user(request, f"Cannot export: {exc}", messages.ERROR)
+            self.message_user(request, f"Cannot export: {lookup_problem(exc)}", messages.ERROR)
             info = self.opts.app_label, self.opts.model_name
             return HttpResponseRedirect(reverse("admin:{}_{}_changelist".format(*info)))
         return self.export_queryset(request, changelist.get_queryset(request), fmt)

@@ -10,8 +10,13 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from registry.admin.access import ToolGrantInline
+from registry.admin.audit import object_audit_url
 from registry.admin.forms import ToolConfigForm, ToolForm, ToolParameterForm
-from registry.admin.mixins import ServiceErrorsMixin, report_service_error
+from registry.admin.mixins import (
+    GuardedChangeListMixin,
+    ServiceErrorsMixin,
+    report_service_error,
+)
 from registry.models import RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as access_services
 from registry.services import limits as limit_services
@@ -67,6 +72,10 @@ class CategoryFilter(admin.SimpleListFilter):
         for metadata in Tool.objects.values_list("tool_metadata", flat=True).distinct()[:500]:
             if isinstance(metadata, dict) and metadata.get("category"):
                 categories.add(str(metadata["category"]))
+        # The category asked for is a choice even when no tool has it: the filter then
+        # applies (no rows), where a filter without choices would be left out.
+        if self.value():
+            categories.add(self.value())
         return [(c, c) for c in sorted(categories)]
 
     def queryset(self, request, queryset):
@@ -76,7 +85,7 @@ class CategoryFilter(admin.SimpleListFilter):
 
 
 @admin.register(Tool)
-class ToolAdmin(ServiceErrorsMixin, admin.ModelAdmin):
+class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
     form = ToolForm
     list_display = [
         "name",
@@ -153,8 +162,11 @@ class ToolAdmin(ServiceErrorsMixin, admin.ModelAdmin):
     def audit_trail(self, obj):
         if obj is None or obj._state.adding:
             return "—"
-        url = reverse("admin:registry_auditevent_changelist")
-        return format_html('<a href="{}?q={}">Audit events of this tool</a>', url, obj.pk)
+        return format_html(
+            '<a href="{}">Audit events of this tool and of its parameters, configs, grants '
+            "and rate limits</a>",
+            object_audit_url(obj),
+        )
 
     @admin.display(description="Input JSON Schema (derived from the input parameters)")
     def input_schema_display(self, obj):
@@ -171,13 +183,21 @@ class ToolAdmin(ServiceErrorsMixin, admin.ModelAdmin):
         if change:
             changed = {f: data[f] for f in form.changed_data if f in data}
             if changed:
-                services.tool_update(actor=request.user, tool=obj, data=changed)
+                # A new type is checked against the configs once the inlines are saved.
+                services.tool_update(
+                    actor=request.user, tool=obj, data=changed, _check_configs=False
+                )
         else:
             name, type_ = data.pop("name"), data.pop("type")
             created = services.tool_create(actor=request.user, name=name, type=type_, **data)
             obj.pk = created.pk
             obj._state.adding = False
         obj.refresh_from_db()
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if change and "type" in form.changed_data:
+            services.check_tool_configs(Tool.objects.get(pk=form.instance.pk))
 
     def save_formset(self, request, form, formset, change):
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []

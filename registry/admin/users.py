@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
 
+from registry.admin.mixins import GuardedChangeListMixin
 from registry.services import access as services
 from registry.services.audit import audit_record
 
@@ -49,7 +50,7 @@ if admin.site.is_registered(User):
 
 
 @admin.register(User)
-class AuditedUserAdmin(UserAdmin):
+class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
     def save_model(self, request, obj, form, change):
         before = user_snapshot(User.objects.get(pk=obj.pk)) if change else None
         setattr(request, _BEFORE, before)
