@@ -468,3 +468,29 @@ def test_executions_filter_by_tool_name(reviewer_client, tool, one_execution):
     assert reviewer_client.get("/api/v1/executions?tool=nope").json()["results"] == []
     paged = reviewer_client.get("/api/v1/executions?tool=robust_tool&page_size=1&cursor=")
     assert paged.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/v1/tools?search=%00", "search"),
+        ("/api/v1/audit?action=%00", "action"),
+        ("/api/v1/executions?role=%00", "role"),
+        ("/api/v1/audit/export?action=a%00b", "action"),
+        ("/api/v1/executions/export?role=%00", "role"),
+        ("/api/v1/tools?%00=1", "\\0"),
+        ("/api/v1/registry/by-role-name/%00", "path"),
+    ],
+)
+def test_a_nul_character_is_a_400_naming_where(staff_client, path, field):
+    """PostgreSQL refuses NUL in text: it is refused before any view runs, not a 500."""
+    response = staff_client.get(path)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "validation_error" and error["details"][0]["field"] == field
+
+
+def test_a_nul_character_in_an_admin_search_is_a_400(admin_client, tool):
+    for url in (reverse("admin:registry_tool_changelist") + "?q=%00", AUDIT_ADMIN + "?q=x%00"):
+        response = admin_client.get(url)
+        assert response.status_code == 400 and b"NUL" in response.content

@@ -2,12 +2,18 @@
 
 An incoming ``X-Request-ID`` from a trusted proxy is kept when it is a sane
 token (so traces join up across services); anything else is replaced.
+
+``NulRefusalMiddleware`` answers 400 to a path or query parameter holding a
+NUL character, which no name, id or filter value can contain and PostgreSQL
+refuses in text (every view would otherwise fail with a server error).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+
+from django.http import HttpResponseBadRequest, JsonResponse
 
 from toolhub import context
 
@@ -48,3 +54,28 @@ class RequestIDLogFilter(logging.Filter):
             request_id = getattr(getattr(record, "request", None), "request_id", None)
         record.request_id = request_id or "-"
         return True
+
+
+class NulRefusalMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        problem = None
+        if "\x00" in request.path_info:
+            problem = ("path", "The path contains a NUL character.")
+        else:
+            for name, values in request.GET.lists():
+                if "\x00" in name or any("\x00" in value for value in values):
+                    shown = name.replace("\x00", "\\0")
+                    problem = (shown, f"Query parameter '{shown}' contains a NUL character.")
+                    break
+        if problem is None:
+            return self.get_response(request)
+        field, message = problem
+        if request.path_info.startswith("/api/"):
+            from toolhub.api.exceptions import error_body
+
+            details = [{"field": field, "message": message, "code": "invalid"}]
+            return JsonResponse(error_body("validation_error", message, details), status=400)
+        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
