@@ -43,10 +43,10 @@ class AgentForm(forms.ModelForm):
         widget=admin.widgets.FilteredSelectMultiple("roles", is_stacked=False),
     )
 
-    webhook_url = forms.URLField(
+    # Checked as the API checks it (services.webhook_problems): no scheme is assumed.
+    webhook_url = forms.CharField(
         required=False,
         max_length=200,
-        assume_scheme="https",
         help_text=Agent._meta.get_field("webhook_url").help_text,
     )
     webhook_secret = forms.CharField(
@@ -104,7 +104,7 @@ class AgentForm(forms.ModelForm):
 class AgentViewForm(forms.ModelForm):
     """The agent page for those who may only view it."""
 
-    webhook_url = forms.URLField(required=False, assume_scheme="https")
+    webhook_url = forms.CharField(required=False)
 
     class Meta:
         model = Agent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
@@ -263,6 +264,7 @@ def agent_snapshot(agent: Agent) -> dict:
 
 
 WEBHOOK_SECRET_MIN_CHARS = 16
+WEBHOOK_SECRET_MAX_CHARS = 512
 
 
 def webhook_problems(url: str, *, secret: str | None, has_secret: bool) -> dict[str, str]:
@@ -276,9 +278,21 @@ def webhook_problems(url: str, *, secret: str | None, has_secret: bool) -> dict[
         problems["webhook_secret"] = (
             f"Use at least {WEBHOOK_SECRET_MIN_CHARS} characters (a random string)."
         )
+    elif secret and len(secret) > WEBHOOK_SECRET_MAX_CHARS:
+        problems["webhook_secret"] = f"Use at most {WEBHOOK_SECRET_MAX_CHARS} characters."
     if url:
-        if not url.lower().startswith(("https://", "http://")):
-            problems["webhook_url"] = "Give an http:// or https:// URL."
+        try:
+            parts = urlsplit(url)
+            host, credentials = parts.hostname, parts.username or parts.password
+        except ValueError:
+            parts, host, credentials = None, None, None
+        if parts is None or parts.scheme.lower() not in ("http", "https") or not host:
+            problems["webhook_url"] = "Give an absolute http:// or https:// URL."
+        elif credentials:
+            # They would be stored, shown and audited in plain: the signature authenticates.
+            problems["webhook_url"] = (
+                "Do not put credentials in the URL; receivers check X-ToolHub-Signature."
+            )
         elif not secret and not has_secret and "webhook_secret" not in problems:
             missing = (
                 "A webhook needs a signing secret: receivers check X-ToolHub-Signature with it."

@@ -415,6 +415,12 @@ def test_agent_webhook_is_set_through_the_api_and_its_secret_never_shown(staff_c
         ({"webhook_url": "ftp://hooks.example/x", "webhook_secret": WEBHOOK_SECRET}, "webhook_url"),
         ({"webhook_url": "not a url", "webhook_secret": WEBHOOK_SECRET}, "webhook_url"),
         ({"webhook_secret": 12345678901234567}, "webhook_secret"),
+        # Credentials in the URL would be stored, shown and audited in plain.
+        (
+            {"webhook_url": "https://user:pw@hooks.example/x", "webhook_secret": WEBHOOK_SECRET},
+            "webhook_url",
+        ),
+        ({"webhook_url": "https://hooks.example/x", "webhook_secret": "s" * 513}, "webhook_secret"),
     ],
 )
 def test_bad_webhooks_are_refused_naming_the_field(staff_client, owner, changes, field):
@@ -442,6 +448,11 @@ def test_agent_webhook_in_the_admin(superuser, owner):
     }
     refused = client.post(reverse("admin:registry_agent_add"), form)
     assert refused.status_code == 200 and b"signing secret" in refused.content
+    for url in ("hooks.example/admin", "https://u:p@hooks.example/admin"):
+        bad = {**form, "webhook_url": url, "webhook_secret": WEBHOOK_SECRET}
+        response = client.post(reverse("admin:registry_agent_add"), bad)
+        assert response.status_code == 200, url  # the form again, with the error
+        assert not Agent.objects.filter(name="admin-hooked").exists()
     response = client.post(
         reverse("admin:registry_agent_add"), {**form, "webhook_secret": WEBHOOK_SECRET}
     )
