@@ -32,8 +32,25 @@ def expire_approvals() -> int:
     return approvals_expire()
 
 
-@shared_task(name="executions.deliver_webhook", ignore_result=True, max_retries=3)
-def deliver_webhook(execution_id: str) -> bool:
-    from executions.services.webhooks import deliver
+WEBHOOK_RETRY_SECONDS = (10, 60, 300)
 
-    return deliver(execution_id)
+
+@shared_task(
+    name="executions.deliver_webhook",
+    bind=True,
+    ignore_result=True,
+    max_retries=len(WEBHOOK_RETRY_SECONDS),
+)
+def deliver_webhook(self, execution_id: str) -> str:
+    """Tell the agent; failures worth it are tried again after 10 s, 1 min and 5 min.
+
+    In-process (embedded), there is one attempt: a retry would hold the request.
+    """
+    from executions.services.webhooks import RETRY, deliver
+
+    retries = self.request.retries or 0
+    last = self.request.is_eager or retries >= self.max_retries
+    outcome = deliver(execution_id, attempt=retries + 1, last_attempt=last)
+    if outcome == RETRY:
+        raise self.retry(countdown=WEBHOOK_RETRY_SECONDS[retries])
+    return outcome

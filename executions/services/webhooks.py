@@ -3,8 +3,10 @@
 The body is JSON; ``X-ToolHub-Signature: t=<unix time>,v1=<hex>`` where
 ``v1 = HMAC-SHA256(secret, f"{t}.{raw body}")``. The receiver recomputes it
 over the raw body and rejects old timestamps. Delivery goes through the
-egress guard and is pinned to the checked address; failures are logged,
-never retried forever, and never affect the execution.
+egress guard and is pinned to the checked address. A connection error, a
+timeout or a 429/5xx answer is tried again (10 s, 1 min, 5 min: the task's
+retries); the final outcome is an audit event on the agent
+(``webhook.delivered`` / ``webhook.failed``). Nothing of it affects the execution.
 """
 
 from __future__ import annotations
@@ -57,17 +59,30 @@ def notify_agent(execution: Execution) -> None:
     transaction.on_commit(lambda: deliver_webhook.delay(str(execution.pk)))
 
 
-def deliver(execution_id) -> bool:
+# Outcomes of one delivery attempt.
+DELIVERED, RETRY, GAVE_UP = "delivered", "retry", "gave_up"
+RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
+
+
+def deliver(execution_id, *, attempt: int = 1, last_attempt: bool = True) -> str:
+    """POST the outcome to the agent's webhook once.
+
+    ``retry``: a connection error, a timeout or an answer worth another try
+    (429, 5xx…) and ``last_attempt`` is false; the task tries again later. A
+    final outcome (delivered, refused by the egress guard, a 4xx answer, the
+    last attempt failed) is written to the audit log, without the secret.
+    """
     execution = Execution.objects.select_related("agent").filter(pk=execution_id).first()
     if execution is None or execution.agent is None or not execution.agent.webhook_url:
-        return False
+        return GAVE_UP
     agent = execution.agent
     url = httpx.URL(agent.webhook_url)
     try:
         destination = egress.check_url(url)
     except Exception as exc:
         logger.warning("webhook for agent %s refused: %s", agent.name, exc)
-        return False
+        _audit(execution, ok=False, attempt=attempt, problem=f"egress refused: {exc}")
+        return GAVE_UP
     body = json.dumps(payload(execution), separators=(",", ":")).encode()
     secret = crypto.decrypt_json(agent.webhook_secret) if agent.webhook_secret else ""
     timestamp = int(time.time())
@@ -81,10 +96,36 @@ def deliver(execution_id) -> bool:
             response = client.post(
                 pinned, content=body, headers=headers, extensions={"sni_hostname": url.host}
             )
-        ok = response.status_code < 300
-        if not ok:
-            logger.warning("webhook for agent %s answered %s", agent.name, response.status_code)
-        return ok
     except httpx.HTTPError as exc:
-        logger.warning("webhook for agent %s failed: %s", agent.name, exc.__class__.__name__)
-        return False
+        problem, retryable = exc.__class__.__name__, True
+    else:
+        if response.status_code < 300:
+            _audit(execution, ok=True, attempt=attempt, status=response.status_code)
+            return DELIVERED
+        problem = f"answered {response.status_code}"
+        retryable = response.status_code in RETRY_STATUSES
+    logger.warning("webhook for agent %s failed (attempt %d): %s", agent.name, attempt, problem)
+    if retryable and not last_attempt:
+        return RETRY
+    _audit(execution, ok=False, attempt=attempt, problem=problem)
+    return GAVE_UP
+
+
+def _audit(execution: Execution, *, ok: bool, attempt: int, status=None, problem="") -> None:
+    from registry.services.audit import audit_record
+
+    after = {
+        "execution_id": str(execution.pk),
+        "execution_status": execution.status,
+        "attempts": attempt,
+    }
+    if status is not None:
+        after["status_code"] = status
+    if problem:
+        after["problem"] = problem[:300]
+    audit_record(
+        actor=None,
+        action="webhook.delivered" if ok else "webhook.failed",
+        target=execution.agent,
+        after=after,
+    )

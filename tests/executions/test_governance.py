@@ -631,6 +631,39 @@ def test_webhook_is_signed_and_sent_on_the_outcome(gated, upstream2):
     assert json.loads(body)["execution"]["status"] == "rejected"
 
 
+def test_webhook_failures_are_retried_and_the_outcome_audited(gated, upstream2):
+    from executions.services import webhooks
+    from executions.tasks import deliver_webhook
+    from registry import crypto
+
+    agent = gated["agents"][0]
+    agent.webhook_secret = crypto.encrypt_json("whsec-retries-0123")
+    agent.webhook_url = f"{upstream2.url}/attempts/hook?fail=2&status=503"
+    agent.save()
+    pending = call(gated["clients"][0], amount=5000).json()
+    execution_id = pending["id"]
+    # 503 twice: worth another try each time, then delivered on the third attempt.
+    assert webhooks.deliver(execution_id, attempt=1, last_attempt=False) == webhooks.RETRY
+    assert webhooks.deliver(execution_id, attempt=2, last_attempt=False) == webhooks.RETRY
+    assert webhooks.deliver(execution_id, attempt=3, last_attempt=True) == webhooks.DELIVERED
+    delivered = AuditEvent.objects.get(action="webhook.delivered")
+    assert delivered.target_id == str(agent.pk) and delivered.after["attempts"] == 3
+    assert "whsec-retries-0123" not in json.dumps(delivered.after)
+
+    # A 4xx answer is not tried again; the failure is in the audit log.
+    agent.webhook_url = f"{upstream2.url}/status/404"
+    agent.save()
+    assert webhooks.deliver(execution_id, attempt=1, last_attempt=False) == webhooks.GAVE_UP
+    failed = AuditEvent.objects.get(action="webhook.failed")
+    assert failed.after["problem"] == "answered 404"
+    # Nobody listening: retried by the worker; in-process (eager) there is one attempt.
+    agent.webhook_url = "http://127.0.0.1:9/hook"
+    agent.save()
+    assert webhooks.deliver(execution_id, attempt=1, last_attempt=False) == webhooks.RETRY
+    assert deliver_webhook.apply(args=[execution_id]).get() == webhooks.GAVE_UP
+    assert AuditEvent.objects.filter(action="webhook.failed").count() == 2
+
+
 def test_a_queued_call_of_a_tool_deactivated_before_it_ran_is_denied(world, monkeypatch):
     from executions.services import pipeline, runner
 
