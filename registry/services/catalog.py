@@ -57,8 +57,17 @@ def _normalized_row(row: dict, kind: str) -> dict:
 
 
 def _assign_positions(desired: list[dict], existing: dict[str, ToolParameter]) -> None:
-    """Keep stored positions when the order asked for is already the stored order."""
-    if all("position" in row for row in desired):
+    """Keep stored positions when the order asked for is already the stored order.
+
+    Positions 0, 1, 2… in list order (a schema's properties, an export) say only
+    the order, like no positions at all: stored positions in that same order
+    stay as they are (a re-import of an export changes nothing).
+    """
+    positions = [row.get("position") for row in desired]
+    if positions == list(range(len(desired))):
+        for row in desired:
+            del row["position"]
+    elif all(position is not None for position in positions):
         return
     names = [row["name"] for row in desired]
     stored = sorted(

@@ -337,6 +337,8 @@ def tool_create(
     _save(tool, f"A tool named '{name}' already exists.", "name")
     audit_record(actor=actor, action="tool.created", target=tool, after=tool_snapshot(tool))
     for index, spec in enumerate(parameters or []):
+        # Without positions, the order given is the order of the input schema.
+        spec = {"position": index, **spec}
         parameter_create(actor=actor, tool=tool, _prefix=f"parameters[{index}]", **spec)
     first_index: dict[str, int] = {}
     for index, spec in enumerate(configs or []):

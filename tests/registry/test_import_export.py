@@ -430,6 +430,33 @@ def test_export_never_contains_secret_values_and_reimports_unchanged():
     assert report.counts()["updated"] == 0, report.text()
 
 
+def test_parameter_order_survives_and_reimporting_an_export_changes_nothing():
+    from registry.models import ToolParameter
+    from registry.services.tools import tool_create
+
+    tool = tool_create(
+        actor=None,
+        name="ordered",
+        type="http",
+        parameters=[{"name": "zeta", "type": "string"}, {"name": "alpha", "type": "integer"}],
+    )
+    assert list(tool.input_schema()["properties"]) == ["zeta", "alpha"]  # the order given
+    # Rows stored before positions followed the order given: all at 0.
+    legacy = tool_create(
+        actor=None,
+        name="legacy",
+        type="http",
+        parameters=[{"name": "b", "type": "string"}, {"name": "a", "type": "string"}],
+    )
+    ToolParameter.objects.filter(tool=legacy).update(position=0)
+    text = export_catalog("tools")
+    events = AuditEvent.objects.count()
+    report = run(text)
+    assert report.ok, report.text()
+    assert report.counts()["updated"] == 0, report.text()
+    assert AuditEvent.objects.count() == events
+
+
 def test_export_rebuilds_the_same_catalog_elsewhere():
     build_catalog()
     before = catalog_state()
