@@ -494,3 +494,34 @@ def test_a_nul_character_in_an_admin_search_is_a_400(admin_client, tool):
     for url in (reverse("admin:registry_tool_changelist") + "?q=%00", AUDIT_ADMIN + "?q=x%00"):
         response = admin_client.get(url)
         assert response.status_code == 400 and b"NUL" in response.content
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/agents?owner=alice",
+        "/api/v1/agents?is_active=false",
+        "/api/v1/roles?name=x",
+        "/api/v1/mcp-servers?transport=sse",
+        "/api/v1/stats?foo=1",
+        "/api/v1/registry/me?foo=1",
+        "/api/v1/rate-limits?tool=x",
+        "/api/v1/audit/head?x=1",
+    ],
+)
+def test_endpoints_without_such_a_filter_refuse_it_instead_of_answering_everything(
+    staff_client, path
+):
+    response = staff_client.get(path)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert "Unknown query parameter" in error["details"][0]["message"]
+
+
+def test_known_and_paging_parameters_still_work(staff_client):
+    assert staff_client.get("/api/v1/agents?page=1&page_size=5").status_code == 200
+    assert staff_client.get("/api/v1/registry/me?format=openai").status_code == 200
+    assert staff_client.get("/api/v1/stats?group_by=agent").status_code == 200
+    twice = staff_client.get("/api/v1/registry/me?format=raw&format=openai")
+    assert twice.status_code == 400 and "give it once." in twice.content.decode()

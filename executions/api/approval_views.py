@@ -56,6 +56,8 @@ class DecisionSerializer(StrictSerializer):
 
 
 class ApprovalListView(BaseAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=[
             OpenApiParameter("status", str, enum=ApprovalStatus.values),

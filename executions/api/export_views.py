@@ -18,6 +18,8 @@ EXPORT_PARAMETERS = [
 
 
 class ExecutionExportView(ExportNegotiationMixin, BaseAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=EXPORT_PARAMETERS,
         responses={

@@ -38,6 +38,8 @@ class StatsView(BaseAPIView):
     their own and their agents' (``execution_visible_to``).
     """
 
+    known_query_params = ("group_by", "interval", "from", "to", "tool_id", "agent_id")
+
     @extend_schema(parameters=STATS_PARAMETERS, responses=OpenApiTypes.OBJECT)
     def get(self, request):
         params = request.query_params

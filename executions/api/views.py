@@ -84,6 +84,8 @@ def filter_executions(qs, params, *, also=()):
 
 
 class ExecutionListView(BaseAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=FILTER_PARAMETERS,
         responses=paginated(ExecutionSerializer, ExecutionCursorPagination),
@@ -129,6 +131,8 @@ class ExecutionListView(BaseAPIView):
 
 
 class ExecutionsByToolView(BaseAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=FILTER_PARAMETERS,
         responses=paginated(ExecutionSerializer, ExecutionCursorPagination),

@@ -244,6 +244,8 @@ def _role_or_404(role_id) -> Group:
 
 
 class GrantListView(BaseAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=[
             OpenApiParameter("tool_id", str),
@@ -370,6 +372,8 @@ def discovery_queryset(qs):
 
 
 class RegistryMeView(BaseAPIView):
+    known_query_params = ("format",)
+
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=list(formats.FORMATS), default="raw")],
         responses={200: dict},
@@ -383,6 +387,8 @@ class RegistryMeView(BaseAPIView):
 
 
 class RegistryByRoleView(BaseAPIView):
+    known_query_params = ("permission_action",)
+
     def role_from_kwargs(self, **kwargs) -> Group:
         if "role_name" in kwargs:
             role = Group.objects.filter(name=kwargs["role_name"]).first()
@@ -411,6 +417,8 @@ class RegistryByRoleView(BaseAPIView):
 
 
 class CheckPermissionView(BaseAPIView):
+    known_query_params = ("required_action",)
+
     @extend_schema(
         parameters=[OpenApiParameter("required_action", str, enum=Action.values, default="read")],
         responses={200: dict, **errors(403)},

@@ -19,6 +19,8 @@ def _require_reviewer(user) -> None:
 
 
 class AuditVerifyView(BaseAPIView):
+    known_query_params = ("from_start",)
+
     @extend_schema(
         parameters=[
             OpenApiParameter("from_start", bool, description="Ignore retention checkpoints")

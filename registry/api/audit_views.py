@@ -109,6 +109,8 @@ class AuditEventSerializer(serializers.ModelSerializer):
 
 
 class AuditListView(BaseAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=[
             *AUDIT_FILTER_PARAMETERS,
@@ -126,6 +128,8 @@ class AuditListView(BaseAPIView):
 
 
 class AuditExportView(ExportNegotiationMixin, BaseAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=[
             OpenApiParameter("format", str, enum=["csv", "jsonl"], description="Default: csv"),

@@ -66,6 +66,8 @@ def _check_may_edit(user, tool: Tool | None) -> None:
 
 
 class RateLimitListView(BaseAPIView):
+    known_query_params = ("tool_id",)
+
     @extend_schema(
         parameters=[OpenApiParameter("tool_id", str), *page_parameters()],
         responses=paginated(RateLimitOutputSerializer),

@@ -31,6 +31,8 @@ class RegistryAPIView(BaseAPIView):
 
 
 class ToolListView(RegistryAPIView):
+    known_query_params = None
+
     @extend_schema(
         parameters=[
             OpenApiParameter("search", str, description="Substring of name or description"),
@@ -68,6 +70,8 @@ class ToolListView(RegistryAPIView):
 
 
 class ToolDetailView(RegistryAPIView):
+    known_query_params = ("hard_delete",)
+
     def _detail(self, tool_id):
         tool = selectors.tool_with_details(self.tool_queryset().filter(pk=tool_id)).first()
         if tool is None:
@@ -134,6 +138,8 @@ class ToolSchemaView(RegistryAPIView):
 
 
 class ToolParameterListView(RegistryAPIView):
+    known_query_params = ("parameter_type",)
+
     @extend_schema(
         parameters=[OpenApiParameter("parameter_type", str, enum=ParameterKind.values)],
         responses=s.ToolParameterOutputSerializer(many=True),

@@ -77,7 +77,10 @@ def reject_unknown(params, known) -> None:
     if repeated:
         raise ValidationError(
             {
-                name: ["Given more than once; give it once (status takes a comma-separated list)."]
+                name: [
+                    "Given more than once; give it once"
+                    + (" (it takes a comma-separated list)." if name == "status" else ".")
+                ]
                 for name in repeated
             }
         )

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from registry import access
 from registry.models import Action, Tool
 from toolhub.api.pagination import PageNumberPagination
+from toolhub.api.params import reject_unknown
 
 
 class BaseAPIView(APIView):
@@ -19,6 +20,15 @@ class BaseAPIView(APIView):
     """
 
     permission_classes = [IsAuthenticated]
+    # The query parameters the view reads (paging aside): any other is a 400, as is a
+    # repeated one, so a misspelled filter never reads as "everything matches". None:
+    # the view checks its own (lists whose filters depend on the method or the caller).
+    known_query_params: tuple[str, ...] | None = ()
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.known_query_params is not None:
+            reject_unknown(request.query_params, self.known_query_params)
 
     def tool_queryset(self, action: str = Action.READ):
         return access.restrict(Tool.objects.all(), self.request.user, action)
