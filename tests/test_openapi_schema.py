@@ -266,6 +266,9 @@ def test_errors_answered_are_documented_with_the_error_body(
         ),
         (staff_client, "POST", f"{API}/tools/import", {"content": "{}"}, 400),
         (staff_client, "GET", f"{API}/registry/by-role/{role.pk}?page_size=0", None, 400),
+        (staff_client, "GET", f"{API}/agents?page=999999", None, 404),
+        (staff_client, "GET", f"{API}/registry/me?owner=x", None, 400),
+        (staff_client, "GET", f"{API}/audit/head?x=1", None, 400),
     ]
     for client, method, url, body, status in calls:
         response = client.generic(
@@ -324,3 +327,8 @@ def test_schema_answers_json_when_asked_and_is_valid_openapi():
     default = Client().get("/api/schema/")
     assert default["Content-Type"] == as_yaml["Content-Type"]
     assert yaml.safe_load(default.content) == document
+
+
+def test_an_agent_without_a_webhook_matches_its_documented_shape(schema):
+    agent = schema["components"]["schemas"]["AgentOutput"]["properties"]["webhook_url"]
+    assert agent.get("type") == "string" and "oneOf" not in agent

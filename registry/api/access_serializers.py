@@ -48,6 +48,9 @@ class AgentOutputSerializer(serializers.ModelSerializer):
     roles = serializers.SerializerMethodField()
     role_ids = serializers.SerializerMethodField()
     has_webhook_secret = serializers.SerializerMethodField()
+    # A plain string: "" (no webhook) or a URL ("" would match both of a model URL
+    # field's oneOf branches, which strict validators refuse).
+    webhook_url = serializers.CharField(read_only=True)
 
     class Meta:
         model = Agent

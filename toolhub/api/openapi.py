@@ -136,15 +136,15 @@ ERROR_SCHEMA = {
 
 ERROR_DESCRIPTIONS = {
     400: (
-        "Invalid input: a body that is not JSON, or a field or query parameter refused "
-        "(each problem in `details`)."
+        "Invalid input: a body that is not JSON, or a field or query parameter refused, "
+        "an unknown query parameter included (each problem in `details`)."
     ),
     401: (
         "No valid credentials: none sent, or a token that is unknown, revoked or expired, "
         "or whose account or agent is inactive."
     ),
     403: "The caller may not do this (or, signed in by session cookie, sent no CSRF token).",
-    404: "Not found, or not visible to the caller.",
+    404: "Not found, or not visible to the caller (or a page past the last).",
     409: "In conflict with the current state: a name in use, a tool still referenced, a call no longer pending, …",
     413: "The request body is larger than the limit (`TOOLHUB_MAX_REQUEST_BYTES`).",
     415: "The request body is not `application/json`.",
@@ -185,17 +185,16 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 def _general_errors(method: str, operation: dict) -> list[int]:
     """The error statuses an operation can answer whatever it does."""
-    codes = []
+    # Every operation refuses query parameters it does not read (BaseAPIView).
+    codes = [400]
     parameters = operation.get("parameters", [])
-    if operation.get("requestBody") or any(p["in"] == "query" for p in parameters):
-        codes.append(400)
     security = operation.get("security")
     if security and {} not in security:
         codes.append(401)
         if method in UNSAFE_METHODS:
             codes.append(403)
-    if any(p["in"] == "path" for p in parameters):
-        codes.append(404)
+    if any(p["in"] == "path" or (p["in"], p["name"]) == ("query", "page") for p in parameters):
+        codes.append(404)  # an unknown id, or a page past the last
     if operation.get("requestBody"):
         codes += [413, 415]
     return codes
