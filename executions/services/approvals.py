@@ -25,9 +25,9 @@ def approvals_visible_to(user) -> QuerySet[Approval]:
     """Who sees which approvals (with the calls' arguments).
 
     Reviewers and platform admins see all; a person sees the calls of tools
-    they may approve and their own; an agent sees only its own calls (it can
-    never decide, so other callers' arguments are none of its business, whatever
-    rights its roles hold).
+    they may approve, their own and their agents' (as with executions); an
+    agent sees only its own calls (it can never decide, so other callers'
+    arguments are none of its business, whatever rights its roles hold).
     """
     qs = Approval.objects.select_related(
         "execution", "execution__tool", "execution__agent", "execution__agent__owner", "decided_by"
@@ -37,7 +37,11 @@ def approvals_visible_to(user) -> QuerySet[Approval]:
     if getattr(user, "agent", None) is not None:
         return qs.filter(execution__principal=user)
     tools = access.restrict(Tool.objects.all(), user, Action.APPROVE)
-    return qs.filter(Q(execution__tool__in=tools) | Q(execution__principal=user))
+    return qs.filter(
+        Q(execution__tool__in=tools)
+        | Q(execution__principal=user)
+        | Q(execution__agent__owner=user)
+    )
 
 
 def may_decide(user, approval: Approval) -> str | None:

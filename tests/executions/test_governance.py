@@ -425,9 +425,13 @@ def test_agents_in_approver_roles_see_only_their_own_calls(gated):
     theirs = Approval.objects.get(execution_id=secret_call["id"])
     assert gated["clients"][1].get(f"/api/v1/approvals/{theirs.pk}").status_code == 404
     assert other.pk != bot.pk
-    # The person approver still sees both.
+    # The person approver still sees both, and so does the agents' owner (who cannot decide).
     both = approval_client(gated["approver"]).get("/api/v1/approvals?status=pending").json()
     assert both["count"] == 2
+    owner = approval_client(gated["owner"])
+    assert owner.get("/api/v1/approvals?status=pending").json()["count"] == 2
+    decided = owner.post(f"/api/v1/approvals/{theirs.pk}/approve", {}, format="json")
+    assert decided.status_code == 403 and decided.json()["error"]["code"] == "four_eyes"
 
 
 def test_four_eyes(gated):
