@@ -94,8 +94,11 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
         )
     now = timezone.now()
     execution = approval.execution
-    if approval.status == ApprovalStatus.PENDING and approval.expires_at <= now:
+    expired_now = approval.status == ApprovalStatus.PENDING and approval.expires_at <= now
+    if expired_now:
         _expire(approval, now)  # the periodic task may not have run yet (or at all)
+    if expired_now or approval.status == ApprovalStatus.EXPIRED:
+        # One answer whether the periodic task or this request noticed the deadline.
         raise Conflict(
             f"This approval expired at {approval.expires_at.isoformat()} without a decision; "
             "the call was not run.",

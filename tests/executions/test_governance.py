@@ -503,6 +503,8 @@ def test_expiry(gated):
         f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
     )
     assert late.status_code == 409
+    # The same answer as when the request itself notices the deadline.
+    assert late.json()["error"]["code"] == "approval_expired"
     assert AuditEvent.objects.filter(action="approval.expired").count() == 1
 
 
