@@ -29,7 +29,7 @@ from registry.admin.mixins import (
 )
 from registry.importers.run import import_content
 from registry.models import MCPServer
-from registry.models.mcp import env_problem
+from registry.models.mcp import env_problem, token_env_var_problem
 from registry.services import mcp as services
 from toolhub.exceptions import ToolHubError
 
@@ -89,6 +89,14 @@ class MCPServerForm(forms.ModelForm):
         # The model is validated by the services (with the token applied), not here:
         # ModelForm's own full_clean would not know the token that is being set.
         pass
+
+    def clean_token_env_var(self):
+        # Refused here, on the form with what was typed, rather than by the service later.
+        name = self.cleaned_data.get("token_env_var") or ""
+        problem = token_env_var_problem(name) if name else None
+        if problem:
+            raise forms.ValidationError(problem)
+        return name
 
     def clean_env(self):
         env = self.cleaned_data.get("env")
