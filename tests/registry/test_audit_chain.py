@@ -202,6 +202,9 @@ def test_head_command_prints_and_verifies(tmp_path):
     saved.write_text(json.dumps({**head, "sequence": head["sequence"] - 1}))
     with pytest.raises(CommandError):
         call_command("audit_head", "--verify", str(saved), stdout=io.StringIO())
+    missing = tmp_path / "no-such-head.json"
+    with pytest.raises(CommandError, match=r"No such file: .*no-such-head\.json"):
+        call_command("audit_head", "--verify", str(missing), stdout=io.StringIO())
 
 
 def save_head(tmp_path) -> str:

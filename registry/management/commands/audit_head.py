@@ -24,9 +24,16 @@ class Command(BaseCommand):
     def handle(self, *args, verify, no_seal, **options):
         if verify:
             text = verify
-            path = Path(verify)
-            if not verify.lstrip().startswith("{") and path.exists():
-                text = path.read_text()
+            if not verify.lstrip().startswith("{"):
+                path = Path(verify)
+                try:
+                    text = path.read_text()
+                except FileNotFoundError:
+                    raise CommandError(
+                        f"No such file: {verify} (give the head's file or its JSON)."
+                    ) from None
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise CommandError(f"Cannot read {verify}: {exc}") from None
             try:
                 head = json.loads(text)
             except ValueError as exc:
