@@ -604,6 +604,18 @@ def connection_secrets(connection_string: str) -> list[str]:
     return secrets
 
 
+def connection_user(connection_string: str) -> str | None:
+    """The user a connection string names (URL or key=value form), if any.
+
+    Kept out of error messages (the server's "role … does not exist" names it),
+    not out of outputs: a query may rightly return its own user's name.
+    """
+    try:
+        return conninfo_to_dict(connection_string).get("user") or None
+    except Exception:
+        return None
+
+
 def _dialect_and_target(connection_string: str) -> tuple[str, str]:
     try:
         return connection_target(connection_string)
@@ -687,10 +699,12 @@ class DatabaseExecutor:
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.perf_counter()
         secrets: list[str] = [s for s in call.secret_values if s]
+        hidden_in_errors: list[str] = []
         metadata: dict[str, Any] = {}
         try:
             connection_string, trusted = _connection_string(call.configs)
             secrets += connection_secrets(connection_string)
+            hidden_in_errors = [u for u in [connection_user(connection_string)] if u]
             opts = _options(call, connection_string, trusted)
             metadata = {
                 "engine": opts.dialect,
@@ -705,7 +719,7 @@ class DatabaseExecutor:
             return ExecutorResult(
                 ok=False,
                 error_type=failure.error_type,
-                error_message=redact_text(failure.message, secrets),
+                error_message=redact_text(failure.message, secrets + hidden_in_errors),
                 retryable=failure.retryable,
                 metadata=metadata,
                 latency_ms=(time.perf_counter() - started) * 1000,
@@ -714,7 +728,9 @@ class DatabaseExecutor:
             return ExecutorResult(
                 ok=False,
                 error_type=ErrorType.TOOL,
-                error_message=redact_text(f"{type(exc).__name__}: {exc}", secrets),
+                error_message=redact_text(
+                    f"{type(exc).__name__}: {exc}", secrets + hidden_in_errors
+                ),
                 metadata=metadata,
                 latency_ms=(time.perf_counter() - started) * 1000,
             )

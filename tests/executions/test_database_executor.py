@@ -467,6 +467,14 @@ def test_connection_error_messages_are_redacted(pg_engine):
     assert "[REDACTED]" in result.error_message
 
 
+def test_connection_errors_never_name_the_user(pg_engine):
+    user = f"canary_user_{uuid.uuid4().hex[:8]}"
+    url = pg_engine.url.replace("postgres@", f"{user}@", 1)
+    result = run(url, "SELECT 1")
+    assert result.error_type == ErrorType.CONNECTION
+    assert user not in result.error_message and "[REDACTED]" in result.error_message
+
+
 def test_sqlite_missing_file_is_connection_error(tmp_path):
     result = run(f"sqlite:///{tmp_path}/nope/none.db", "SELECT 1")
     assert result.error_type == ErrorType.CONNECTION
