@@ -9,6 +9,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
+from registry import access
 from registry.admin.access import ToolGrantInline
 from registry.admin.audit import object_audit_url
 from registry.admin.forms import ToolConfigForm, ToolForm, ToolParameterForm
@@ -17,21 +18,47 @@ from registry.admin.mixins import (
     ServiceErrorsMixin,
     report_service_error,
 )
-from registry.models import RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
+from registry.models import Action, RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as access_services
 from registry.services import limits as limit_services
 from registry.services import tools as services
 from toolhub.exceptions import ToolHubError
 
+APPROVAL_FIELDS = ("requires_approval", "approval_condition", "approval_ttl_seconds")
 
-class ToolParameterInline(admin.TabularInline):
+
+def _manages(request, tool) -> bool:
+    """May the user manage this one tool (a ``manage`` grant, as the API asks)?"""
+    return tool is not None and access.can(request.user, Action.MANAGE, tool)
+
+
+class ManagedToolPartsMixin:
+    """Parts of a tool (parameters, configs, rate limits) that those who may manage the
+    tool change on its page, as they may through the API; ``obj`` is the tool."""
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) or (
+            obj is not None and access.can(request.user, Action.READ, obj)
+        )
+
+    def has_add_permission(self, request, obj=None):
+        return super().has_add_permission(request, obj) or _manages(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) or _manages(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) or _manages(request, obj)
+
+
+class ToolParameterInline(ManagedToolPartsMixin, admin.TabularInline):
     model = ToolParameter
     form = ToolParameterForm
     extra = 0
     ordering = ["parameter_type", "position", "name"]
 
 
-class ToolConfigInline(admin.TabularInline):
+class ToolConfigInline(ManagedToolPartsMixin, admin.TabularInline):
     model = ToolConfig
     form = ToolConfigForm
     extra = 0
@@ -54,7 +81,7 @@ class ToolConfigInline(admin.TabularInline):
         return value if isinstance(value, str) else json.dumps(value)
 
 
-class RateLimitRuleInline(admin.TabularInline):
+class RateLimitRuleInline(ManagedToolPartsMixin, admin.TabularInline):
     model = RateLimitRule
     extra = 0
     fields = ["scope", "max_requests", "time_window_seconds", "is_active", "description"]
@@ -86,6 +113,10 @@ class CategoryFilter(admin.SimpleListFilter):
 
 @admin.register(Tool)
 class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
+    """The catalog. Platform admins and reviewers see every tool; other staff see the
+    tools they may read and change those they may manage (a ``manage`` grant), as the
+    API lets them. Creating and deleting tools and granting stay with platform admins."""
+
     form = ToolForm
     list_display = [
         "name",
@@ -198,6 +229,44 @@ class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         if change and "type" in form.changed_data:
             services.check_tool_configs(Tool.objects.get(pk=form.instance.pk))
+
+    # Per-tool rights (guardian object permissions through registry.access).
+
+    @staticmethod
+    def _sees_all(request) -> bool:
+        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if self._sees_all(request):
+            return queryset
+        return access.restrict(queryset, request.user, Action.READ)
+
+    def _reads_some(self, request) -> bool:
+        return (
+            request.user.is_staff
+            and access.restrict(Tool.objects.all(), request.user, Action.READ).exists()
+        )
+
+    def has_module_permission(self, request):
+        return super().has_module_permission(request) or self._reads_some(request)
+
+    def has_view_permission(self, request, obj=None):
+        if super().has_view_permission(request, obj):
+            return True
+        if obj is None:
+            return self._reads_some(request)
+        return access.can(request.user, Action.READ, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) or _manages(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if not access.is_platform_admin(request.user):
+            # As in the API: only platform admins turn approval on or off or change it.
+            fields += [f for f in APPROVAL_FIELDS if f not in fields]
+        return fields
 
     def save_formset(self, request, form, formset, change):
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []

@@ -1,0 +1,89 @@
+"""Staff with a grant on single tools use the tool admin within those rights, as in the API."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from registry.models import AuditEvent, ToolConfig
+from registry.services import access as access_services
+from registry.services.tools import config_set, tool_create
+from tests.factories import make_user
+from tests.registry.test_admin import change_form_data
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(db):
+    managed = tool_create(actor=None, name="managed_tool", type="http", description="mine")
+    config_set(actor=None, tool=managed, config_key="base_url", config_value="https://a.example")
+    readable = tool_create(actor=None, name="readable_tool", type="http")
+    hidden = tool_create(actor=None, name="hidden_tool", type="http")
+    role = access_services.role_create(actor=None, name="fx-owners")
+    access_services.grant_create(actor=None, role=role, action="manage", tool=managed)
+    access_services.grant_create(actor=None, role=role, action="read", tool=readable)
+    person = make_user("tool-owner", is_staff=True)
+    person.groups.add(role)
+    client = Client()
+    client.force_login(person)
+    return {"client": client, "managed": managed, "readable": readable, "hidden": hidden}
+
+
+def test_the_catalog_shows_the_tools_they_may_read(world):
+    client = world["client"]
+    index = client.get(reverse("admin:index")).content.decode()
+    assert reverse("admin:registry_tool_changelist") in index
+    listing = client.get(reverse("admin:registry_tool_changelist")).content.decode()
+    assert "managed_tool" in listing and "readable_tool" in listing
+    assert "hidden_tool" not in listing
+    hidden = client.get(reverse("admin:registry_tool_change", args=[world["hidden"].pk]))
+    assert hidden.status_code == 302  # "does not exist", as for any id they cannot see
+    assert client.get(reverse("admin:registry_tool_add")).status_code == 403
+
+
+def test_manage_lets_them_edit_the_tool_and_its_configs_audited(world):
+    client, tool = world["client"], world["managed"]
+    url = reverse("admin:registry_tool_change", args=[tool.pk])
+    before = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first()
+    page = client.get(url).content.decode()
+    assert 'name="description"' in page  # an editable form, not a read-only view
+    data = change_form_data(tool, description="edited by its owner")
+    data.update(
+        {
+            "configs-TOTAL_FORMS": int(data["configs-TOTAL_FORMS"]) + 1,
+            "configs-1-tool": tool.pk,
+            "configs-1-config_key": "endpoint",
+            "configs-1-value": "/rates",
+        }
+    )
+    response = client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    tool.refresh_from_db()
+    assert tool.description == "edited by its owner"
+    assert ToolConfig.objects.get(tool=tool, config_key="endpoint").plain_value == "/rates"
+    actors = set(AuditEvent.objects.filter(id__gt=before).values_list("actor_name", flat=True))
+    assert actors == {"tool-owner"}
+
+
+def test_read_only_tools_stay_read_only(world):
+    client, tool = world["client"], world["readable"]
+    url = reverse("admin:registry_tool_change", args=[tool.pk])
+    page = client.get(url)
+    assert page.status_code == 200 and 'name="description"' not in page.content.decode()
+    response = client.post(url, change_form_data(tool, description="not allowed"))
+    assert response.status_code == 403
+    tool.refresh_from_db()
+    assert tool.description == ""
+
+
+def test_approval_settings_stay_with_platform_admins(world):
+    client, tool = world["client"], world["managed"]
+    url = reverse("admin:registry_tool_change", args=[tool.pk])
+    page = client.get(url).content.decode()
+    assert 'name="requires_approval"' not in page and 'name="description"' in page
+    response = client.post(url, change_form_data(tool, requires_approval="on"))
+    assert response.status_code == 302
+    tool.refresh_from_db()
+    assert tool.requires_approval is False
