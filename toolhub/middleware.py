@@ -3,6 +3,10 @@
 An incoming ``X-Request-ID`` from a trusted proxy is kept when it is a sane
 token (so traces join up across services); anything else is replaced.
 
+``UnreadBodyDrainMiddleware`` reads what is left of a request body the view
+did not read (a 401 or 413 answered before parsing), so the keep-alive
+connection stays usable for the client's next request.
+
 ``NulRefusalMiddleware`` answers 400 to a path or query parameter holding a
 NUL character, which no name, id or filter value can contain and PostgreSQL
 refuses in text (every view would otherwise fail with a server error).
@@ -10,6 +14,7 @@ refuses in text (every view would otherwise fail with a server error).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 
@@ -79,3 +84,28 @@ class NulRefusalMiddleware:
             details = [{"field": field, "message": message, "code": "invalid"}]
             return JsonResponse(error_body("validation_error", message, details), status=400)
         return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
+# gunicorn drains at most 64 KiB of a body the application left unread, then closes
+# the connection although its answer said keep-alive: the client's next request on
+# it fails. Up to this many bytes are read here instead (larger bodies: gunicorn's way).
+DRAIN_MAX_BYTES = 16 * 1024 * 1024
+_DRAIN_CHUNK = 64 * 1024
+
+
+class UnreadBodyDrainMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if 0 < length <= DRAIN_MAX_BYTES:
+            # A client gone away leaves nothing to keep alive: whatever reading raises.
+            with contextlib.suppress(Exception):
+                while request.read(_DRAIN_CHUNK):
+                    pass
+        return response

@@ -92,6 +92,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "toolhub.metrics.MetricsMiddleware",
     "toolhub.middleware.RequestIDMiddleware",
+    "toolhub.middleware.UnreadBodyDrainMiddleware",
     "toolhub.middleware.NulRefusalMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's and Swagger UI's static files under gunicorn (no CDN, no nginx needed).
