@@ -37,7 +37,10 @@ def server(tmp_path):
     env.update(TOOLHUB_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="toolhub.settings")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "toolhub.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"],
+        [
+            *(sys.executable, "-m", "gunicorn", "toolhub.wsgi", "-b", f"127.0.0.1:{port}"),
+            *("-w", "1", "--threads", "2"),  # gthread, as deployed: keep-alive connections
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
