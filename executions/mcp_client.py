@@ -211,6 +211,25 @@ class CallOutcome:
         return {"content": self.content, "structured": self.structured, "text": self.text}
 
 
+# Environment values this long or longer are kept out of outputs and errors; shorter
+# ones ("1", "true", "debug") are settings, and redacting them would mangle text.
+ENV_SECRET_MIN_CHARS = 8
+
+
+def spec_secrets(spec: Any) -> list[str]:
+    """The secrets of a server mapping (``mcp_server_spec``): its bearer token and the
+    values of its stdio environment (which is stored write-only), for redaction."""
+    if not isinstance(spec, Mapping):
+        return []
+    secrets = [str(spec["auth_token"])] if spec.get("auth_token") else []
+    env = spec.get("env")
+    if isinstance(env, Mapping):
+        secrets += [
+            v for v in env.values() if isinstance(v, str) and len(v) >= ENV_SECRET_MIN_CHARS
+        ]
+    return secrets
+
+
 def _binary_entry(kind: str, mime_type: str | None, data: str, max_inline: int) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": kind, "mime_type": mime_type}
     if len(data) <= max_inline:

@@ -151,8 +151,7 @@ def mcp_server_sync(
     secrets: list[str] = []
     try:
         spec = mcp_services.mcp_server_spec(server)
-        if spec.get("auth_token"):
-            secrets.append(spec["auth_token"])
+        secrets += mcp_client.spec_secrets(spec)
         remote = mcp_client.list_tools(spec, egress_check=egress_check)
     except ToolHubError as exc:
         return _fail(report, actor, server, exc.code, exc.message)

@@ -104,9 +104,7 @@ class MCPExecutor:
         started = time.monotonic()
         configs = call.configs or {}
         raw_server = configs.get("server")
-        secrets = list(call.secret_values)
-        if isinstance(raw_server, Mapping) and raw_server.get("auth_token"):
-            secrets.append(str(raw_server["auth_token"]))
+        secrets = [*call.secret_values, *mcp_client.spec_secrets(raw_server)]
 
         def finish(result: ExecutorResult) -> ExecutorResult:
             result.latency_ms = (time.monotonic() - started) * 1000

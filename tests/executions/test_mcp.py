@@ -360,6 +360,24 @@ def test_stdio_process_that_dies_is_a_connection_error(stdio_spec):
     assert "cannot start" in result.error_message
 
 
+def test_environment_values_never_reach_an_error(stdio_spec):
+    """A server that complains on stderr with its key: the stored env value is redacted."""
+    key = "sk-live-ENV-CANARY-7731"
+    server = {
+        **stdio_spec,
+        "env": {"VENDOR_KEY": key, "LOG_LEVEL": "debug"},
+        "args": [
+            "-c",
+            "import os, sys; sys.stderr.write('auth failed with ' + os.environ['VENDOR_KEY'] "
+            "+ ' at ' + os.environ['LOG_LEVEL']); sys.exit(3)",
+        ],
+    }
+    result = run(server, "add", {"a": 1, "b": 2})
+    assert not result.ok and "auth failed with" in result.error_message
+    assert key not in result.error_message and "[REDACTED]" in result.error_message
+    assert "at debug" in result.error_message  # short settings are left alone
+
+
 def test_invalid_server_configs_are_config_errors():
     for server in (
         None,
