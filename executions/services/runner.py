@@ -100,6 +100,15 @@ def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
     server = mcp_server_for_tool(tool)
     if server is None:
         return {}
+    # The server's stored credentials serve only the tools its filters let through.
+    from executions.executors.mcp import remote_tool_name
+    from executions.mcp_sync import tool_allowed
+
+    remote = remote_tool_name(configs, tool.name, server.name)
+    if not tool_allowed(remote, server):
+        raise ValueError(
+            f"MCP server '{server.name}' does not offer '{remote}' (tools_allowed/tools_denied)."
+        )
     return {"server": mcp_server_spec(server)}
 
 

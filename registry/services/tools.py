@@ -13,11 +13,12 @@ from django.utils import timezone
 
 from executions.executors import executor_configs
 from executions.executors.configs import ConfigValueError
+from registry import access
 from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean, raise_invalid
-from toolhub.exceptions import Conflict
+from toolhub.exceptions import Conflict, PermissionDenied
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +155,34 @@ def check_tool_configs(tool: Tool, *, field: str = "type") -> None:
             )
     if problems:
         raise_invalid(problems)
+
+
+# What ties an ``mcp`` tool to a registered MCP server (whose stored token and
+# environment its calls then use) and to one remote tool of it: the sync writes
+# these. Anyone else who could set them could call any tool of any server with its
+# credentials, past its grants and the server's tools_allowed/denied.
+MCP_LINK_CONFIGS = ("server_id", "remote_tool_name")
+MCP_LINK_METADATA = ("mcp_server", "mcp_server_id", "remote_tool_name")
+
+
+def _check_mcp_link(actor, tool: Tool, *, config_key: str | None = None, data=None) -> None:
+    """Only platform admins (and the system: syncs, imports by command) change an MCP link."""
+    if actor is None or access.is_platform_admin(actor):
+        return
+    changes = []
+    if config_key in MCP_LINK_CONFIGS and tool.type == "mcp":
+        changes.append(config_key)
+    if data and "type" in data and (data["type"] == "mcp") != (tool.type == "mcp"):
+        changes.append("type")
+    if data and "tool_metadata" in data:
+        old, new = tool.tool_metadata or {}, data["tool_metadata"] or {}
+        changes += [f"tool_metadata.{k}" for k in MCP_LINK_METADATA if old.get(k) != new.get(k)]
+    if changes:
+        raise PermissionDenied(
+            "Only platform admins may link a tool to an MCP server, change its remote tool "
+            "or turn a tool into an MCP tool or back.",
+            details=[{"field": f, "message": "Platform admins only."} for f in changes],
+        )
 
 
 def _check_approval_condition(tool: Tool) -> None:
@@ -375,6 +404,7 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool
     if unknown:
         raise TypeError(f"unknown tool fields: {sorted(unknown)}")
     tool = Tool.objects.select_for_update().get(pk=tool.pk)
+    _check_mcp_link(actor, tool, data=data)
     before = tool_snapshot(tool)
     for field, value in data.items():
         setattr(tool, field, value)
@@ -597,6 +627,7 @@ def config_set(
     secret is encrypted, and a refused secret is never quoted.
     """
     _check_finite({"config_value": config_value}, _prefix)
+    _check_mcp_link(actor, tool, config_key=config_key)
     config = ToolConfig.objects.select_for_update().filter(tool=tool, config_key=config_key).first()
     created = config is None
     if created:
@@ -641,6 +672,7 @@ def config_set(
 
 @transaction.atomic
 def config_delete(*, actor, config: ToolConfig) -> None:
+    _check_mcp_link(actor, config.tool, config_key=config.config_key)
     snapshot = config_snapshot(config)
     target_repr, target_id = str(config), str(config.pk)
     config.delete()

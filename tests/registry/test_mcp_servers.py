@@ -524,3 +524,59 @@ def test_admin_rights_follow_the_platform_roles(staff_user, reviewer_user, serve
     assert response.status_code == 403
     server.refresh_from_db()
     assert server.name == "search" and CANARY not in page
+
+
+# --------------------------------------------------------------------------- who may link a tool
+
+
+@pytest.fixture
+def manager_client(db, server):
+    """A person with manage on one synced tool and on one http tool; not a platform admin."""
+    from registry.services import access as access_services
+    from tests.conftest import token_client
+    from tests.factories import make_user
+
+    role = access_services.role_create(actor=None, name="tool-managers")
+    lookup = synced_tool(server, "lookup")
+    plain = tool_upsert(actor=None, name="plain_http", type="http").tool
+    for tool in (lookup, plain):
+        access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+    person = make_user("manager-mo")
+    person.groups.add(role)
+    return token_client(person), lookup, plain
+
+
+def test_only_platform_admins_link_tools_to_a_server(manager_client, server, staff_client):
+    client, lookup, plain = manager_client
+    configs = f"/api/v1/tools/{lookup.pk}/configs"
+    # Pointing the tool at another remote tool (or server) would lend it the server's token.
+    for key, value in (("remote_tool_name", "admin_only_tool"), ("server_id", str(server.pk))):
+        refused = client.post(configs, {"config_key": key, "config_value": value}, format="json")
+        assert refused.status_code == 403, refused.content
+        assert "platform admins" in refused.json()["error"]["message"]
+    assert client.delete(f"{configs}/remote_tool_name").status_code == 403
+    turned = client.patch(f"/api/v1/tools/{plain.pk}", {"type": "mcp"}, format="json")
+    assert turned.status_code == 403
+    meta = client.patch(
+        f"/api/v1/tools/{plain.pk}",
+        {"tool_metadata": {services.META_SERVER_ID: str(server.pk)}},
+        format="json",
+    )
+    assert meta.status_code == 403
+    # Everything else a manager may still do, and a platform admin may link.
+    described = client.patch(f"/api/v1/tools/{lookup.pk}", {"description": "x"}, format="json")
+    assert described.status_code == 200, described.content
+    linked = staff_client.post(
+        configs, {"config_key": "remote_tool_name", "config_value": "lookup"}, format="json"
+    )
+    assert linked.status_code in (200, 201), linked.content
+
+
+def test_a_denied_remote_tool_never_gets_the_servers_credentials(server):
+    from executions.services.runner import _mcp_configs
+
+    tool = synced_tool(server, "lookup")
+    assert _mcp_configs(tool, {})["server"]["auth_token"] == CANARY
+    MCPServer.objects.filter(pk=server.pk).update(tools_denied=["look*"])
+    with pytest.raises(ValueError, match="does not offer 'lookup'"):
+        _mcp_configs(tool, {})
