@@ -18,6 +18,7 @@ database), for comparison and as an escape hatch.
 
 from __future__ import annotations
 
+import copy
 import threading
 import uuid
 from collections.abc import Callable
@@ -129,7 +130,8 @@ class ToolSpec:
                     configs, secrets = build(self.tool)
                     self._runtime = (configs, tuple(secrets))
         configs, secrets = self._runtime
-        return dict(configs), list(secrets)
+        # A shallow copy of the same type (the runner's configs also say which are secret).
+        return copy.copy(configs), list(secrets)
 
 
 def _load_spec(**lookup) -> ToolSpec | None:

@@ -42,12 +42,29 @@ class ConfigValueError(ValueError):
 
 
 class ConfigError(ConfigValueError):
-    """A config the executor cannot use, named: ``config 'key' must be …; detail``."""
+    """A config the executor cannot use, named: ``config 'key' must be …; detail``.
 
-    def __init__(self, key: ConfigKey, detail: str):
-        super().__init__(f"config {key.name!r} must be {key.expected}; {detail}")
+    For a secret config the message stops at what is expected: the detail may
+    quote the value (cut short, which redaction of the whole value would miss).
+    """
+
+    def __init__(self, key: ConfigKey, detail: str, *, secret: bool = False):
+        if secret:
+            message = f"config {key.name!r} must be {key.expected} (the value is secret)"
+        else:
+            message = f"config {key.name!r} must be {key.expected}; {detail}"
+        super().__init__(message)
         self.key = key.name
         self.detail = detail
+
+
+class RunConfigs(dict):
+    """A tool's configs as the runner hands them to an executor, knowing which keys
+    hold secrets (so that an error about one never quotes it)."""
+
+    def __init__(self, *args: Any, secret_keys: Iterable[str] = (), **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.secret_keys = frozenset(secret_keys)
 
 
 def is_unset(value: Any) -> bool:
@@ -96,7 +113,8 @@ class ExecutorConfigs:
         try:
             return key.parse(value)
         except ConfigValueError as exc:
-            raise ConfigError(key, str(exc)) from None
+            secret = name in getattr(configs, "secret_keys", ())
+            raise ConfigError(key, str(exc), secret=secret) from None
 
     def problem(self, name: str, value: Any, *, secret: bool = False) -> str | None:
         """Why ``value`` cannot be saved as config ``name`` (None when it can).

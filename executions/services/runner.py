@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from executions.executors import get_executor
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text
@@ -84,13 +85,15 @@ def _configs_for(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
     """The tool's configs (secrets decrypted) and the secret values among them, in one query."""
     configs: dict[str, Any] = {}
     secrets: list[Any] = []
+    secret_keys: list[str] = []
     for config in tool.configs.all():
         configs[config.config_key] = config.value
         if config.is_secret:
             secrets.append(configs[config.config_key])
+            secret_keys.append(config.config_key)
     if tool.type == "mcp":
         configs.update(_mcp_configs(tool, configs))
-    return configs, secrets
+    return RunConfigs(configs, secret_keys=secret_keys), secrets
 
 
 def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:

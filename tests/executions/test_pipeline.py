@@ -295,6 +295,26 @@ def test_large_output_is_capped_and_kept_as_artifact(world):
     assert world["reader"].get(f"/api/v1/executions/{body['id']}/output").status_code == 404
 
 
+def test_a_broken_secret_config_is_never_quoted_in_the_error(world):
+    """Stored before configs were checked at save: the run-time error names the key only."""
+    from registry.models import ToolConfig
+
+    secret = "sk_live_" + "B" * 70  # longer than an error's quotation: cut, it would escape
+    tool_services.config_set(
+        actor=None,
+        tool=world["tool"],
+        config_key="base_url",
+        config_value="https://x.example",
+        is_secret=True,
+    )
+    config = ToolConfig.objects.get(tool=world["tool"], config_key="base_url")
+    config.set_value(secret)
+    config.save()
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    assert body["status"] == "failed" and body["error_type"] == "config_error"
+    assert "base_url" in body["error_message"] and "sk_live_B" not in body["error_message"]
+
+
 def test_artifact_store_failure_ends_the_call_failed_at_once(world, monkeypatch):
     tool = world["tool"]
     tool_services.tool_update(actor=None, tool=tool, data={"max_response_bytes": 1024})
