@@ -80,6 +80,11 @@ class AgentForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        touched = {"webhook_url", "webhook_secret", "clear_webhook_secret"} & set(
+            self.changed_data
+        )
+        if not touched:
+            return data  # a webhook stored under older rules blocks no other change
         if data.get("clear_webhook_secret"):
             data["webhook_url"], data["webhook_secret"] = "", ""
         secret = data.get("webhook_secret") or None
@@ -93,6 +98,8 @@ class AgentForm(forms.ModelForm):
 
     def webhook_change(self) -> dict:
         """The webhook fields for the services: an empty secret field keeps the stored one."""
+        if not {"webhook_url", "webhook_secret", "clear_webhook_secret"} & set(self.changed_data):
+            return {}
         data = {"webhook_url": self.cleaned_data.get("webhook_url") or ""}
         if self.cleaned_data.get("clear_webhook_secret"):
             data["webhook_secret"] = None

@@ -305,7 +305,11 @@ def _apply_webhook(agent: Agent, data: dict) -> bool:
     """Set ``webhook_url`` / ``webhook_secret`` from ``data``; True when the secret changed.
 
     An empty or null ``webhook_secret`` removes the stored secret; absent keeps it.
+    Without either key nothing is checked: a webhook stored under older rules never
+    blocks another change (deactivating the agent, above all).
     """
+    if "webhook_url" not in data and "webhook_secret" not in data:
+        return False
     if "webhook_url" in data:
         agent.webhook_url = data["webhook_url"] or ""
     secret = data.get("webhook_secret")

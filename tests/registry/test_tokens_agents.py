@@ -468,3 +468,16 @@ def test_agent_webhook_in_the_admin(superuser, owner):
     assert kept.status_code == 302
     agent.refresh_from_db()
     assert agent.description == "x" and agent.webhook_secret
+
+
+def test_a_webhook_stored_under_older_rules_never_blocks_deactivation(staff_client, owner):
+    agent = services.agent_create(actor=None, name="old-hook", owner=owner)
+    Agent.objects.filter(pk=agent.pk).update(webhook_url="https://u:p@hooks.example/legacy")
+    response = staff_client.patch(f"/api/v1/agents/{agent.pk}", {"is_active": False}, format="json")
+    assert response.status_code == 200, response.content
+    assert Agent.objects.get(pk=agent.pk).is_active is False
+    # Touching the webhook itself is checked under today's rules.
+    touched = staff_client.patch(
+        f"/api/v1/agents/{agent.pk}", {"webhook_secret": WEBHOOK_SECRET}, format="json"
+    )
+    assert touched.status_code == 400 and "webhook_url" in touched.content.decode()
