@@ -1,4 +1,5 @@
-"""A request answered before its body was read leaves the keep-alive connection usable.
+"""An authenticated request answered before its body was read leaves the keep-alive
+connection usable.
 
 Run against gunicorn as deployed (gthread): gunicorn itself drains at most 64 KiB
 of an unread body and otherwise closes the connection it announced as keep-alive.
@@ -13,11 +14,18 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+MAKE_TOKEN = (
+    "from django.contrib.auth import get_user_model; "
+    "from registry.services.access import token_issue; "
+    "user = get_user_model().objects.create_user('keepalive-user'); "
+    "print(token_issue(actor=None, user=user, name='t')[1])"
+)
 
 
 def _free_port() -> int:
@@ -36,6 +44,15 @@ def server(tmp_path):
     }
     env.update(TOOLHUB_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="toolhub.settings")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    made = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", MAKE_TOKEN],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    token = made.stdout.strip().splitlines()[-1]
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "gunicorn", "toolhub.wsgi", "-b", f"127.0.0.1:{port}"),
@@ -55,20 +72,30 @@ def server(tmp_path):
                     break
             except OSError:
                 time.sleep(0.1)
-        yield port
+        yield port, token
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
 
 
-@pytest.mark.parametrize("size", [1_000, 500_000, 3_000_000])
-def test_the_next_request_on_the_connection_is_answered(server, size):
-    connection = http.client.HTTPConnection("127.0.0.1", server, timeout=10)
-    body = b'{"input_data": "' + b"a" * size + b'"}'
-    headers = {"Content-Type": "application/json", "Authorization": "Bearer th_not_a_token"}
-    connection.request("POST", "/api/v1/executions", body=body, headers=headers)
-    refused = connection.getresponse()
-    refused.read()
-    assert refused.status == 401  # answered before the body was parsed
+@pytest.mark.parametrize(
+    ("path", "size", "status"),
+    [
+        # Answered without reading the body at all (no such execution).
+        (f"/api/v1/executions/{uuid.uuid4()}/cancel", 1_000, 404),
+        (f"/api/v1/executions/{uuid.uuid4()}/cancel", 500_000, 404),
+        # A body past the limit (2 MiB): refused unread.
+        ("/api/v1/executions", 3_000_000, 413),
+    ],
+)
+def test_the_next_request_on_the_connection_is_answered(server, path, size, status):
+    port, token = server
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    body = b'{"tool": "x", "input_data": {"text": "' + b"a" * size + b'"}}'
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    connection.request("POST", path, body=body, headers=headers)
+    answered = connection.getresponse()
+    answered.read()
+    assert answered.status == status
     connection.request("GET", "/healthz")
     assert connection.getresponse().status == 200

@@ -3,8 +3,8 @@
 An incoming ``X-Request-ID`` from a trusted proxy is kept when it is a sane
 token (so traces join up across services); anything else is replaced.
 
-``UnreadBodyDrainMiddleware`` reads what is left of a request body the view
-did not read (a 401 or 413 answered before parsing), so the keep-alive
+``UnreadBodyDrainMiddleware`` reads what is left of an authenticated request's
+body the view did not read (a 413, a refusal before parsing), so the keep-alive
 connection stays usable for the client's next request.
 
 ``NulRefusalMiddleware`` answers 400 to a path or query parameter holding a
@@ -88,9 +88,9 @@ class NulRefusalMiddleware:
 
 # gunicorn drains at most 64 KiB of a body the application left unread, then closes
 # the connection although its answer said keep-alive: the client's next request on
-# it fails. Up to this many bytes are read here instead (larger bodies: gunicorn's way).
-DRAIN_MAX_BYTES = 16 * 1024 * 1024
-_DRAIN_CHUNK = 64 * 1024
+# it fails. For authenticated callers (a 413, a refusal before parsing), up to twice
+# the accepted body size is read here instead. Anonymous requests are left to
+# gunicorn: reading their bodies would let anyone hold a thread with a slow upload.
 
 
 class UnreadBodyDrainMiddleware:
@@ -103,9 +103,19 @@ class UnreadBodyDrainMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        if 0 < length <= DRAIN_MAX_BYTES:
+        user = getattr(request, "user", None)
+        if 0 < length <= _drain_limit() and user is not None and user.is_authenticated:
             # A client gone away leaves nothing to keep alive: whatever reading raises.
             with contextlib.suppress(Exception):
                 while request.read(_DRAIN_CHUNK):
                     pass
         return response
+
+
+_DRAIN_CHUNK = 64 * 1024
+
+
+def _drain_limit() -> int:
+    from django.conf import settings
+
+    return 2 * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
