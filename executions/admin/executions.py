@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.db import connections
-from django.db.models import Q, TextField, Value
-from django.db.models.functions import Cast, StrIndex
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
@@ -85,39 +81,20 @@ class AgentFilter(NameOrIdFilter):
         return Agent.objects.all()
 
 
-def _listing_role(queryset, name: str):
-    """``queryset``, and the condition that a call's ``roles_used`` (the role names recorded
-    with it) lists ``name``."""
-    if connections[queryset.db].features.supports_json_field_contains:
-        return queryset, Q(roles_used__contains=[name])
-    # No JSON containment (SQLite): the stored list holds the name as a JSON string.
-    text = Cast("roles_used", TextField())
-    queryset = queryset.alias(role_listed_at=StrIndex(text, Value(json.dumps(name))))
-    return queryset, Q(role_listed_at__gt=0)
-
-
 class RoleFilter(InputFilter):
-    """Calls made with a role, by its name or id: narrowed to the role (``role``, shown as
-    "Role used"), or acting with all the caller's roles, that one among them (``roles_used``,
-    the names recorded with the call). By name, also calls that recorded the name before
-    the role was renamed or deleted."""
+    """Calls narrowed to a role (``role``, shown as "Role used"), by its name or id: the
+    API's ``role`` filter, on the same index. Calls made with all the caller's roles
+    record them in "Roles used" and are found by principal."""
 
-    title = "role"
+    title = "role used (narrowed to)"
     parameter_name = "role"
     placeholder = "role name or id"
 
     def filter(self, queryset, value):
         role_id = parse_id(value)  # not an id (huge, or other scripts' digits): a role name
         if role_id is not None:
-            role = Group.objects.filter(pk=role_id).values_list("pk", "name").first()
-            if role is None:
-                return queryset.none()
-            role_ids, name = [role[0]], role[1]
-        else:
-            role_ids = list(Group.objects.filter(name=value).values_list("pk", flat=True))
-            name = value
-        queryset, listed = _listing_role(queryset, name)
-        return queryset.filter(Q(role_id__in=role_ids) | listed)
+            return queryset.filter(role_id=role_id)
+        return queryset.filter(role__name=value)
 
 
 class PrincipalFilter(InputFilter):
