@@ -443,7 +443,7 @@ def test_admin_test_run_with_a_bad_id_is_404(tool, staff_user):
 def test_unknown_filters_are_refused_not_ignored(reviewer_client, tool, url, field):
     # Ignored, a misspelled filter would answer with everything, as if it all matched.
     error = assert_names(reviewer_client.get(url), field)
-    assert "this list takes:" in error["message"]
+    assert "this endpoint takes:" in error["message"]
 
 
 def test_grants_refuse_unknown_filters(staff_client, platform_admin_role):
@@ -517,6 +517,15 @@ def test_endpoints_without_such_a_filter_refuse_it_instead_of_answering_everythi
     error = response.json()["error"]
     assert error["code"] == "validation_error"
     assert "Unknown query parameter" in error["details"][0]["message"]
+
+
+def test_writes_take_no_query_parameters(staff_client):
+    response = staff_client.post("/api/v1/roles?page=2", {"name": "r-q"}, format="json")
+    assert response.status_code == 400 and "it takes none" in response.content.decode()
+    created = staff_client.post(
+        "/api/v1/tools?dry_run=1", {"name": "t", "type": "http"}, format="json"
+    )
+    assert created.status_code == 400 and "dry_run" in created.content.decode()
 
 
 def test_known_and_paging_parameters_still_work(staff_client):

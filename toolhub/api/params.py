@@ -57,22 +57,18 @@ def utc_in_range(value: datetime) -> bool:
 PAGING = ("page", "page_size", "cursor")
 
 
-def reject_unknown(params, known) -> None:
-    """Refuse query parameters a list does not know, and filters given twice.
+def reject_unknown(params, known, *, paging: bool = True) -> None:
+    """Refuse query parameters an endpoint does not read, and filters given twice.
 
     Ignored, a misspelled filter (``?tool=`` for ``?tool_id=``, ``?type=``)
     answers with everything, which reads as "these match"; given twice, one
     value would silently win.
     """
-    allowed = [*known, *PAGING]
+    allowed = [*known, *(PAGING if paging else ())]
     unknown = sorted(name for name in params if name not in allowed)
     if unknown:
-        raise ValidationError(
-            {
-                name: [f"Unknown query parameter; this list takes: {', '.join(allowed)}."]
-                for name in unknown
-            }
-        )
+        takes = f"this endpoint takes: {', '.join(allowed)}" if allowed else "it takes none"
+        raise ValidationError({name: [f"Unknown query parameter; {takes}."] for name in unknown})
     repeated = sorted(name for name in params if len(params.getlist(name)) > 1)
     if repeated:
         raise ValidationError(

@@ -20,15 +20,18 @@ class BaseAPIView(APIView):
     """
 
     permission_classes = [IsAuthenticated]
-    # The query parameters the view reads (paging aside): any other is a 400, as is a
-    # repeated one, so a misspelled filter never reads as "everything matches". None:
-    # the view checks its own (lists whose filters depend on the method or the caller).
+    # The query parameters the view reads (paging aside, on GET): any other is a 400, as
+    # is a repeated one, so a misspelled filter never reads as "everything matches".
+    # None: the view's GET checks its own filters; its other methods take none.
     known_query_params: tuple[str, ...] | None = ()
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        reading = request.method in ("GET", "HEAD")
         if self.known_query_params is not None:
-            reject_unknown(request.query_params, self.known_query_params)
+            reject_unknown(request.query_params, self.known_query_params, paging=reading)
+        elif not reading:
+            reject_unknown(request.query_params, (), paging=False)
 
     def tool_queryset(self, action: str = Action.READ):
         return access.restrict(Tool.objects.all(), self.request.user, action)
