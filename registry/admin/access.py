@@ -80,9 +80,7 @@ class AgentForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        touched = {"webhook_url", "webhook_secret", "clear_webhook_secret"} & set(
-            self.changed_data
-        )
+        touched = {"webhook_url", "webhook_secret", "clear_webhook_secret"} & set(self.changed_data)
         if not touched:
             return data  # a webhook stored under older rules blocks no other change
         if data.get("clear_webhook_secret"):

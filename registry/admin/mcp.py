@@ -93,7 +93,8 @@ class MCPServerForm(forms.ModelForm):
     def clean_token_env_var(self):
         # Refused here, on the form with what was typed, rather than by the service later.
         name = self.cleaned_data.get("token_env_var") or ""
-        problem = token_env_var_problem(name) if name else None
+        changed = "token_env_var" in self.changed_data  # a saved one stays editable around
+        problem = token_env_var_problem(name) if name and changed else None
         if problem:
             raise forms.ValidationError(problem)
         return name

@@ -580,3 +580,20 @@ def test_a_denied_remote_tool_never_gets_the_servers_credentials(server):
     MCPServer.objects.filter(pk=server.pk).update(tools_denied=["look*"])
     with pytest.raises(ValueError, match="does not offer 'lookup'"):
         _mcp_configs(tool, {})
+
+
+def test_a_server_saved_before_the_allow_list_narrowed_stays_editable(staff_client, settings):
+    server = services.mcp_server_create(
+        actor=None,
+        name="legacy",
+        transport="streamable_http",
+        url="https://mcp.legacy.example/mcp",
+        token_env_var="LEGACY_MCP_TOKEN",
+    )
+    settings.TOOLHUB_MCP_TOKEN_ENV_VARS = ["VENDOR_*"]
+    # Disabling it (or any other edit) works; its calls are refused (see above).
+    response = staff_client.patch(detail(server), {"is_enabled": False}, format="json")
+    assert response.status_code == 200, response.content
+    # Naming the variable again is checked under today's list.
+    again = staff_client.patch(detail(server), {"token_env_var": "OTHER_MCP_TOKEN"}, format="json")
+    assert again.status_code == 400 and "TOOLHUB_MCP_TOKEN_ENV_VARS" in again.content.decode()
