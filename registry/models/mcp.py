@@ -1,335 +1,246 @@
-"""MCP servers in the admin, and the catalog import page.
-
-Every save goes through the MCP services (audited). The auth token is
-write-only: the form never renders it, an empty field keeps the stored token.
-The stdio environment shows its names with masked values.
-"Sync tools now" runs the sync that ``executions`` registered with
-``registry.services.mcp`` (``registry`` does not import ``executions``).
-
-The import page (``Import tools…`` on the tool and MCP server lists) uploads a
-catalog or OpenAPI file and shows the report; it is for platform admins.
-"""
+"""MCP servers: where the tools of type ``mcp`` live, and how to reach them."""
 
 from __future__ import annotations
 
-from django import forms
+import re
+import uuid
+from fnmatch import fnmatchcase
+from typing import Any
+from urllib.parse import urlsplit
+
 from django.conf import settings
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.template.response import TemplateResponse
-from django.urls import path, reverse
-from django.utils.html import format_html
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
 
-from registry import access, crypto
-from registry.admin.forms import AdminJSONField
-from registry.admin.mixins import (
-    GuardedChangeListMixin,
-    PlatformAdminWritesMixin,
-    ServiceErrorsMixin,
-)
-from registry.importers.run import import_content
-from registry.models import MCPServer
-from registry.models.mcp import env_problem, token_env_var_problem
-from registry.services import mcp as services
-from toolhub.exceptions import ToolHubError
+from registry import crypto
 
-_KEPT = "•••••••• (stored; type to replace)"
+MCP_SERVER_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,40}$"
+ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+_ENV_VAR_RE = re.compile(ENV_VAR_PATTERN)
 
 
-class MCPServerForm(forms.ModelForm):
-    auth_token = forms.CharField(
-        required=False,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Bearer token, stored encrypted and never shown. Leave empty to keep it.",
+class MCPTransport(models.TextChoices):
+    STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+    SSE = "sse", "Server-sent events (legacy)"
+    STDIO = "stdio", "Standard input/output (local process)"
+
+
+HTTP_TRANSPORTS = (MCPTransport.STREAMABLE_HTTP, MCPTransport.SSE)
+
+
+# Prefixes of variables that configure ToolHub or its runtime, refused as token sources
+# even when the settings did not read them (a later release may).
+_OWN_PREFIXES = ("TOOLHUB_", "DJANGO_", "CELERY_")
+
+
+def token_env_var_problem(name: str) -> str | None:
+    """Why ``name`` may not be an MCP server's ``token_env_var``, or None when it may.
+
+    The variable's value is sent as a bearer token to whatever URL the server
+    row names, so a platform admin must not be able to pick any variable of the
+    workers: only names ``TOOLHUB_MCP_TOKEN_ENV_VARS`` allows (default
+    ``*_MCP_TOKEN``), and never one of ToolHub's own settings.
+    """
+    from toolhub.env import SETTINGS_NAMES
+
+    if name in SETTINGS_NAMES or name.upper().startswith(_OWN_PREFIXES):
+        return f"{name} is one of ToolHub's own settings; it is never sent to an MCP server."
+    allowed = [str(p) for p in getattr(settings, "TOOLHUB_MCP_TOKEN_ENV_VARS", []) if p]
+    if not any(fnmatchcase(name, pattern) for pattern in allowed):
+        listed = ", ".join(allowed) if allowed else "nothing"
+        return (
+            f"{name} is not allowed by TOOLHUB_MCP_TOKEN_ENV_VARS (it allows {listed}); "
+            "store the token instead or ask the operator to allow the variable."
+        )
+    return None
+
+
+def env_problem(env: Any, stored: dict[str, str] | None = None) -> str | None:
+    """Why ``env`` cannot be a server's environment, or None. ``stored``: the current one
+    (a masked value keeps a stored value, so it must name a stored variable)."""
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        return "Must be an object whose values are strings."
+    bad = sorted(k for k in env if not _ENV_VAR_RE.match(k))
+    if bad:
+        return f"Keys must be environment variable names (not {', '.join(bad)})."
+    kept = sorted(k for k, v in env.items() if v == crypto.MASK and k not in (stored or {}))
+    if kept:
+        return (
+            f"{', '.join(kept)}: {crypto.MASK} keeps a stored value, but none is stored; "
+            "give the value."
+        )
+    return None
+
+
+def _string_list_errors(value: Any) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return "Must be a list of strings."
+    return None
+
+
+class MCPServer(models.Model):
+    """An MCP server whose tools ToolHub governs; its ``name`` is the namespace of those tools.
+
+    A sync (``executions.mcp_sync``) lists the server's tools and upserts one
+    ``Tool`` of type ``mcp`` per tool, named ``<server>__<tool>`` and marked with
+    ``tool_metadata`` ``{"mcp_server", "mcp_server_id", "remote_tool_name"}`` and
+    the configs ``remote_tool_name`` and ``server_id``. ``tools_allowed`` (empty:
+    all) and ``tools_denied`` filter which tools are synced (exact names or
+    ``fnmatch`` patterns).
+
+    The bearer token is either stored encrypted (``encrypted_auth_token``,
+    write-only everywhere, like secret tool configs) or read at call time from
+    the environment variable named by ``token_env_var`` — never both.
+    ``env`` is passed to a stdio server's process and is not treated as secret.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(
+        max_length=40,
+        unique=True,
+        validators=[
+            RegexValidator(
+                MCP_SERVER_NAME_PATTERN,
+                "Use 1 to 40 characters: letters, digits, '_' or '-'.",
+                code="invalid_name",
+            )
+        ],
+        help_text="Namespace of the server's tools: they are named <name>__<tool>.",
     )
-    clear_auth_token = forms.BooleanField(required=False, label="Remove the stored token")
-    env = AdminJSONField(
-        required=False,
-        label="Env",
+    description = models.TextField(blank=True)
+    transport = models.CharField(
+        max_length=16, choices=MCPTransport.choices, default=MCPTransport.STREAMABLE_HTTP
+    )
+    url = models.CharField(
+        max_length=2000, blank=True, help_text="http(s) URL, for the HTTP transports."
+    )
+    command = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Executable for stdio; it must be listed in TOOLHUB_MCP_STDIO_COMMANDS.",
+    )
+    args = models.JSONField(default=list, blank=True, help_text="List of strings (stdio).")
+    # The stdio process's extra environment: one encrypted JSON object. Its values
+    # often are credentials (a vendor's access token), so they are write-only like
+    # the auth token; the names are shown.
+    encrypted_env = models.TextField(blank=True, default="")
+    encrypted_auth_token = models.TextField(blank=True, default="")
+    token_env_var = models.CharField(
+        max_length=128,
+        blank=True,
+        validators=[
+            RegexValidator(ENV_VAR_PATTERN, "Not an environment variable name.", code="invalid")
+        ],
         help_text=(
-            "stdio only: environment variables of the process, as a JSON object. Values are "
-            f"stored encrypted and shown as {crypto.MASK}: leave a masked value to keep it, "
-            "type a new value to replace it, remove the name to drop the variable."
+            "Name of an environment variable of the workers holding the bearer token (instead of"
+            " storing it); TOOLHUB_MCP_TOKEN_ENV_VARS says which may be named (default *_MCP_TOKEN)."
         ),
     )
+    tools_allowed = models.JSONField(
+        default=list, blank=True, help_text="Tool names (or fnmatch patterns) to sync; empty: all."
+    )
+    tools_denied = models.JSONField(
+        default=list, blank=True, help_text="Tool names (or fnmatch patterns) never synced."
+    )
+    timeout_seconds = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(3600)]
+    )
+    max_concurrency = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Most calls to this server at once; empty means no limit.",
+    )
+    is_enabled = models.BooleanField(default=True, db_index=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    last_sync_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        model = MCPServer
-        fields = [
-            "name",
-            "description",
-            "transport",
-            "url",
-            "command",
-            "args",
-            "env",
-            "auth_token",
-            "clear_auth_token",
-            "token_env_var",
-            "tools_allowed",
-            "tools_denied",
-            "timeout_seconds",
-            "max_concurrency",
-            "is_enabled",
-        ]
+        ordering = ["name"]
+        verbose_name = "MCP server"
+        verbose_name_plural = "MCP servers"
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # A read-only view (reviewers) has no form fields at all.
-        if "auth_token" in self.fields and self.instance.pk and self.instance.has_auth_token:
-            self.fields["auth_token"].widget.attrs["placeholder"] = _KEPT
-        if "env" in self.fields and self.instance.pk:
-            self.initial.setdefault("env", self.instance.masked_env())
-        for name in ("args", "tools_allowed", "tools_denied"):
-            if name in self.fields:
-                self.fields[name].required = False
+    def __str__(self) -> str:
+        return self.name
 
-    def _post_clean(self):
-        # The model is validated by the services (with the token applied), not here:
-        # ModelForm's own full_clean would not know the token that is being set.
-        pass
+    # The stored token: write-only, decrypted only to build a connection spec.
 
-    def clean_token_env_var(self):
-        # Refused here, on the form with what was typed, rather than by the service later.
-        name = self.cleaned_data.get("token_env_var") or ""
-        changed = "token_env_var" in self.changed_data  # a saved one stays editable around
-        problem = token_env_var_problem(name) if name and changed else None
-        if problem:
-            raise forms.ValidationError(problem)
-        return name
+    @property
+    def has_auth_token(self) -> bool:
+        return bool(self.encrypted_auth_token)
 
-    def clean_env(self):
-        env = self.cleaned_data.get("env")
-        env = {} if env in (None, "") else env
-        stored = self.instance.stored_env() if self.instance.pk else {}
-        problem = env_problem(env, stored)
-        if problem:
-            raise forms.ValidationError(problem)
-        return env
+    def set_auth_token(self, token: str | None) -> None:
+        self.encrypted_auth_token = crypto.encrypt_json(token) if token else ""
 
-    def token_change(self) -> dict:
-        """The ``auth_token`` argument for the services: absent keeps the stored token."""
-        if self.cleaned_data.get("clear_auth_token"):
-            return {"auth_token": None}
-        token = self.cleaned_data.get("auth_token")
-        return {"auth_token": token} if token else {}
+    def stored_auth_token(self) -> str | None:
+        """The decrypted stored token. Only the connection spec should read this."""
+        if not self.encrypted_auth_token:
+            return None
+        return crypto.decrypt_json(self.encrypted_auth_token)
 
+    # The stdio environment: names visible, values write-only.
 
-@admin.register(MCPServer)
-class MCPServerAdmin(
-    GuardedChangeListMixin, PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAdmin
-):
-    form = MCPServerForm
-    list_display = [
-        "name",
-        "transport",
-        "endpoint_display",
-        "is_enabled",
-        "tools_link",
-        "last_synced_at",
-        "sync_status",
-    ]
-    list_filter = ["transport", "is_enabled"]
-    search_fields = ["name", "description", "url", "command"]
-    ordering = ["name"]
-    actions = ["sync_tools_now", "enable_servers", "disable_servers"]
-    readonly_fields = [
-        "id",
-        "token_status",
-        "last_synced_at",
-        "last_sync_error",
-        "tools_link",
-        "created_at",
-        "updated_at",
-    ]
-    fieldsets = [
-        (None, {"fields": ["name", "description", "is_enabled"]}),
-        (
-            "Connection",
-            {"fields": ["transport", "url", "command", "args", "env", "timeout_seconds"]},
-        ),
-        (
-            "Authentication",
-            {"fields": ["token_status", "auth_token", "clear_auth_token", "token_env_var"]},
-        ),
-        ("Tools", {"fields": ["tools_allowed", "tools_denied", "max_concurrency", "tools_link"]}),
-        (
-            "Record",
-            {"fields": ["id", "last_synced_at", "last_sync_error", "created_at", "updated_at"]},
-        ),
-    ]
+    def stored_env(self) -> dict[str, str]:
+        """The decrypted environment. Only the connection spec (and change checks) read this."""
+        if not self.encrypted_env:
+            return {}
+        return crypto.decrypt_json(self.encrypted_env)
 
-    @admin.display(description="Endpoint")
-    def endpoint_display(self, obj):
-        return obj.endpoint or "—"
+    @property
+    def env_names(self) -> list[str]:
+        return sorted(self.stored_env())
 
-    @admin.display(description="Stored token")
-    def token_status(self, obj):
-        if obj is None or obj._state.adding:
-            return "—"
-        if obj.token_env_var:
-            return f"read from ${obj.token_env_var} at call time"
-        return "set (hidden)" if obj.has_auth_token else "none"
+    def masked_env(self) -> dict[str, str]:
+        """What people and the audit log see: each name with the mask for its value."""
+        return {name: crypto.MASK for name in self.env_names}
 
-    @admin.display(description="Env")
-    def env(self, obj):
-        """The read-only view's environment (reviewers): names, values masked."""
-        if obj is None or obj._state.adding or not obj.encrypted_env:
-            return "—"
-        return ", ".join(f"{name}={crypto.MASK}" for name in obj.env_names)
+    def set_env(self, env: dict[str, str]) -> list[str]:
+        """Store ``env`` (already validated); return the names whose value was added,
+        changed or removed. The mask as a value keeps that variable's stored value."""
+        old = self.stored_env()
+        new = {name: old[name] if value == crypto.MASK else value for name, value in env.items()}
+        changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
+        if changed:
+            self.encrypted_env = crypto.encrypt_json(new) if new else ""
+        return changed
 
-    @admin.display(description="Tools")
-    def tools_link(self, obj):
-        if obj is None or obj._state.adding:
-            return "—"
-        count = services.mcp_server_tools(obj).count()
-        url = reverse("admin:registry_tool_changelist")
-        return format_html('<a href="{}?q={}__">{} tool(s)</a>', url, obj.name, count)
+    @property
+    def endpoint(self) -> str:
+        """Where the server is, for people: the URL or the command line."""
+        if self.transport == MCPTransport.STDIO:
+            return " ".join([self.command, *[str(a) for a in self.args or []]]).strip()
+        return self.url
 
-    @admin.display(description="Last sync")
-    def sync_status(self, obj):
-        if obj.last_sync_error:
-            return format_html('<span title="{}">failed</span>', obj.last_sync_error)
-        return "ok" if obj.last_synced_at else "never"
-
-    # Writes go through the services so every change is audited.
-
-    def save_model(self, request, obj, form, change):
-        data = {
-            f: form.cleaned_data[f] for f in services.MCP_SERVER_FIELDS if f in form.cleaned_data
-        }
-        for name, empty in (("args", []), ("tools_allowed", []), ("tools_denied", [])):
-            if data.get(name) is None:
-                data[name] = empty
-        data["env"] = form.cleaned_data.get("env") or {}
-        token = form.token_change()
-        if change:
-            original = MCPServer.objects.get(pk=obj.pk)
-            changed = {f: data[f] for f in form.changed_data if f in data}
-            server = services.mcp_server_update(
-                actor=request.user, server=original, data=changed, **token
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.transport in HTTP_TRANSPORTS:
+            if not self.url:
+                errors["url"] = f"The {self.transport} transport needs a URL."
+            else:
+                try:
+                    parts = urlsplit(self.url)
+                    host = parts.hostname
+                except ValueError:
+                    parts, host = None, None
+                if parts is None or parts.scheme not in ("http", "https") or not host:
+                    errors["url"] = "Give an absolute http:// or https:// URL."
+                elif parts.username or parts.password:
+                    errors["url"] = "Do not put credentials in the URL; use the auth token."
+        elif self.transport == MCPTransport.STDIO and not self.command:
+            errors["command"] = "The stdio transport needs a command."
+        for field in ("args", "tools_allowed", "tools_denied"):
+            problem = _string_list_errors(getattr(self, field))
+            if problem:
+                errors[field] = problem
+        if self.token_env_var and self.encrypted_auth_token:
+            both = (
+                "Use either a stored auth token or token_env_var, not both (clear the token first)."
             )
-        else:
-            name = data.pop("name")
-            server = services.mcp_server_create(
-                actor=request.user, name=name, **data, auth_token=token.get("auth_token")
-            )
-        obj.pk = server.pk
-        obj._state.adding = False
-        obj.refresh_from_db()
-
-    def delete_model(self, request, obj):
-        services.mcp_server_delete(actor=request.user, server=obj)
-
-    def delete_queryset(self, request, queryset):
-        for server in queryset:
-            services.mcp_server_delete(actor=request.user, server=server)
-
-    # Actions
-
-    @admin.action(description="Sync tools now", permissions=["change"])
-    def sync_tools_now(self, request, queryset):
-        for server in queryset:
-            try:
-                report = services.mcp_server_sync_run(actor=request.user, server=server)
-            except ToolHubError as exc:
-                self.message_user(request, f"{server.name}: {exc.message}", messages.ERROR)
-                continue
-            level = messages.SUCCESS if report.ok else messages.ERROR
-            self.message_user(request, report.summary(), level)
-
-    @admin.action(description="Enable selected servers", permissions=["change"])
-    def enable_servers(self, request, queryset):
-        for server in queryset:
-            services.mcp_server_update(actor=request.user, server=server, data={"is_enabled": True})
-        self.message_user(
-            request, "Enabled; sync them to bring their tools back.", messages.SUCCESS
-        )
-
-    @admin.action(
-        description="Disable selected servers (deactivates their tools)", permissions=["change"]
-    )
-    def disable_servers(self, request, queryset):
-        for server in queryset:
-            services.mcp_server_update(
-                actor=request.user, server=server, data={"is_enabled": False}
-            )
-        self.message_user(request, "Disabled.", messages.SUCCESS)
-
-    # The import page
-
-    def get_urls(self):
-        urls = super().get_urls()
-        view = self.admin_site.admin_view(self.import_view)
-        return [path("import/", view, name="registry_tool_import"), *urls]
-
-    def import_view(self, request):
-        if not access.is_platform_admin(request.user):
-            raise PermissionDenied
-        report = None
-        if request.method == "POST":
-            form = ImportForm(request.POST, request.FILES)
-            if form.is_valid():
-                report = import_content(
-                    form.cleaned_data["text"],
-                    actor=request.user,
-                    fmt=form.cleaned_data["format"],
-                    dry_run=form.cleaned_data["dry_run"],
-                    base_url=form.cleaned_data["base_url"] or None,
-                    namespace=form.cleaned_data["namespace"] or None,
-                    tags=_items(form.cleaned_data["tags"]),
-                    operations=_items(form.cleaned_data["operations"]),
-                    max_tools=settings.TOOLHUB_IMPORT_MAX_TOOLS,
-                )
-        else:
-            form = ImportForm(initial={"dry_run": True})
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Import tools",
-            "form": form,
-            "report": report,
-            "report_text": report.text() if report else "",
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/registry/import_tools.html", context)
-
-
-def _items(text: str) -> list[str]:
-    return [item.strip() for item in (text or "").split(",") if item.strip()]
-
-
-class ImportForm(forms.Form):
-    file = forms.FileField(
-        help_text="tools.yml / mcp.yml / single-tool YAML, or an OpenAPI 3 document (JSON or YAML)."
-    )
-    format = forms.ChoiceField(
-        choices=[("auto", "Detect"), ("openapi", "OpenAPI")], initial="auto", required=True
-    )
-    base_url = forms.CharField(required=False, help_text="OpenAPI only: the URL the tools call.")
-    namespace = forms.CharField(required=False, help_text="OpenAPI only: prefix of tool names.")
-    tags = forms.CharField(
-        required=False,
-        help_text="OpenAPI only: import only operations with one of these tags (comma-separated).",
-    )
-    operations = forms.CharField(
-        required=False,
-        help_text=(
-            "OpenAPI only: import only these operations, by operationId or 'METHOD /path' "
-            "(comma-separated). With tags: operations matching either."
-        ),
-    )
-    dry_run = forms.BooleanField(required=False, help_text="Show the report; write nothing.")
-
-    def clean(self):
-        data = super().clean()
-        upload = data.get("file")
-        if upload is not None:
-            if upload.size > 5 * 1024 * 1024:
-                self.add_error("file", "The file is larger than 5 MB.")
-                return data
-            try:
-                data["text"] = upload.read().decode("utf-8")
-            except UnicodeDecodeError:
-                self.add_error("file", "The file is not UTF-8 text.")
-        return data
+            errors["token_env_var"] = both
+        if errors:
+            raise ValidationError(errors)

@@ -1,335 +1,305 @@
-"""MCP servers in the admin, and the catalog import page.
+"""Writes for MCP servers, each audited with the token masked, and the server's connection spec.
 
-Every save goes through the MCP services (audited). The auth token is
-write-only: the form never renders it, an empty field keeps the stored token.
-The stdio environment shows its names with masked values.
-"Sync tools now" runs the sync that ``executions`` registered with
-``registry.services.mcp`` (``registry`` does not import ``executions``).
+Deleting a server deactivates the tools synced from it (audited, one event per
+tool) and removes the server row; the tools stay, inactive, as history (their
+executions keep pointing at them). Disabling a server does the same to its
+tools without removing it; a later sync of the re-enabled server reactivates
+them.
 
-The import page (``Import tools…`` on the tool and MCP server lists) uploads a
-catalog or OpenAPI file and shows the report; it is for platform admins.
+The sync itself needs the MCP client, which lives in ``executions`` (and
+``registry`` never imports ``executions``). ``executions`` registers its sync
+function here when its app is ready (``mcp_sync_handler_register``); the admin
+calls it through ``mcp_server_sync_run``.
 """
 
 from __future__ import annotations
 
-from django import forms
-from django.conf import settings
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.template.response import TemplateResponse
-from django.urls import path, reverse
-from django.utils.html import format_html
+import os
+from collections.abc import Callable
+from typing import Any
 
-from registry import access, crypto
-from registry.admin.forms import AdminJSONField
-from registry.admin.mixins import (
-    GuardedChangeListMixin,
-    PlatformAdminWritesMixin,
-    ServiceErrorsMixin,
-)
-from registry.importers.run import import_content
-from registry.models import MCPServer
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from registry import crypto
+from registry.models import MCPServer, Tool
 from registry.models.mcp import env_problem, token_env_var_problem
-from registry.services import mcp as services
-from toolhub.exceptions import ToolHubError
+from registry.models.tools import ToolType
+from registry.services.audit import audit_record
+from registry.services.tools import tool_update
+from registry.services.validation import full_clean, raise_invalid
+from toolhub.exceptions import Conflict, ToolHubError
 
-_KEPT = "•••••••• (stored; type to replace)"
-
-
-class MCPServerForm(forms.ModelForm):
-    auth_token = forms.CharField(
-        required=False,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Bearer token, stored encrypted and never shown. Leave empty to keep it.",
-    )
-    clear_auth_token = forms.BooleanField(required=False, label="Remove the stored token")
-    env = AdminJSONField(
-        required=False,
-        label="Env",
-        help_text=(
-            "stdio only: environment variables of the process, as a JSON object. Values are "
-            f"stored encrypted and shown as {crypto.MASK}: leave a masked value to keep it, "
-            "type a new value to replace it, remove the name to drop the variable."
-        ),
-    )
-
-    class Meta:
-        model = MCPServer
-        fields = [
-            "name",
-            "description",
-            "transport",
-            "url",
-            "command",
-            "args",
-            "env",
-            "auth_token",
-            "clear_auth_token",
-            "token_env_var",
-            "tools_allowed",
-            "tools_denied",
-            "timeout_seconds",
-            "max_concurrency",
-            "is_enabled",
-        ]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # A read-only view (reviewers) has no form fields at all.
-        if "auth_token" in self.fields and self.instance.pk and self.instance.has_auth_token:
-            self.fields["auth_token"].widget.attrs["placeholder"] = _KEPT
-        if "env" in self.fields and self.instance.pk:
-            self.initial.setdefault("env", self.instance.masked_env())
-        for name in ("args", "tools_allowed", "tools_denied"):
-            if name in self.fields:
-                self.fields[name].required = False
-
-    def _post_clean(self):
-        # The model is validated by the services (with the token applied), not here:
-        # ModelForm's own full_clean would not know the token that is being set.
-        pass
-
-    def clean_token_env_var(self):
-        # Refused here, on the form with what was typed, rather than by the service later.
-        name = self.cleaned_data.get("token_env_var") or ""
-        changed = "token_env_var" in self.changed_data  # a saved one stays editable around
-        problem = token_env_var_problem(name) if name and changed else None
-        if problem:
-            raise forms.ValidationError(problem)
-        return name
-
-    def clean_env(self):
-        env = self.cleaned_data.get("env")
-        env = {} if env in (None, "") else env
-        stored = self.instance.stored_env() if self.instance.pk else {}
-        problem = env_problem(env, stored)
-        if problem:
-            raise forms.ValidationError(problem)
-        return env
-
-    def token_change(self) -> dict:
-        """The ``auth_token`` argument for the services: absent keeps the stored token."""
-        if self.cleaned_data.get("clear_auth_token"):
-            return {"auth_token": None}
-        token = self.cleaned_data.get("auth_token")
-        return {"auth_token": token} if token else {}
+MCP_SERVER_FIELDS = (
+    "name",
+    "description",
+    "transport",
+    "url",
+    "command",
+    "args",
+    "token_env_var",
+    "tools_allowed",
+    "tools_denied",
+    "timeout_seconds",
+    "max_concurrency",
+    "is_enabled",
+)
+# tool_metadata keys that tie a synced tool to its server.
+META_SERVER = "mcp_server"
+META_SERVER_ID = "mcp_server_id"
+META_REMOTE_NAME = "remote_tool_name"
+META_SYNC_STATE = "mcp_sync_state"  # set when a sync (or the server's removal) deactivated it
 
 
-@admin.register(MCPServer)
-class MCPServerAdmin(
-    GuardedChangeListMixin, PlatformAdminWritesMixin, ServiceErrorsMixin, admin.ModelAdmin
-):
-    form = MCPServerForm
-    list_display = [
-        "name",
-        "transport",
-        "endpoint_display",
-        "is_enabled",
-        "tools_link",
-        "last_synced_at",
-        "sync_status",
-    ]
-    list_filter = ["transport", "is_enabled"]
-    search_fields = ["name", "description", "url", "command"]
-    ordering = ["name"]
-    actions = ["sync_tools_now", "enable_servers", "disable_servers"]
-    readonly_fields = [
-        "id",
-        "token_status",
-        "last_synced_at",
-        "last_sync_error",
-        "tools_link",
-        "created_at",
-        "updated_at",
-    ]
-    fieldsets = [
-        (None, {"fields": ["name", "description", "is_enabled"]}),
-        (
-            "Connection",
-            {"fields": ["transport", "url", "command", "args", "env", "timeout_seconds"]},
-        ),
-        (
-            "Authentication",
-            {"fields": ["token_status", "auth_token", "clear_auth_token", "token_env_var"]},
-        ),
-        ("Tools", {"fields": ["tools_allowed", "tools_denied", "max_concurrency", "tools_link"]}),
-        (
-            "Record",
-            {"fields": ["id", "last_synced_at", "last_sync_error", "created_at", "updated_at"]},
-        ),
-    ]
+class MCPServerUnavailable(ToolHubError):
+    """The server cannot be used now (disabled, token missing from the environment…)."""
 
-    @admin.display(description="Endpoint")
-    def endpoint_display(self, obj):
-        return obj.endpoint or "—"
+    status_code = 409
+    code = "mcp_server_unavailable"
 
-    @admin.display(description="Stored token")
-    def token_status(self, obj):
-        if obj is None or obj._state.adding:
-            return "—"
-        if obj.token_env_var:
-            return f"read from ${obj.token_env_var} at call time"
-        return "set (hidden)" if obj.has_auth_token else "none"
 
-    @admin.display(description="Env")
-    def env(self, obj):
-        """The read-only view's environment (reviewers): names, values masked."""
-        if obj is None or obj._state.adding or not obj.encrypted_env:
-            return "—"
-        return ", ".join(f"{name}={crypto.MASK}" for name in obj.env_names)
+def mcp_server_snapshot(server: MCPServer) -> dict[str, Any]:
+    data = {field: getattr(server, field) for field in MCP_SERVER_FIELDS}
+    data["id"] = str(server.pk)
+    data["env"] = server.masked_env()
+    data["auth_token"] = crypto.MASK if server.has_auth_token else None
+    return data
 
-    @admin.display(description="Tools")
-    def tools_link(self, obj):
-        if obj is None or obj._state.adding:
-            return "—"
-        count = services.mcp_server_tools(obj).count()
-        url = reverse("admin:registry_tool_changelist")
-        return format_html('<a href="{}?q={}__">{} tool(s)</a>', url, obj.name, count)
 
-    @admin.display(description="Last sync")
-    def sync_status(self, obj):
-        if obj.last_sync_error:
-            return format_html('<span title="{}">failed</span>', obj.last_sync_error)
-        return "ok" if obj.last_synced_at else "never"
+def mcp_server_tools(server: MCPServer | str) -> QuerySet[Tool]:
+    """The tools synced from ``server`` (by id, so they survive a rename)."""
+    server_id = str(server.pk if isinstance(server, MCPServer) else server)
+    return Tool.objects.filter(type=ToolType.MCP, **{f"tool_metadata__{META_SERVER_ID}": server_id})
 
-    # Writes go through the services so every change is audited.
 
-    def save_model(self, request, obj, form, change):
-        data = {
-            f: form.cleaned_data[f] for f in services.MCP_SERVER_FIELDS if f in form.cleaned_data
-        }
-        for name, empty in (("args", []), ("tools_allowed", []), ("tools_denied", [])):
-            if data.get(name) is None:
-                data[name] = empty
-        data["env"] = form.cleaned_data.get("env") or {}
-        token = form.token_change()
-        if change:
-            original = MCPServer.objects.get(pk=obj.pk)
-            changed = {f: data[f] for f in form.changed_data if f in data}
-            server = services.mcp_server_update(
-                actor=request.user, server=original, data=changed, **token
-            )
-        else:
-            name = data.pop("name")
-            server = services.mcp_server_create(
-                actor=request.user, name=name, **data, auth_token=token.get("auth_token")
-            )
-        obj.pk = server.pk
-        obj._state.adding = False
-        obj.refresh_from_db()
+def mcp_server_for_tool(tool: Tool) -> MCPServer | None:
+    """The server an ``mcp`` tool was synced from (by its ``server_id`` config or metadata)."""
+    server_id = None
+    for config in tool.configs.all():
+        if config.config_key == "server_id" and not config.is_secret:
+            server_id = config.plain_value
+    server_id = server_id or (tool.tool_metadata or {}).get(META_SERVER_ID)
+    if not server_id:
+        return None
+    try:
+        return MCPServer.objects.filter(pk=server_id).first()
+    except (ValueError, TypeError, ValidationError):
+        return None
 
-    def delete_model(self, request, obj):
-        services.mcp_server_delete(actor=request.user, server=obj)
 
-    def delete_queryset(self, request, queryset):
-        for server in queryset:
-            services.mcp_server_delete(actor=request.user, server=server)
-
-    # Actions
-
-    @admin.action(description="Sync tools now", permissions=["change"])
-    def sync_tools_now(self, request, queryset):
-        for server in queryset:
-            try:
-                report = services.mcp_server_sync_run(actor=request.user, server=server)
-            except ToolHubError as exc:
-                self.message_user(request, f"{server.name}: {exc.message}", messages.ERROR)
-                continue
-            level = messages.SUCCESS if report.ok else messages.ERROR
-            self.message_user(request, report.summary(), level)
-
-    @admin.action(description="Enable selected servers", permissions=["change"])
-    def enable_servers(self, request, queryset):
-        for server in queryset:
-            services.mcp_server_update(actor=request.user, server=server, data={"is_enabled": True})
-        self.message_user(
-            request, "Enabled; sync them to bring their tools back.", messages.SUCCESS
+def _unique_or_conflict(name: str, exclude_pk=None) -> None:
+    qs = MCPServer.objects.filter(name=name)
+    if exclude_pk is not None:
+        qs = qs.exclude(pk=exclude_pk)
+    if qs.exists():
+        raise Conflict(
+            f"An MCP server named '{name}' already exists.",
+            code="duplicate_name",
+            details=[{"field": "name", "message": "Already in use.", "code": "unique"}],
         )
 
-    @admin.action(
-        description="Disable selected servers (deactivates their tools)", permissions=["change"]
+
+def _save(server: MCPServer) -> None:
+    try:
+        with transaction.atomic():
+            server.save()
+    except IntegrityError as exc:
+        raise Conflict(
+            f"An MCP server named '{server.name}' already exists.",
+            code="duplicate_name",
+            details=[{"field": "name", "message": "Already in use.", "code": "unique"}],
+        ) from exc
+
+
+def _check_token(token: Any) -> None:
+    if token is not None and not isinstance(token, str):
+        raise_invalid([{"field": "auth_token", "message": "Must be a string.", "code": "invalid"}])
+
+
+def _check_token_env_var(name: Any) -> None:
+    """A variable the allow-list admits, checked whenever it is set (not on every save:
+    a server saved before the list narrowed stays editable; its calls are refused)."""
+    if isinstance(name, str) and name:
+        problem = token_env_var_problem(name)
+        if problem:
+            raise_invalid([{"field": "token_env_var", "message": problem, "code": "invalid"}])
+
+
+def _apply_env(server: MCPServer, env: Any) -> list[str]:
+    """Validate and store ``env`` (``None`` clears it); the names whose value changed."""
+    env = {} if env is None else env
+    problem = env_problem(env, server.stored_env())
+    if problem:
+        raise_invalid([{"field": "env", "message": problem, "code": "invalid"}])
+    return server.set_env(env)
+
+
+@transaction.atomic
+def mcp_server_create(
+    *,
+    actor,
+    name: str,
+    auth_token: str | None = None,
+    env: dict[str, str] | None = None,
+    **fields: Any,
+) -> MCPServer:
+    """Register a server. ``auth_token`` and the values of ``env`` are stored encrypted."""
+    unknown = set(fields) - set(MCP_SERVER_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown MCP server fields: {sorted(unknown)}")
+    _check_token(auth_token)
+    server = MCPServer(name=name, **fields)
+    server.set_auth_token(auth_token)
+    _apply_env(server, env)
+    full_clean(server)  # the format first, then whether it may be named
+    _check_token_env_var(server.token_env_var)
+    _unique_or_conflict(name)
+    _save(server)
+    audit_record(
+        actor=actor, action="mcp_server.created", target=server, after=mcp_server_snapshot(server)
     )
-    def disable_servers(self, request, queryset):
-        for server in queryset:
-            services.mcp_server_update(
-                actor=request.user, server=server, data={"is_enabled": False}
-            )
-        self.message_user(request, "Disabled.", messages.SUCCESS)
+    return server
 
-    # The import page
 
-    def get_urls(self):
-        urls = super().get_urls()
-        view = self.admin_site.admin_view(self.import_view)
-        return [path("import/", view, name="registry_tool_import"), *urls]
+_UNSET = object()
 
-    def import_view(self, request):
-        if not access.is_platform_admin(request.user):
-            raise PermissionDenied
-        report = None
-        if request.method == "POST":
-            form = ImportForm(request.POST, request.FILES)
-            if form.is_valid():
-                report = import_content(
-                    form.cleaned_data["text"],
-                    actor=request.user,
-                    fmt=form.cleaned_data["format"],
-                    dry_run=form.cleaned_data["dry_run"],
-                    base_url=form.cleaned_data["base_url"] or None,
-                    namespace=form.cleaned_data["namespace"] or None,
-                    tags=_items(form.cleaned_data["tags"]),
-                    operations=_items(form.cleaned_data["operations"]),
-                    max_tools=settings.TOOLHUB_IMPORT_MAX_TOOLS,
-                )
+
+@transaction.atomic
+def mcp_server_update(
+    *, actor, server: MCPServer, data: dict[str, Any], auth_token: Any = _UNSET
+) -> MCPServer:
+    """Change fields; ``auth_token`` replaces the stored token (``None`` or ``""`` clears it).
+
+    ``env`` in ``data`` replaces the whole environment; a value equal to the
+    mask keeps that variable's stored value (so what a read shows can be sent
+    back). Disabling the server deactivates its tools. A rename reaches the
+    tools' names at the next sync (they are tied to the server by id).
+    """
+    data = dict(data)
+    env_given = "env" in data
+    env = data.pop("env", None)
+    unknown = set(data) - set(MCP_SERVER_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown MCP server fields: {sorted(unknown)}")
+    server = MCPServer.objects.select_for_update().get(pk=server.pk)
+    before = mcp_server_snapshot(server)
+    old_token = server.encrypted_auth_token
+    for field, value in data.items():
+        setattr(server, field, value)
+    env_changed = _apply_env(server, env) if env_given else []
+    token_changed = False
+    if auth_token is not _UNSET:
+        _check_token(auth_token)
+        if auth_token:
+            token_changed = auth_token != server.stored_auth_token()
+            if token_changed:
+                server.set_auth_token(auth_token)
         else:
-            form = ImportForm(initial={"dry_run": True})
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Import tools",
-            "form": form,
-            "report": report,
-            "report_text": report.text() if report else "",
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/registry/import_tools.html", context)
-
-
-def _items(text: str) -> list[str]:
-    return [item.strip() for item in (text or "").split(",") if item.strip()]
-
-
-class ImportForm(forms.Form):
-    file = forms.FileField(
-        help_text="tools.yml / mcp.yml / single-tool YAML, or an OpenAPI 3 document (JSON or YAML)."
+            token_changed = bool(old_token)
+            server.set_auth_token(None)
+    full_clean(server)
+    if server.token_env_var != before["token_env_var"]:
+        _check_token_env_var(server.token_env_var)
+    if server.name != before["name"]:
+        _unique_or_conflict(server.name, exclude_pk=server.pk)
+    after = mcp_server_snapshot(server)
+    if after == before and not token_changed and not env_changed:
+        return server
+    _save(server)
+    if token_changed:
+        # Both snapshots show only the mask; say that the token itself changed.
+        after["auth_token_changed"] = True
+    if env_changed:
+        after["env_changed"] = env_changed  # names only, never values
+    audit_record(
+        actor=actor, action="mcp_server.updated", target=server, before=before, after=after
     )
-    format = forms.ChoiceField(
-        choices=[("auto", "Detect"), ("openapi", "OpenAPI")], initial="auto", required=True
-    )
-    base_url = forms.CharField(required=False, help_text="OpenAPI only: the URL the tools call.")
-    namespace = forms.CharField(required=False, help_text="OpenAPI only: prefix of tool names.")
-    tags = forms.CharField(
-        required=False,
-        help_text="OpenAPI only: import only operations with one of these tags (comma-separated).",
-    )
-    operations = forms.CharField(
-        required=False,
-        help_text=(
-            "OpenAPI only: import only these operations, by operationId or 'METHOD /path' "
-            "(comma-separated). With tags: operations matching either."
-        ),
-    )
-    dry_run = forms.BooleanField(required=False, help_text="Show the report; write nothing.")
+    if before["is_enabled"] and not server.is_enabled:
+        _deactivate_tools(actor=actor, server=server, reason="server_disabled")
+    return server
 
-    def clean(self):
-        data = super().clean()
-        upload = data.get("file")
-        if upload is not None:
-            if upload.size > 5 * 1024 * 1024:
-                self.add_error("file", "The file is larger than 5 MB.")
-                return data
-            try:
-                data["text"] = upload.read().decode("utf-8")
-            except UnicodeDecodeError:
-                self.add_error("file", "The file is not UTF-8 text.")
-        return data
+
+def _deactivate_tools(*, actor, server: MCPServer, reason: str) -> list[str]:
+    names = []
+    for tool in mcp_server_tools(server).filter(is_active=True):
+        meta = dict(tool.tool_metadata or {}, **{META_SYNC_STATE: reason})
+        tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})
+        names.append(tool.name)
+    return names
+
+
+@transaction.atomic
+def mcp_server_delete(*, actor, server: MCPServer) -> list[str]:
+    """Deactivate the server's tools, then remove the server. Returns the deactivated names."""
+    server = MCPServer.objects.select_for_update().get(pk=server.pk)
+    snapshot = mcp_server_snapshot(server)
+    deactivated = _deactivate_tools(actor=actor, server=server, reason="server_deleted")
+    snapshot["tools_deactivated"] = deactivated
+    server_id, server_repr = str(server.pk), str(server)
+    server.delete()
+    audit_record(
+        actor=actor,
+        action="mcp_server.deleted",
+        target_type=MCPServer._meta.label_lower,
+        target_id=server_id,
+        target_repr=server_repr,
+        before=snapshot,
+    )
+    return deactivated
+
+
+def mcp_server_token(server: MCPServer) -> str | None:
+    """The bearer token now: from ``token_env_var`` (read at call time) or the stored secret."""
+    if server.token_env_var:
+        # Checked again at call time: the allow-list may have narrowed since the save.
+        problem = token_env_var_problem(server.token_env_var)
+        if problem:
+            raise MCPServerUnavailable(
+                f"MCP server '{server.name}': {problem}", code="mcp_token_not_allowed"
+            )
+        token = os.environ.get(server.token_env_var)
+        if not token:
+            raise MCPServerUnavailable(
+                f"MCP server '{server.name}': environment variable {server.token_env_var} "
+                "(its token) is not set.",
+                code="mcp_token_missing",
+            )
+        return token
+    return server.stored_auth_token()
+
+
+def mcp_server_spec(server: MCPServer) -> dict[str, Any]:
+    """The mapping ``executions.mcp_client.MCPServerSpec.from_mapping`` takes (token resolved)."""
+    spec: dict[str, Any] = {
+        "name": server.name,
+        "transport": server.transport,
+        "timeout_seconds": server.timeout_seconds,
+        "auth_token": mcp_server_token(server),
+    }
+    if server.transport == "stdio":
+        spec.update(command=server.command, args=list(server.args or []), env=server.stored_env())
+    else:
+        spec["url"] = server.url
+    return spec
+
+
+# Sync hook: executions registers the function that lists a server's tools and upserts them.
+
+_sync_handler: Callable[..., Any] | None = None
+
+
+def mcp_sync_handler_register(handler: Callable[..., Any]) -> None:
+    """Install ``handler(*, actor, server) -> report`` (called by executions when ready)."""
+    global _sync_handler
+    _sync_handler = handler
+
+
+def mcp_server_sync_run(*, actor, server: MCPServer):
+    """Sync ``server`` with the registered handler (its report has ``ok``, ``error``, ``summary()``)."""
+    if _sync_handler is None:
+        raise ToolHubError(
+            "Syncing MCP servers needs the executions app, which is not installed.",
+            code="mcp_sync_unavailable",
+        )
+    return _sync_handler(actor=actor, server=server)
