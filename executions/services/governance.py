@@ -155,7 +155,11 @@ def needs_approval(tool: Tool, inputs: dict) -> bool:
 
 
 def result_cache_key(tool: Tool, input_hash: str) -> str:
-    return f"toolhub:result:{tool.pk}:{tool.version}:{input_hash}"
+    """Results are kept per definition: any change of the tool, its parameters or its
+    configs moves ``updated_at`` (``registry.services.tools``), so an answer produced
+    under an older configuration (another base_url, say) is never served."""
+    stamp = tool.updated_at.isoformat() if tool.updated_at else tool.version
+    return f"toolhub:result:{tool.pk}:{stamp}:{input_hash}"
 
 
 def cached_result(tool: Tool, input_hash: str) -> dict | None:

@@ -547,6 +547,7 @@ def parameter_create(*, actor, tool: Tool, _prefix: str = "", **data: Any) -> To
     _validate_parameter(param, _prefix)
     _unique_parameter(param, _prefix)
     _save(param, f"Duplicate parameter '{param.name}'.", "name", _prefix)
+    _definition_changed(tool.pk)
     audit_record(
         actor=actor, action="tool_parameter.created", target=param, after=parameter_snapshot(param)
     )
@@ -574,6 +575,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
     if after == before:
         return param
     _save(param, f"Duplicate parameter '{param.name}'.", "name")
+    _definition_changed(param.tool_id)
     audit_record(
         actor=actor, action="tool_parameter.updated", target=param, before=before, after=after
     )
@@ -597,10 +599,9 @@ def parameter_delete(*, actor, parameter: ToolParameter) -> None:
 
 
 def _definition_changed(tool_id) -> None:
-    """A parameter or config left the tool: its ``updated_at`` says the definition changed.
-
-    Edits and additions carry their own ``updated_at``; a deletion leaves nothing
-    behind, and a call approved against the definition as it was must see it.
+    """A parameter or config of the tool was added, changed or removed: the tool's
+    ``updated_at`` says its definition changed (a call approved against it as it was,
+    and results cached under it, must see that; a deletion leaves nothing else behind).
     """
     Tool.objects.filter(pk=tool_id).update(updated_at=timezone.now())
 
@@ -662,6 +663,7 @@ def config_set(
     config.set_value(config_value)
     full_clean(config, exclude=["tool"], prefix=_prefix)
     _save(config, f"Duplicate config key '{config_key}'.", "config_key", _prefix)
+    _definition_changed(tool.pk)
     if _check:
         _check_cacheable(tool)
     after = config_snapshot(config)

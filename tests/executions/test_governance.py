@@ -311,6 +311,14 @@ def test_cache_hit_miss_and_version_bump(world):
     call(client, path="status", arg="500")
     call(client, path="status", arg="500")
     assert len(world["upstream"].requests) == 5
+    # A config change (another upstream, a header) is a new definition: no stale answer.
+    assert Execution.objects.get(pk=call(client).json()["id"]).cached_from_id is not None
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="headers", config_value={"X-Env": "staging"}
+    )
+    fourth = call(client).json()
+    assert Execution.objects.get(pk=fourth["id"]).cached_from_id is None
+    assert len(world["upstream"].requests) == 6
 
 
 def test_uncacheable_settings_are_refused(world, staff_client):
