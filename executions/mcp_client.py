@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import shutil
 import tempfile
 import threading
@@ -361,37 +362,67 @@ def allowed_stdio_commands() -> list[str]:
     return [str(v) for v in value if v]
 
 
-def check_stdio_command(command: str) -> None:
-    """Raise ``MCPConfigError`` unless ``command`` is on ``TOOLHUB_MCP_STDIO_COMMANDS``.
+def _is_path(text: str) -> bool:
+    return os.sep in text or (os.altsep is not None and os.altsep in text)
 
-    An absolute entry matches that exact path (or a bare command that resolves
-    to it on PATH); a bare entry matches that bare command (resolved on PATH)
-    or the absolute path it resolves to. A path ending in an allowed basename
-    elsewhere on disk does not match.
+
+def _same_command(command: str, entry: str) -> bool:
+    """An absolute entry matches that exact path (or a bare command that resolves to it
+    on PATH); a bare entry matches that bare command (resolved on PATH) or the absolute
+    path it resolves to. A path ending in an allowed basename elsewhere does not match."""
+    is_path = _is_path(command)
+    candidate = os.path.normpath(command) if is_path else command
+    resolved = candidate if is_path else shutil.which(command)
+    if _is_path(entry):
+        entry_path = os.path.normpath(entry)
+        return candidate == entry_path or bool(
+            resolved and os.path.normpath(resolved) == entry_path
+        )
+    if candidate == entry:
+        return True
+    which = shutil.which(entry)
+    return bool(is_path and which and os.path.normpath(which) == candidate)
+
+
+def check_stdio_command(command: str, args: list[str] | tuple[str, ...] = ()) -> None:
+    """Raise ``MCPConfigError`` unless ``command`` (with ``args``) is on
+    ``TOOLHUB_MCP_STDIO_COMMANDS``.
+
+    An entry is a command, optionally followed by arguments (split as a shell
+    would): ``/usr/bin/npx @modelcontextprotocol/server-github``. With
+    arguments, the server's arguments must begin with exactly those, so the
+    entry allows one program; a bare interpreter (``python``, ``node``, ``npx``)
+    allows whatever code its arguments name.
     """
     allowed = allowed_stdio_commands()
     if not allowed:
         raise MCPConfigError(
             "stdio MCP servers are disabled: TOOLHUB_MCP_STDIO_COMMANDS allows no command"
         )
-    is_path = os.sep in command or (os.altsep is not None and os.altsep in command)
-    candidate = os.path.normpath(command) if is_path else command
-    resolved = candidate if is_path else shutil.which(command)
     for entry in allowed:
-        entry_is_path = os.sep in entry or (os.altsep is not None and os.altsep in entry)
-        if entry_is_path:
-            entry_path = os.path.normpath(entry)
-            if candidate == entry_path or (resolved and os.path.normpath(resolved) == entry_path):
-                return
-        else:
-            if candidate == entry:
-                return
-            which = shutil.which(entry)
-            if is_path and which and os.path.normpath(which) == candidate:
-                return
+        try:
+            words = shlex.split(entry)
+        except ValueError:
+            continue
+        if not words or not _same_command(command, words[0]):
+            continue
+        required = words[1:]
+        if list(args[: len(required)]) == required:
+            return
     raise MCPConfigError(
-        f"stdio command {os.path.basename(command)!r} is not allowed by TOOLHUB_MCP_STDIO_COMMANDS"
+        f"stdio command {command!r} with these arguments is not allowed by "
+        "TOOLHUB_MCP_STDIO_COMMANDS"
     )
+
+
+def check_stdio_env(env: Mapping[str, str]) -> None:
+    """Raise ``MCPConfigError`` for variables that would run other code than the command
+    (``registry.models.mcp.REFUSED_ENV_NAMES``), also for servers saved before the rule."""
+    from registry.models.mcp import refused_env_names
+
+    refused = refused_env_names(env)
+    if refused:
+        raise MCPConfigError(f"the stdio server's environment may not set {', '.join(refused)}")
 
 
 # --------------------------------------------------------------------------- error mapping
@@ -941,7 +972,8 @@ def _prepare(
     spec = MCPServerSpec.from_mapping(spec) if not isinstance(spec, MCPServerSpec) else spec
     spec.validate()
     if spec.transport == "stdio":
-        check_stdio_command(spec.command or "")
+        check_stdio_command(spec.command or "", spec.args)
+        check_stdio_env(spec.env)
     else:
         _run_egress_check(spec.url or "", egress_check)
     return spec

@@ -56,6 +56,33 @@ def token_env_var_problem(name: str) -> str | None:
     return None
 
 
+# Variables that make an interpreter or the loader run other code than the command's
+# (preloaded libraries, startup files, module paths, options): never set for a server.
+REFUSED_ENV_NAMES = (
+    "LD_*",
+    "DYLD_*",
+    "PYTHON*",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "BASH_ENV",
+    "ENV",
+    "PATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+)
+
+
+def refused_env_names(names) -> list[str]:
+    """The names among ``names`` a stdio server's environment may not set."""
+    return sorted(n for n in names if any(fnmatchcase(n.upper(), p) for p in REFUSED_ENV_NAMES))
+
+
 def env_problem(env: Any, stored: dict[str, str] | None = None) -> str | None:
     """Why ``env`` cannot be a server's environment, or None. ``stored``: the current one
     (a masked value keeps a stored value, so it must name a stored variable)."""
@@ -66,6 +93,12 @@ def env_problem(env: Any, stored: dict[str, str] | None = None) -> str | None:
     bad = sorted(k for k in env if not _ENV_VAR_RE.match(k))
     if bad:
         return f"Keys must be environment variable names (not {', '.join(bad)})."
+    refused = refused_env_names(env)
+    if refused:
+        return (
+            f"{', '.join(refused)} would let the process run other code than its command "
+            "(loader, interpreter start-up and module paths are never set)."
+        )
     kept = sorted(k for k, v in env.items() if v == crypto.MASK and k not in (stored or {}))
     if kept:
         return (

@@ -360,6 +360,32 @@ def test_stdio_process_that_dies_is_a_connection_error(stdio_spec):
     assert "cannot start" in result.error_message
 
 
+def test_an_allow_list_entry_with_arguments_pins_them(settings, tmp_path):
+    """'python server.py' allows that server, not 'python -c <anything>'."""
+    marker = str(tmp_path / "should-not-exist")
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = [f"{sys.executable} {SERVER_SCRIPT}"]
+    mcp_client.check_stdio_command(sys.executable, [str(SERVER_SCRIPT), "--transport", "stdio"])
+    for args in (["-c", "import os"], [], ["-m", "http.server"]):
+        with pytest.raises(mcp_client.MCPConfigError, match="TOOLHUB_MCP_STDIO_COMMANDS"):
+            mcp_client.check_stdio_command(sys.executable, args)
+    server = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", f"open({marker!r}, 'w')"],
+    }
+    result = run(server, "add", {"a": 1, "b": 2})
+    assert result.error_type == ErrorType.CONFIG and "not allowed" in result.error_message
+    assert not os.path.exists(marker)
+
+
+@pytest.mark.parametrize(
+    "name", ["PYTHONPATH", "LD_PRELOAD", "NODE_OPTIONS", "PATH", "pythonstartup"]
+)
+def test_environment_that_runs_other_code_is_refused(stdio_spec, name):
+    result = run({**stdio_spec, "env": {name: "/srv/evil"}}, "add", {"a": 1, "b": 2})
+    assert result.error_type == ErrorType.CONFIG and name in result.error_message
+
+
 def test_environment_values_never_reach_an_error(stdio_spec):
     """A server that complains on stderr with its key: the stored env value is redacted."""
     key = "sk-live-ENV-CANARY-7731"

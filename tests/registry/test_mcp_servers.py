@@ -175,6 +175,8 @@ def test_unknown_server_is_404(staff_client):
         ({"args": "--verbose"}, "args"),
         ({"env": {"1BAD": "x"}}, "env"),
         ({"env": {"LEVEL": 3}}, "env.LEVEL"),
+        ({"env": {"PYTHONPATH": "/srv/x"}}, "env"),  # would run other code than the command
+        ({"env": {"LD_PRELOAD": "/srv/x.so"}}, "env"),
         ({"tools_allowed": "search"}, "tools_allowed"),
         ({"timeout_seconds": 0}, "timeout_seconds"),
         ({"max_concurrency": 0}, "max_concurrency"),
