@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
+
 from django.core.files.storage import default_storage
 from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -17,7 +20,9 @@ from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import parse_id, query_datetime, query_uuid, reject_unknown
 from toolhub.api.views import BaseAPIView
-from toolhub.exceptions import NotFound
+from toolhub.exceptions import Conflict, NotFound
+
+logger = logging.getLogger(__name__)
 
 
 class ExecutionCursorPagination(CursorPagination):
@@ -174,12 +179,30 @@ class ExecutionCancelView(ExecutionLookupMixin):
         return Response(ExecutionSerializer(execution, context={"request": request}).data)
 
 
+def _digest(handle) -> str:
+    """The sha256 of a stored file, read in chunks; the handle is rewound for serving."""
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(1024 * 1024), b""):
+        digest.update(chunk)
+    handle.seek(0)
+    return digest.hexdigest()
+
+
 class ExecutionOutputView(ExecutionLookupMixin):
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict, **errors(409)})
     def get(self, request, execution_id):
         execution = self.get_execution(execution_id)
         if execution.output_artifact:
             handle = default_storage.open(execution.output_artifact, "rb")
+            recorded = (execution.output_data or {}).get("sha256")
+            if recorded and _digest(handle) != recorded:
+                handle.close()
+                logger.error("execution %s: its stored output was altered", execution.pk)
+                raise Conflict(
+                    "The stored output no longer matches the digest recorded with the call; "
+                    "it was altered or replaced.",
+                    code="output_altered",
+                )
             return FileResponse(handle, content_type="application/json")
         if execution.output_data is None:
             # Refused, still queued or running, or failed before any answer: say which.

@@ -9,6 +9,7 @@ re-queues admitted ones whose task was lost before it started.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import socket
@@ -123,16 +124,20 @@ def _store_output(execution: Execution, tool: Tool, output: Any) -> dict[str, An
     if size <= tool.max_response_bytes:
         fields.update(output_data=output, output_truncated=False)
         return fields
+    data = text.encode()
     fields.update(
         output_data={
             "truncated": True,
             "size_bytes": size,
+            # The record (and so the audit chain, through its content hash) holds the
+            # full output's digest: the artifact kept on disk can be checked against it.
+            "sha256": hashlib.sha256(data).hexdigest(),
             "preview": text[: min(PREVIEW_CHARS, tool.max_response_bytes)],
         },
         output_truncated=True,
     )
     try:
-        name = default_storage.save(f"executions/{execution.pk}.json", ContentFile(text.encode()))
+        name = default_storage.save(f"executions/{execution.pk}.json", ContentFile(data))
     except Exception as exc:  # a full disk or an unreachable bucket must still end the call
         logger.error(
             "execution %s: the output (%d bytes) could not be stored: %s",

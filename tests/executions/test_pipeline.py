@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -293,6 +294,15 @@ def test_large_output_is_capped_and_kept_as_artifact(world):
     assert default_storage.exists(execution.output_artifact) and execution.output_size > 5000
     # Another agent cannot read it.
     assert world["reader"].get(f"/api/v1/executions/{body['id']}/output").status_code == 404
+    # The record holds the full output's digest (so does the audit chain, through the
+    # record's content hash): an artifact altered on disk is refused, not served.
+    stored = default_storage.open(execution.output_artifact, "rb").read()
+    assert body["output_data"]["sha256"] == hashlib.sha256(stored).hexdigest()
+    path = default_storage.path(execution.output_artifact)
+    with open(path, "wb") as handle:
+        handle.write(stored.replace(b"xxxxx", b"TAMPR", 1))
+    altered = world["client"].get(f"/api/v1/executions/{body['id']}/output")
+    assert altered.status_code == 409 and altered.json()["error"]["code"] == "output_altered"
 
 
 def test_a_broken_secret_config_is_never_quoted_in_the_error(world):
