@@ -88,6 +88,8 @@ class ConfigKey:
     parse: Callable[[Any], Any]
     default: Any = None
     check: Callable[[Any], None] | None = None  # save time only, after parse, on the raw value
+    # Save time only, for a config that is not secret: what only a secret may hold.
+    plain_check: Callable[[Any], None] | None = None
 
 
 class ExecutorConfigs:
@@ -128,6 +130,8 @@ class ExecutorConfigs:
             key.parse(value)
             if key.check is not None:
                 key.check(value)
+            if not secret and key.plain_check is not None:
+                key.plain_check(value)
         except ConfigValueError as exc:
             if secret:
                 return (

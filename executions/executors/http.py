@@ -339,6 +339,23 @@ def _headers_input_map(value: Any) -> dict[str, HeaderFromInput]:
     return mapped
 
 
+# Header names that carry credentials: in plain static headers they would be shown to
+# every reader of the tool and written into the audit log.
+_CREDENTIAL_HEADER_NAME = re.compile(
+    r"^(authorization|proxy-authorization|cookie)$|token|secret|api-?key|password|auth",
+    re.IGNORECASE,
+)
+
+
+def _no_plain_credentials(value: Any) -> None:
+    names = sorted(n for n in value if isinstance(n, str) and _CREDENTIAL_HEADER_NAME.search(n))
+    if names:
+        raise ConfigValueError(
+            f"header {', '.join(names)} carries a credential: mark the config secret, or use "
+            "auth_type with a secret bearer_token/api_key"
+        )
+
+
 _CREDENTIAL = "a string of ASCII characters without line breaks"
 _ABSOLUTE = "an absolute http(s) URL ({input} placeholders allowed)"
 
@@ -359,6 +376,7 @@ CONFIGS = ExecutorConfigs(
             "a JSON object of header names to values (ASCII, without line breaks)",
             _headers,
             {},
+            plain_check=_no_plain_credentials,
         ),
         ConfigKey(
             "query_params", "a JSON object of query parameter names to values", json_object, {}

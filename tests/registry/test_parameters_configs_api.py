@@ -258,6 +258,31 @@ HTTP_CASES = [
 
 
 class TestConfigsCheckedForTheExecutor:
+    @pytest.mark.parametrize(
+        "header", ["Authorization", "X-API-Key", "Cookie", "X-Auth-Token", "x-client-secret"]
+    )
+    def test_credentials_in_plain_headers_are_refused(self, staff_client, tool, header):
+        """Plain configs are shown to every reader of the tool and written into the audit log."""
+        value = {header: "Bearer PLAIN-HDR-TOKEN-1", "Accept": "application/json"}
+        response = staff_client.post(
+            configs_url(tool), {"config_key": "headers", "config_value": value}, format="json"
+        )
+        assert response.status_code == 400, response.json()
+        assert header in response.json()["error"]["message"]
+        assert "secret" in response.json()["error"]["message"]
+        secret = staff_client.post(
+            configs_url(tool),
+            {"config_key": "headers", "config_value": value, "is_secret": True},
+            format="json",
+        )
+        assert secret.status_code == 201, secret.json()
+        plain = staff_client.post(
+            configs_url(tool),
+            {"config_key": "headers", "config_value": {"Accept": "text/plain"}, "is_secret": False},
+            format="json",
+        )
+        assert plain.status_code == 400  # a secret never turns plain; the point stands
+
     @pytest.mark.parametrize(("key", "bad", "expected", "good"), HTTP_CASES)
     def test_http_config_is_checked_for_the_executor_at_save(
         self, staff_client, tool, key, bad, expected, good
