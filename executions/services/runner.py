@@ -56,11 +56,19 @@ STORAGE_ERROR = "storage_error"  # the output could not be kept (the artifact st
 SLOT_RETRY_SECONDS = 0.2
 
 
-def _backoff(attempt: int, result: ExecutorResult) -> float:
+RETRY_AFTER_MAX_SECONDS = 30
+
+
+def _backoff(attempt: int, result: ExecutorResult) -> float | None:
+    """Seconds to wait before the next attempt, or None when the upstream asks for more
+    than a call waits (its Retry-After is honoured by not retrying, never ignored)."""
+    default = min(0.2 * (2 ** (attempt - 1)), 5.0)
     retry_after = (result.metadata or {}).get("retry_after")
-    if isinstance(retry_after, int | float) and 0 <= retry_after <= 30:
-        return float(retry_after)
-    return min(0.2 * (2 ** (attempt - 1)), 5.0)
+    if isinstance(retry_after, int | float):
+        if retry_after > RETRY_AFTER_MAX_SECONDS:
+            return None
+        return max(float(retry_after), default)  # a past date or 0: the usual backoff
+    return default
 
 
 def _secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[str, ...]:
@@ -365,7 +373,10 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
         if result.ok or not result.retryable or attempt > tool.max_retries:
             break
         pause = _backoff(attempt, result)
-        if time.monotonic() + pause + tool.timeout_seconds > deadline:
+        if pause is None or time.monotonic() + pause + tool.timeout_seconds > deadline:
+            retry_after = (result.metadata or {}).get("retry_after")
+            if isinstance(retry_after, int | float) and result.error_message:
+                result.error_message += f" (the upstream asks to retry after {retry_after:g} s)"
             break
         time.sleep(pause)
     result.output = redact(json_safe(result.output), secrets)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 import pytest
 from django.core.files.storage import default_storage
@@ -273,6 +274,23 @@ def test_retries_idempotent_5xx_up_to_max_retries(world):
     )
     body = run(world["client"], tool="echo_tool", input_data={"path": "x"}, wait=True).json()
     assert body["status"] == "failed" and body["attempts"] == 3  # 1 + max_retries
+
+
+def test_a_long_retry_after_stops_the_retries_and_is_reported(world):
+    """429 with Retry-After: 3600 is not hammered three more times in a second."""
+    tool = world["tool"]
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="query_params", config_value={"retry_after": "3600"}
+    )
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="endpoint", config_value="/status/429"
+    )
+    started = time.monotonic()
+    body = run(world["client"], tool="echo_tool", input_data={"path": "x"}, wait=True)
+    body = body.json()
+    assert body["status"] == "failed" and body["attempts"] == 1
+    assert "retry after 3600 s" in body["error_message"]
+    assert time.monotonic() - started < 5
 
 
 def test_large_output_is_capped_and_kept_as_artifact(world):
