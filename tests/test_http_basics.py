@@ -42,6 +42,19 @@ def test_log_lines_of_4xx_answers_carry_the_request_id(caplog):
     assert record.request_id == "req-4xx-line-1"
 
 
+def test_a_chunked_body_is_411_not_read_as_empty(staff_client):
+    """Without Content-Length Django would see an empty body: say so instead."""
+    response = staff_client.generic(
+        "POST",
+        "/api/v1/executions",
+        "",
+        "application/json",
+        HTTP_TRANSFER_ENCODING="chunked",
+    )
+    assert response.status_code == 411
+    assert response.json()["error"]["code"] == "length_required"
+
+
 def test_swagger_ui_uses_no_cdn():
     html = Client().get("/docs/").content.decode()
     sources = re.findall(r'(?:src|href)="([^"]+)"', html)

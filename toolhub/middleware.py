@@ -18,7 +18,7 @@ import contextlib
 import logging
 import re
 
-from django.http import HttpResponseBadRequest, JsonResponse
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from toolhub import context
 
@@ -119,3 +119,28 @@ def _drain_limit() -> int:
     from django.conf import settings
 
     return 2 * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
+
+
+class ChunkedBodyRefusalMiddleware:
+    """411 for an API request whose body comes chunked, without a Content-Length.
+
+    Django reads a body only as long as Content-Length says: a chunked one would
+    reach the view empty and be answered as if nothing had been sent ("give
+    tool_id or tool"), which misleads. Clients send Content-Length for JSON bodies.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not request.META.get("CONTENT_LENGTH"):
+            from toolhub.api.exceptions import error_body
+
+            message = (
+                "Chunked request bodies are not read: send the body with a Content-Length header."
+            )
+            if request.path_info.startswith("/api/"):
+                return JsonResponse(error_body("length_required", message), status=411)
+            return HttpResponse(message, status=411, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

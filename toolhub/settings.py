@@ -94,6 +94,7 @@ MIDDLEWARE = [
     "toolhub.middleware.RequestIDMiddleware",
     "toolhub.middleware.UnreadBodyDrainMiddleware",
     "toolhub.middleware.NulRefusalMiddleware",
+    "toolhub.middleware.ChunkedBodyRefusalMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's and Swagger UI's static files under gunicorn (no CDN, no nginx needed).
     "whitenoise.middleware.WhiteNoiseMiddleware",
