@@ -53,6 +53,8 @@ def test_a_chunked_body_is_411_not_read_as_empty(staff_client):
     )
     assert response.status_code == 411
     assert response.json()["error"]["code"] == "length_required"
+    schema = staff_client.get("/api/schema/?format=json").json()
+    assert "411" in schema["paths"]["/api/v1/executions"]["post"]["responses"]
 
 
 def test_swagger_ui_uses_no_cdn():

@@ -146,6 +146,7 @@ ERROR_DESCRIPTIONS = {
     403: "The caller may not do this (or, signed in by session cookie, sent no CSRF token).",
     404: "Not found, or not visible to the caller (or a page past the last).",
     409: "In conflict with the current state: a name in use, a tool still referenced, a call no longer pending, …",
+    411: "The body came chunked, without a `Content-Length` (chunked bodies are not read).",
     413: "The request body is larger than the limit (`TOOLHUB_MAX_REQUEST_BYTES`).",
     415: "The request body is not `application/json`.",
     422: "The call's arguments do not match the tool's input schema (each problem in `details`).",
@@ -196,7 +197,7 @@ def _general_errors(method: str, operation: dict) -> list[int]:
     if any(p["in"] == "path" or (p["in"], p["name"]) == ("query", "page") for p in parameters):
         codes.append(404)  # an unknown id, or a page past the last
     if operation.get("requestBody"):
-        codes += [413, 415]
+        codes += [411, 413, 415]
     return codes
 
 
