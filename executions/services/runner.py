@@ -42,7 +42,7 @@ from executions.services.records import (
 from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
 from executions.services.webhooks import notify_agent
 from registry import crypto, snapshot
-from registry.models import Tool
+from registry.models import Agent, Tool
 from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
 from toolhub import rows
 
@@ -215,6 +215,16 @@ def _queue_deadline(execution: Execution, tool: Tool):
     )
 
 
+def _agent_active(agent_id) -> bool:
+    """Whether the agent (and its user) is still active; read once per registry generation
+    (deactivating an agent moves the generation)."""
+
+    def load() -> bool:
+        return Agent.objects.filter(pk=agent_id, is_active=True, user__is_active=True).exists()
+
+    return snapshot.cached(snapshot.current(), ("agent_active", agent_id), load)
+
+
 def execution_run(*, execution_id) -> Execution | None:
     """Run one queued execution to a terminal status. Safe to call more than once.
 
@@ -231,6 +241,8 @@ def execution_run(*, execution_id) -> Execution | None:
     tool = row.tool = spec.tool
     if not tool.is_active:  # deactivated after the call was admitted: the kill switch holds
         return _deny_queued(row, "tool_inactive", "The tool was deactivated before the call ran.")
+    if row.agent_id and not _agent_active(row.agent_id):  # so is the agent's
+        return _deny_queued(row, "agent_inactive", "The agent was deactivated before the call ran.")
     slots = take_slots(row, tool)
     if slots is None:
         return _wait_for_slot(row, tool)

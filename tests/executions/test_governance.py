@@ -678,6 +678,19 @@ def test_webhook_failures_are_retried_and_the_outcome_audited(gated, upstream2):
     assert AuditEvent.objects.filter(action="webhook.failed").count() == 2
 
 
+def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, monkeypatch):
+    from executions.services import pipeline, runner
+
+    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: None)  # no worker yet
+    queued = call(world["clients"][0], wait=False)
+    assert queued.status_code == 202 and queued.json()["status"] == "queued"
+    access_services.agent_update(actor=None, agent=world["agents"][0], data={"is_active": False})
+    assert runner.execution_run(execution_id=queued.json()["id"]) is None
+    execution = Execution.objects.get(pk=queued.json()["id"])
+    assert execution.status == "denied" and execution.reason_code == "agent_inactive"
+    assert world["upstream"].requests == []
+
+
 def test_a_queued_call_of_a_tool_deactivated_before_it_ran_is_denied(world, monkeypatch):
     from executions.services import pipeline, runner
 
