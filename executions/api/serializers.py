@@ -16,7 +16,7 @@ from rest_framework.fields import get_error_detail
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from executions.jsonsafe import storable_text
-from executions.models import Execution
+from executions.models import Approval, Execution, ExecutionStatus
 from executions.services.records import COST_SCALE
 
 
@@ -92,6 +92,10 @@ def _links(obj: Execution, request=None) -> dict:
     links = {"self": base}
     if obj.output_artifact:
         links["output"] = f"{base}/output"
+    if obj.status == ExecutionStatus.PENDING_APPROVAL:  # where a person decides on it
+        approval_id = Approval.objects.filter(execution_id=obj.pk).values_list("pk", flat=True)
+        for pk in approval_id[:1]:
+            links["approval"] = f"/api/v1/approvals/{pk}"
     if request is not None:
         links = {k: request.build_absolute_uri(v) for k, v in links.items()}
     return links

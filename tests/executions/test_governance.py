@@ -371,6 +371,8 @@ def test_approval_happy_path_and_condition(gated):
     big = call(client, amount=5000, wait=30)
     assert time.monotonic() - started < 5
     assert big.status_code == 202 and big.json()["status"] == "pending_approval"
+    pending_approval = Approval.objects.get(execution_id=big.json()["id"])
+    assert big.json()["links"]["approval"].endswith(f"/api/v1/approvals/{pending_approval.pk}")
     approvals = approval_client(gated["approver"])
     queue = approvals.get("/api/v1/approvals?status=pending").json()
     assert queue["count"] == 1
