@@ -64,6 +64,16 @@ def _types(schema: dict) -> list[str]:
     return [kind] if kind else []
 
 
+def _null_means_absent(schema: Any) -> bool:
+    """Whether null for this optional property can only mean "not given"."""
+    if not isinstance(schema, dict):
+        return False
+    kinds = _types(schema)
+    if not kinds or "null" in kinds:  # untyped (anyOf, oneOf…) or taking null: as given
+        return False
+    return schema.get("const", 0) is not None and None not in (schema.get("enum") or [])
+
+
 def _coerce(value: Any, schema: dict) -> Any:
     if not isinstance(schema, dict):
         return value
@@ -104,8 +114,18 @@ def _coerce(value: Any, schema: dict) -> Any:
             return int(value)
     if isinstance(value, dict) and ("object" in kinds or "properties" in schema):
         props = schema.get("properties", {})
+        required = set(schema.get("required") or [])
         result = {}
         for key, item in value.items():
+            if (
+                item is None
+                and key in props
+                and key not in required
+                and _null_means_absent(props[key])
+            ):
+                # LLMs send null for an optional argument they leave out: it is left out
+                # (its default applies), unless the schema itself takes null.
+                continue
             result[key] = _coerce(item, props[key]) if key in props else item
         for key, prop in props.items():
             if key not in result and isinstance(prop, dict) and "default" in prop:

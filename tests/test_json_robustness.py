@@ -425,3 +425,24 @@ def test_an_unencodable_unknown_field_is_a_400_on_every_endpoint(staff_client):
     assert response.status_code == 400, response.content
     text = response.content.decode("utf-8")
     assert "\ufffdx" in text and not Tool.objects.filter(name="surrogate_tool").exists()
+
+
+def test_null_for_an_optional_argument_means_left_out():
+    """LLMs send null for optional arguments they do not use: the default applies."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string"},
+            "limit": {"type": "integer", "default": 10},
+            "note": {"type": ["string", "null"]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "required": ["q"],
+        "additionalProperties": False,
+    }
+    outcome = validate_arguments({"q": "x", "limit": None, "note": None, "either": None}, schema)
+    assert outcome.ok, outcome.errors
+    assert outcome.value == {"q": "x", "limit": 10, "note": None, "either": None}
+    # A required argument is not quietly dropped: null there is still an error.
+    refused = validate_arguments({"q": None}, schema)
+    assert not refused.ok and refused.errors[0]["path"] == "q"
