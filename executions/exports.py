@@ -33,6 +33,7 @@ EXECUTION_COLUMNS = [
     Column("chars_out", "chars_out"),
     Column("cost", "cost"),
     Column("input_hash", "input_hash"),
+    Column("cached_from", "cached_from_id"),
     Column("request_id", "request_id"),
     Column("created_at", "created_at"),
     Column("started_at", "started_at"),

@@ -28,6 +28,11 @@ class ExecutionSerializer(serializers.ModelSerializer):
     links = serializers.SerializerMethodField()
     input_data = serializers.JSONField()
     output_data = serializers.JSONField()
+    cached_from = serializers.UUIDField(
+        source="cached_from_id",
+        allow_null=True,
+        help_text="The execution whose result this call was answered with (result cache).",
+    )
 
     class Meta:
         model = Execution
@@ -54,6 +59,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "chars_out",
             "cost",
             "input_hash",
+            "cached_from",
             "request_id",
             "created_at",
             "started_at",
@@ -127,6 +133,7 @@ def execution_json(obj: Execution, request=None) -> dict:
         "chars_out": obj.chars_out,
         "cost": None if cost is None else f"{Decimal(cost).quantize(COST_SCALE):f}",
         "input_hash": obj.input_hash,
+        "cached_from": _id(obj.cached_from_id),
         "request_id": obj.request_id,
         "created_at": _when(obj.created_at),
         "started_at": _when(obj.started_at),

@@ -302,6 +302,7 @@ def test_cache_hit_miss_and_version_bump(world):
     assert second["output_data"] == first["output_data"]
     assert Execution.objects.get(pk=second["id"]).cached_from_id is not None
     assert str(Execution.objects.get(pk=second["id"]).cached_from_id) == first["id"]
+    assert second["cached_from"] == first["id"] and first["cached_from"] is None
     assert len(world["upstream"].requests) == 2  # first and "y"; the second call was cached
     tool_services.tool_update(actor=None, tool=tool, data={"version": "2.0.0"})
     third = call(client).json()
