@@ -124,21 +124,33 @@ def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
     return {"server": mcp_server_spec(server)}
 
 
-def _store_output(execution: Execution, tool: Tool, output: Any) -> dict[str, Any]:
-    """Cap what the row keeps at the tool's ``max_response_bytes``; keep the whole as an artifact."""
+def _store_output(
+    execution: Execution, tool: Tool, output: Any, *, cut: bool = False
+) -> dict[str, Any]:
+    """Cap what the row keeps at the tool's ``max_response_bytes``; keep the whole as an
+    artifact, itself at most ``TOOLHUB_MAX_ARTIFACT_BYTES`` whatever the executor.
+
+    ``complete`` says whether the artifact holds the whole output: false when the
+    executor already cut the upstream's answer (``cut``) or the output is larger
+    than the artifact cap (then the artifact is its first bytes, not valid JSON).
+    """
     text = json.dumps(output, ensure_ascii=False, default=str)
-    size = len(text.encode())
+    data = text.encode()
+    size = len(data)
     fields: dict[str, Any] = {"output_size": size, "chars_out": len(text)}
-    if size <= tool.max_response_bytes:
+    if size <= tool.max_response_bytes and not cut:
         fields.update(output_data=output, output_truncated=False)
         return fields
-    data = text.encode()
+    cap = settings.TOOLHUB_MAX_ARTIFACT_BYTES
+    complete = not cut and size <= cap
+    data = data[:cap]
     fields.update(
         output_data={
             "truncated": True,
             "size_bytes": size,
+            "complete": complete,
             # The record (and so the audit chain, through its content hash) holds the
-            # full output's digest: the artifact kept on disk can be checked against it.
+            # stored output's digest: the artifact on disk can be checked against it.
             "sha256": hashlib.sha256(data).hexdigest(),
             "preview": text[: min(PREVIEW_CHARS, tool.max_response_bytes)],
         },
@@ -408,7 +420,8 @@ def _finish(
     fields: dict[str, Any] = {}
     if result.output is not None:
         try:
-            fields.update(_store_output(execution, tool, result.output))
+            cut = bool((result.metadata or {}).get("truncated"))
+            fields.update(_store_output(execution, tool, result.output, cut=cut))
         except ArtifactNotStored as exc:
             # The row keeps the preview; the call ends failed now, not at the reaper.
             fields.update(exc.fields)

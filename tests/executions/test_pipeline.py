@@ -316,6 +316,7 @@ def test_large_output_is_capped_and_kept_as_artifact(world):
     # record's content hash): an artifact altered on disk is refused, not served.
     stored = default_storage.open(execution.output_artifact, "rb").read()
     assert body["output_data"]["sha256"] == hashlib.sha256(stored).hexdigest()
+    assert body["output_data"]["complete"] is True
     path = default_storage.path(execution.output_artifact)
     with open(path, "wb") as handle:
         handle.write(stored.replace(b"xxxxx", b"TAMPR", 1))
@@ -341,6 +342,21 @@ def test_a_broken_secret_config_is_never_quoted_in_the_error(world):
     body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
     assert body["status"] == "failed" and body["error_type"] == "config_error"
     assert "base_url" in body["error_message"] and "sk_live_B" not in body["error_message"]
+
+
+def test_an_output_past_the_artifact_cap_says_the_artifact_is_incomplete(world, settings):
+    tool = world["tool"]
+    settings.TOOLHUB_MAX_ARTIFACT_BYTES = 3000
+    tool_services.tool_update(actor=None, tool=tool, data={"max_response_bytes": 1024})
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="query_params", config_value={"size": "5000"}
+    )
+    body = run(world["client"], tool="echo_tool", input_data={"path": "large"}, wait=True).json()
+    assert body["status"] == "succeeded" and body["output_truncated"] is True
+    assert body["output_data"]["complete"] is False  # not only the row: the artifact too
+    stored = default_storage.open(Execution.objects.get(pk=body["id"]).output_artifact).read()
+    assert len(stored) <= 3000
+    assert body["output_data"]["sha256"] == hashlib.sha256(stored).hexdigest()
 
 
 def test_artifact_store_failure_ends_the_call_failed_at_once(world, monkeypatch):
