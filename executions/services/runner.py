@@ -54,6 +54,8 @@ REQUEUE_AFTER_SECONDS = 60
 PREVIEW_CHARS = 2000
 STORAGE_ERROR = "storage_error"  # the output could not be kept (the artifact store failed)
 SLOT_RETRY_SECONDS = 0.2
+SLOT_RETRY_MAX_SECONDS = 2.0
+HEARTBEAT_EVERY_SECONDS = 10
 
 
 RETRY_AFTER_MAX_SECONDS = 30
@@ -335,19 +337,26 @@ def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
                 audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")
         notify.notify_done(execution.pk)
         return None
-    Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
-        heartbeat_at=now
-    )
+    beat = execution.heartbeat_at
+    if beat is None or (now - beat).total_seconds() >= HEARTBEAT_EVERY_SECONDS:
+        # The reaper re-queues a queued call whose heartbeat is older than a minute: a
+        # beat every few seconds is enough (one per retry was a write every 0.2 s).
+        Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
+            heartbeat_at=now
+        )
+    # Try again soon at first, then less often: 0.2 s, growing with the wait to 2 s.
+    waited = (now - (execution.queued_at or execution.created_at)).total_seconds()
+    pause = min(SLOT_RETRY_MAX_SECONDS, max(SLOT_RETRY_SECONDS, waited / 10))
     from executions.tasks import run_execution
 
     if run_execution.app.conf.task_always_eager:
         # In-process (embedded): nobody else will pick it up, so wait here.
-        time.sleep(SLOT_RETRY_SECONDS)
+        time.sleep(pause)
         return execution_run(execution_id=execution.pk)
     run_execution.apply_async(
         args=[str(execution.pk), execution.request_id],
         queue=tool.type,
-        countdown=SLOT_RETRY_SECONDS,
+        countdown=pause,
     )
     return None
 

@@ -708,3 +708,34 @@ def test_a_queued_call_of_a_tool_deactivated_before_it_ran_is_denied(world, monk
         action="execution.denied", target_id=str(execution.pk)
     ).exists()
     assert world["upstream"].requests == []
+
+
+def test_a_call_waiting_for_a_slot_polls_less_as_it_waits(world, monkeypatch):
+    """A beat every few seconds, not a row update and a broker task every 0.2 s."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from executions.services import runner
+    from executions.tasks import run_execution
+
+    sent = []
+    monkeypatch.setitem(run_execution.app.conf, "task_always_eager", False)
+    monkeypatch.setattr(run_execution, "apply_async", lambda **kw: sent.append(kw["countdown"]))
+    now = timezone.now()
+    execution = Execution.objects.create(
+        tool=world["tool"],
+        tool_name=world["tool"].name,
+        tool_type="http",
+        status="queued",
+        queued_at=now - timedelta(seconds=1),
+        heartbeat_at=now - timedelta(seconds=1),
+    )
+    runner._wait_for_slot(execution, world["tool"])
+    assert Execution.objects.get(pk=execution.pk).heartbeat_at == execution.heartbeat_at
+    assert sent[-1] == runner.SLOT_RETRY_SECONDS  # soon, at first
+    execution.queued_at = now - timedelta(seconds=60)
+    execution.heartbeat_at = now - timedelta(seconds=30)
+    runner._wait_for_slot(execution, world["tool"])
+    assert Execution.objects.get(pk=execution.pk).heartbeat_at > execution.heartbeat_at
+    assert sent[-1] == runner.SLOT_RETRY_MAX_SECONDS  # long waits poll every 2 s
