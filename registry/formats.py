@@ -89,7 +89,10 @@ def _marked_schema(tool) -> tuple[dict, list[str]]:
         prop = schema.get("properties", {}).get(name)
         if prop is not None:
             prop[SECRET_MARK] = True
-            prop["description"] = (prop.get("description", "") + " " + SECRET_NOTE).strip()
+            described = prop.get("description", "").strip()
+            if described and described[-1] not in ".!?:":
+                described += "."  # "session token" + note read as one sentence otherwise
+            prop["description"] = f"{described} {SECRET_NOTE}".strip()
     return schema, secrets
 
 

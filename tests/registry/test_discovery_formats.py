@@ -202,3 +202,19 @@ def test_discovery_queries_stay_bounded(django_assert_max_num_queries):
     with django_assert_max_num_queries(10):
         page = client.get("/api/v1/tools?page_size=200").json()
     assert page["count"] == 1000 and len(page["results"]) == 200
+
+
+def test_the_secret_note_is_a_sentence_of_its_own(monkeypatch):
+    from types import SimpleNamespace
+
+    from registry import formats
+
+    tool = SimpleNamespace(
+        input_schema=lambda: {
+            "type": "object",
+            "properties": {"token": {"type": "string", "description": "session token"}},
+        }
+    )
+    monkeypatch.setattr(formats, "secret_parameters", lambda t: ["token"])
+    schema, _ = formats._marked_schema(tool)
+    assert schema["properties"]["token"]["description"] == f"session token. {SECRET_NOTE}"
