@@ -217,7 +217,23 @@ def mcp_server_update(
     )
     if before["is_enabled"] and not server.is_enabled:
         _deactivate_tools(actor=actor, server=server, reason="server_disabled")
+    elif server.is_enabled and not before["is_enabled"]:
+        _reactivate_tools(actor=actor, server=server)
     return server
+
+
+def _reactivate_tools(*, actor, server: MCPServer) -> list[str]:
+    """Bring back the tools disabling the server deactivated (not those a sync removed or
+    the server's filters deny: the next sync decides about them)."""
+    names = []
+    for tool in mcp_server_tools(server).filter(is_active=False):
+        meta = dict(tool.tool_metadata or {})
+        if meta.get(META_SYNC_STATE) != "server_disabled":
+            continue
+        meta[META_SYNC_STATE] = None
+        tool_update(actor=actor, tool=tool, data={"is_active": True, "tool_metadata": meta})
+        names.append(tool.name)
+    return names
 
 
 def _deactivate_tools(*, actor, server: MCPServer, reason: str) -> list[str]:

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from registry.models import AuditEvent, MCPServer, Tool
 from registry.services import mcp as services
+from registry.services import tools as tool_services
 from registry.services.catalog import tool_upsert
 
 pytestmark = pytest.mark.django_db
@@ -336,10 +337,26 @@ def test_deleting_a_server_deactivates_its_tools(staff_client, server):
 
 def test_disabling_a_server_deactivates_its_tools(staff_client, server):
     tool = synced_tool(server, "lookup")
+    removed = synced_tool(server, "gone")  # deactivated by a sync, not by disabling
+    tool_services.tool_update(
+        actor=None,
+        tool=removed,
+        data={
+            "is_active": False,
+            "tool_metadata": {**removed.tool_metadata, services.META_SYNC_STATE: "removed"},
+        },
+    )
     response = staff_client.patch(detail(server), {"is_enabled": False}, format="json")
     assert response.status_code == 200
     tool.refresh_from_db()
     assert tool.is_active is False
+    # Enabling it again brings back what disabling took away, and only that.
+    enabled = staff_client.patch(detail(server), {"is_enabled": True}, format="json")
+    assert enabled.status_code == 200
+    tool.refresh_from_db()
+    removed.refresh_from_db()
+    assert tool.is_active is True and not tool.tool_metadata.get(services.META_SYNC_STATE)
+    assert removed.is_active is False
 
 
 def test_tool_count_and_server_for_tool(staff_client, server):
