@@ -710,7 +710,7 @@ def test_a_queued_call_of_a_tool_deactivated_before_it_ran_is_denied(world, monk
     assert world["upstream"].requests == []
 
 
-def test_a_call_waiting_for_a_slot_polls_less_as_it_waits(world, monkeypatch):
+def test_a_call_waiting_for_a_slot_polls_less_as_it_waits(world, eager_tasks, monkeypatch):
     """A beat every few seconds, not a row update and a broker task every 0.2 s."""
     from datetime import timedelta
 
@@ -720,7 +720,7 @@ def test_a_call_waiting_for_a_slot_polls_less_as_it_waits(world, monkeypatch):
     from executions.tasks import run_execution
 
     sent = []
-    monkeypatch.setitem(run_execution.app.conf, "task_always_eager", False)
+    eager_tasks.conf.task_always_eager = False  # a worker's path; the fixture restores it
     monkeypatch.setattr(run_execution, "apply_async", lambda **kw: sent.append(kw["countdown"]))
     now = timezone.now()
     execution = Execution.objects.create(
