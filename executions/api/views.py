@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from executions import selectors
 from executions.api.serializers import ExecutionRequestSerializer, ExecutionSerializer
 from executions.models import ExecutionStatus
+from executions.services import idempotency
 from executions.services.pipeline import execution_cancel, execution_request
 from registry.authentication import registry_entries
 from toolhub.api.openapi import errors, page_parameters, paginated
@@ -104,6 +105,20 @@ class ExecutionListView(BaseAPIView):
 
     @extend_schema(
         request=ExecutionRequestSerializer,
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                str,
+                location=OpenApiParameter.HEADER,
+                required=False,
+                description=(
+                    "Retry safely: a request repeated with the same key (per caller, 24 h) "
+                    "answers the execution the first one made (`Idempotent-Replayed: true`) "
+                    "instead of running the tool again; reused with other arguments, 400; "
+                    "while the first is still being decided, 409."
+                ),
+            )
+        ],
         responses={
             200: ExecutionSerializer,
             202: ExecutionSerializer,
@@ -121,18 +136,37 @@ class ExecutionListView(BaseAPIView):
         data = ExecutionRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        execution = execution_request(
-            user=request.user,
-            tool_ref=values.get("tool_id") or values.get("tool"),
-            arguments=values.get("input_data"),
-            wait=values.get("wait"),
-            role_ref=values.get("role_id") or values.get("role"),
-            registry=registry_entries(request),
+        held = idempotency.claim(
+            request.user, request.headers.get(idempotency.HEADER), request.data
         )
+        if held.replay is not None:
+            return self._replay(request, held.replay)
+        try:
+            execution = execution_request(
+                user=request.user,
+                tool_ref=values.get("tool_id") or values.get("tool"),
+                arguments=values.get("input_data"),
+                wait=values.get("wait"),
+                role_ref=values.get("role_id") or values.get("role"),
+                registry=registry_entries(request),
+            )
+        except BaseException:
+            idempotency.settle(held, None)  # refused: the key is free for the corrected call
+            raise
+        idempotency.settle(held, str(execution.pk))
         body = ExecutionSerializer(execution, context={"request": request}).data
         quota = getattr(execution, "quota", None)
         headers = quota.headers() if quota else None
         return Response(body, status=200 if execution.is_terminal else 202, headers=headers)
+
+    def _replay(self, request, execution_id: str) -> Response:
+        """The execution an earlier request with the same key made, as it is now."""
+        execution = selectors.execution_visible_to(request.user).filter(pk=execution_id).first()
+        if execution is None:
+            raise NotFound("The execution this Idempotency-Key made is gone.", code="not_found")
+        body = ExecutionSerializer(execution, context={"request": request}).data
+        status = 200 if execution.is_terminal else 202
+        return Response(body, status=status, headers={"Idempotent-Replayed": "true"})
 
 
 class ExecutionsByToolView(BaseAPIView):

@@ -598,3 +598,55 @@ def test_the_content_hash_of_an_output_is_the_stored_rows(world, value):
     stored = Execution.objects.get(pk=execution.pk)
     event = AuditEvent.objects.filter(target_id=str(execution.pk)).order_by("-id").first()
     assert event.after["content_hash"] == execution_content_hash(stored)
+
+
+def test_an_idempotency_key_makes_a_retry_answer_the_first_call(world):
+    client, upstream = world["client"], world["upstream"]
+    body = {"tool": "echo_tool", "input_data": {"path": "echo"}, "wait": True}
+
+    def post(key, data=body):
+        return client.post("/api/v1/executions", data, format="json", HTTP_IDEMPOTENCY_KEY=key)
+
+    first = post("order-7781")
+    assert first.status_code == 200, first.content
+    before = len(upstream.requests)
+    again = post("order-7781")
+    assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert len(upstream.requests) == before  # the tool did not run twice
+    assert Execution.objects.filter(tool_name="echo_tool").count() == 1
+    # The same key with other arguments is a client error, not a silent replay.
+    other = post("order-7781", {**body, "input_data": {"path": "other"}})
+    assert other.status_code == 400
+    assert other.json()["error"]["code"] == "idempotency_key_reused"
+    # A refused call frees its key for the corrected request.
+    refused = post("order-7782", {**body, "input_data": {"path": "echo", "count": "x"}})
+    assert refused.status_code == 422
+    assert post("order-7782").status_code == 200
+    # Keys are per caller; a malformed key is named.
+    assert (
+        world["reader"]
+        .post("/api/v1/executions", body, format="json", HTTP_IDEMPOTENCY_KEY="order-7781")
+        .status_code
+        == 403
+    )
+    bad = post("spaces are not allowed")
+    assert bad.status_code == 400 and "Idempotency-Key" in bad.json()["error"]["message"]
+
+
+def test_a_key_whose_first_request_is_still_deciding_answers_409(world):
+    import hashlib as _hashlib
+
+    from django.core.cache import cache
+
+    digest = _hashlib.sha256(b"busy-key").hexdigest()
+    user = world["agent"].user
+    body = {"tool": "echo_tool", "input_data": {"path": "echo"}}
+    from executions.services.idempotency import _fingerprint
+
+    cache.set(f"toolhub:idempotency:{user.pk}:{digest}", {"fingerprint": _fingerprint(body)})
+    response = world["client"].post(
+        "/api/v1/executions", body, format="json", HTTP_IDEMPOTENCY_KEY="busy-key"
+    )
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "idempotency_key_in_progress"

@@ -1,0 +1,96 @@
+"""``Idempotency-Key`` on ``POST /executions``: a retried request runs the call once.
+
+A client that lost the answer (a dropped connection, a timeout) sends the same
+request with the same key again and gets the execution the first one made,
+instead of running the tool twice. Keys are per principal and kept 24 hours in
+the shared cache (Redis in production). A key reused with other arguments is
+refused; one whose first request is still being decided answers 409. A refused
+request (404, 403, 422…) frees its key, so the corrected request can use it.
+Without the cache (Redis down) the key is not honoured and the call is made:
+nothing admitted is ever lost, at worst a retry runs it twice, as without a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
+
+from toolhub.exceptions import Conflict, InvalidInput
+
+logger = logging.getLogger(__name__)
+
+TTL_SECONDS = 24 * 3600
+HEADER = "Idempotency-Key"
+_KEY = re.compile(r"^[A-Za-z0-9._:+/=-]{1,200}$")
+
+
+@dataclass
+class Claim:
+    """This request's hold on a key: ``replay`` is the earlier execution's id, if any."""
+
+    cache_key: str | None
+    fingerprint: str
+    replay: str | None = None
+
+
+def _fingerprint(body: Any) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def claim(user, key: str | None, body: Any) -> Claim:
+    """Take ``key`` for this request, or say which execution an earlier one made."""
+    if key is None:
+        return Claim(None, "")
+    if not _KEY.match(key):
+        raise InvalidInput(
+            f"{HEADER} must be 1 to 200 letters, digits or ._:+/=- characters.",
+            details=[{"field": HEADER, "message": "Not a usable key.", "code": "invalid"}],
+        )
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    cache_key = f"toolhub:idempotency:{user.pk}:{digest}"
+    fingerprint = _fingerprint(body)
+    try:
+        if cache.add(cache_key, {"fingerprint": fingerprint}, TTL_SECONDS):
+            return Claim(cache_key, fingerprint)
+        held = cache.get(cache_key)
+    except Exception as exc:  # the cache is down: the call is made without the key
+        logger.warning("idempotency keys unavailable: %s", exc.__class__.__name__)
+        return Claim(None, fingerprint)
+    if held is None:  # expired meanwhile: take it again
+        return claim(user, key, body)
+    if held.get("fingerprint") != fingerprint:
+        raise InvalidInput(
+            f"This {HEADER} was used with another request; use a new key for a new call.",
+            code="idempotency_key_reused",
+            details=[{"field": HEADER, "message": "Used with other arguments.", "code": "reused"}],
+        )
+    if not held.get("execution_id"):
+        raise Conflict(
+            f"A request with this {HEADER} is still being decided; try again in a moment.",
+            code="idempotency_key_in_progress",
+        )
+    return Claim(None, fingerprint, replay=held["execution_id"])
+
+
+def settle(claim_: Claim, execution_id: str | None) -> None:
+    """Remember the execution a key's request made (None: it was refused; free the key)."""
+    if claim_.cache_key is None:
+        return
+    try:
+        if execution_id is None:
+            cache.delete(claim_.cache_key)
+        else:
+            record = {"fingerprint": claim_.fingerprint, "execution_id": execution_id}
+            cache.set(claim_.cache_key, record, TTL_SECONDS)
+    except Exception as exc:
+        logger.warning("idempotency key not kept: %s", exc.__class__.__name__)
+
+
+__all__ = ["HEADER", "Claim", "claim", "settle"]
