@@ -30,7 +30,8 @@ pinned to the addresses it checked; redirects are followed here (at most
 another origin on a redirect.
 
 Output: ``{"status_code", "data", "headers"}``. ``data`` is the parsed JSON
-when the body is JSON, else its text (``None`` for an empty body). The body is
+when the body is JSON, else its text (``None`` for an empty body); a body that
+is not text in its charset is base64, with ``"data_encoding": "base64"``. The body is
 read as a stream and at most ``call.max_response_bytes + 1`` bytes are kept:
 when the upstream sends more, ``data`` is the text of the first
 ``max_response_bytes`` bytes (never parsed as JSON, cut before any partial
@@ -607,6 +608,16 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, round(seconds, 3))
 
 
+def _binary(body: bytes, charset: str | None, secrets: list[str]) -> bool:
+    """Whether ``body`` is not text in its charset (and holds none of ``secrets``)."""
+    try:
+        body.decode(charset or "utf-8")
+        return False
+    except (UnicodeDecodeError, LookupError):
+        pass
+    return not any(s.encode("utf-8", "ignore") in body for s in secrets if s)
+
+
 def _response_headers(response: httpx.Response) -> dict[str, str]:
     headers: dict[str, str] = {}
     for name, value in response.headers.multi_items():
@@ -805,7 +816,12 @@ class HTTPExecutor:
             text = _trim_partial_secret(text, variants)
 
         data: Any = text if text else None
-        if text and not truncated:
+        encoding = None
+        if body and not truncated and _binary(body, response.encoding, variants):
+            # Not text in its charset (an image, a PDF): kept whole as base64, not mangled
+            # with replacement characters. A body holding a secret stays text, redacted.
+            data, encoding = base64.b64encode(body).decode("ascii"), "base64"
+        elif text and not truncated:
             stripped = text.lstrip()
             if "json" in content_type.lower() or stripped[:1] in ("{", "["):
                 try:
@@ -828,6 +844,8 @@ class HTTPExecutor:
                 metadata["retry_after"] = retry_after
 
         output = {"status_code": status, "data": data, "headers": _response_headers(response)}
+        if encoding:
+            output["data_encoding"] = encoding
         if status < 400:
             return ExecutorResult(ok=True, output=output, upstream_status=status)
 

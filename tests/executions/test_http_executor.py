@@ -883,3 +883,19 @@ def test_egress_module_is_the_guard_used(upstream, monkeypatch):
     monkeypatch.setattr(egress, "check_host", spy)
     assert call({"base_url": upstream.url + "/redirect", "query_params": {"to": "/echo"}}).ok
     assert seen == [("127.0.0.1", upstream.port)] * 2  # every hop checked
+
+
+def test_a_binary_body_is_kept_whole_as_base64(upstream):
+    import base64
+
+    result = call({"base_url": upstream.url + "/binary"})
+    assert result.ok and result.output["data_encoding"] == "base64"
+    assert base64.b64decode(result.output["data"]) == bytes(range(256)) * 4
+    # Text stays text; a binary body holding a secret stays text too, and redacted.
+    assert "data_encoding" not in call({"base_url": upstream.url + "/text"}).output
+    leaking = call(
+        {"base_url": upstream.url + "/binary", "query_params": {"with": "sk-binary-secret-42"}},
+        secrets=("sk-binary-secret-42",),
+    )
+    assert "data_encoding" not in leaking.output
+    assert "sk-binary-secret-42" not in dump(leaking)

@@ -266,6 +266,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "[" * depth + "]" * depth)
         elif head == "empty":
             self._send(204)
+        elif head == "binary":
+            payload = bytes(range(256)) * 4 + q.get("with", "").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
         else:
             self._send(404, {"error": "no such route", "path": req.path})
 
