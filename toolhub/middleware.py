@@ -7,9 +7,9 @@ token (so traces join up across services); anything else is replaced.
 body the view did not read (a 413, a refusal before parsing), so the keep-alive
 connection stays usable for the client's next request.
 
-``NulRefusalMiddleware`` answers 400 to a path or query parameter holding a
-NUL character, which no name, id or filter value can contain and PostgreSQL
-refuses in text (every view would otherwise fail with a server error).
+``RequestShapeMiddleware`` refuses, before any view, a NUL character in the
+path or a query parameter (400) and a chunked body without a Content-Length
+(411).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import contextlib
 import logging
 import re
 
-from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
 
 from toolhub import context
 
@@ -61,29 +62,53 @@ class RequestIDLogFilter(logging.Filter):
         return True
 
 
-class NulRefusalMiddleware:
+def _refusal(request, status: int, code: str, message: str, details=None) -> HttpResponse:
+    """A refusal before any view: the API's error shape under /api/, plain text elsewhere."""
+    if request.path_info.startswith("/api/"):
+        from toolhub.api.exceptions import error_body
+
+        return JsonResponse(error_body(code, message, details), status=status)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+def _nul_problem(request) -> tuple[str, str] | None:
+    """(field, message) for a path or query parameter holding a NUL character."""
+    if "\x00" in request.path_info:
+        return "path", "The path contains a NUL character."
+    for name, values in request.GET.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            shown = name.replace("\x00", "\\0")
+            return shown, f"Query parameter '{shown}' contains a NUL character."
+    return None
+
+
+class RequestShapeMiddleware:
+    """Refuses requests no view can answer rightly, before any runs.
+
+    - A NUL character in the path or a query parameter (400): no name, id or
+      filter value contains one and PostgreSQL refuses it in text, so every view
+      would fail with a server error.
+    - A chunked body without a Content-Length (411): Django reads a body only as
+      long as Content-Length says, so it would reach the view empty and be
+      answered as if nothing had been sent ("give tool_id or tool").
+    """
+
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        problem = None
-        if "\x00" in request.path_info:
-            problem = ("path", "The path contains a NUL character.")
-        else:
-            for name, values in request.GET.lists():
-                if "\x00" in name or any("\x00" in value for value in values):
-                    shown = name.replace("\x00", "\\0")
-                    problem = (shown, f"Query parameter '{shown}' contains a NUL character.")
-                    break
-        if problem is None:
-            return self.get_response(request)
-        field, message = problem
-        if request.path_info.startswith("/api/"):
-            from toolhub.api.exceptions import error_body
-
+        problem = _nul_problem(request)
+        if problem is not None:
+            field, message = problem
             details = [{"field": field, "message": message, "code": "invalid"}]
-            return JsonResponse(error_body("validation_error", message, details), status=400)
-        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+            return _refusal(request, 400, "validation_error", message, details)
+        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not request.META.get("CONTENT_LENGTH"):
+            message = (
+                "Chunked request bodies are not read: send the body with a Content-Length header."
+            )
+            return _refusal(request, 411, "length_required", message)
+        return self.get_response(request)
 
 
 # gunicorn drains at most 64 KiB of a body the application left unread, then closes
@@ -116,31 +141,4 @@ _DRAIN_CHUNK = 64 * 1024
 
 
 def _drain_limit() -> int:
-    from django.conf import settings
-
     return 2 * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
-
-
-class ChunkedBodyRefusalMiddleware:
-    """411 for an API request whose body comes chunked, without a Content-Length.
-
-    Django reads a body only as long as Content-Length says: a chunked one would
-    reach the view empty and be answered as if nothing had been sent ("give
-    tool_id or tool"), which misleads. Clients send Content-Length for JSON bodies.
-    """
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
-        if chunked and not request.META.get("CONTENT_LENGTH"):
-            from toolhub.api.exceptions import error_body
-
-            message = (
-                "Chunked request bodies are not read: send the body with a Content-Length header."
-            )
-            if request.path_info.startswith("/api/"):
-                return JsonResponse(error_body("length_required", message), status=411)
-            return HttpResponse(message, status=411, content_type="text/plain; charset=utf-8")
-        return self.get_response(request)

@@ -93,8 +93,7 @@ MIDDLEWARE = [
     "toolhub.metrics.MetricsMiddleware",
     "toolhub.middleware.RequestIDMiddleware",
     "toolhub.middleware.UnreadBodyDrainMiddleware",
-    "toolhub.middleware.NulRefusalMiddleware",
-    "toolhub.middleware.ChunkedBodyRefusalMiddleware",
+    "toolhub.middleware.RequestShapeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's and Swagger UI's static files under gunicorn (no CDN, no nginx needed).
     "whitenoise.middleware.WhiteNoiseMiddleware",
