@@ -608,14 +608,8 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, round(seconds, 3))
 
 
-def _binary(body: bytes, charset: str | None, secrets: list[str]) -> bool:
-    """Whether ``body`` is not text in its charset (and holds none of ``secrets``)."""
-    try:
-        body.decode(charset or "utf-8")
-        return False
-    except (UnicodeDecodeError, LookupError):
-        pass
-    return not any(s.encode("utf-8", "ignore") in body for s in secrets if s)
+def _holds_secret(body: bytes, secrets: list[str]) -> bool:
+    return any(s.encode("utf-8", "ignore") in body for s in secrets if s)
 
 
 def _response_headers(response: httpx.Response) -> dict[str, str]:
@@ -810,14 +804,18 @@ class HTTPExecutor:
     ) -> ExecutorResult:
         status = response.status_code
         content_type = response.headers.get("content-type", "")
-        text = body.decode(response.encoding or "utf-8", errors="replace")
+        charset = response.encoding or "utf-8"
+        try:
+            text, undecodable = body.decode(charset), False
+        except UnicodeDecodeError:
+            text, undecodable = body.decode(charset, errors="replace"), True
         variants = _secret_variants(secrets)
         if truncated:
             text = _trim_partial_secret(text, variants)
 
         data: Any = text if text else None
         encoding = None
-        if body and not truncated and _binary(body, response.encoding, variants):
+        if undecodable and not truncated and not _holds_secret(body, variants):
             # Not text in its charset (an image, a PDF): kept whole as base64, not mangled
             # with replacement characters. A body holding a secret stays text, redacted.
             data, encoding = base64.b64encode(body).decode("ascii"), "base64"
