@@ -78,11 +78,17 @@ class AgentForm(forms.ModelForm):
         if "owner" in self.fields:
             self.fields["owner"].queryset = self.fields["owner"].queryset.filter(agent__isnull=True)
 
+    def _webhook_touched(self) -> bool:
+        """Whether the page changes the webhook (one stored under older rules, left as it
+        is, blocks no other change)."""
+        return bool(
+            {"webhook_url", "webhook_secret", "clear_webhook_secret"} & set(self.changed_data)
+        )
+
     def clean(self):
         data = super().clean()
-        touched = {"webhook_url", "webhook_secret", "clear_webhook_secret"} & set(self.changed_data)
-        if not touched:
-            return data  # a webhook stored under older rules blocks no other change
+        if not self._webhook_touched():
+            return data
         if data.get("clear_webhook_secret"):
             data["webhook_url"], data["webhook_secret"] = "", ""
         secret = data.get("webhook_secret") or None
@@ -96,7 +102,7 @@ class AgentForm(forms.ModelForm):
 
     def webhook_change(self) -> dict:
         """The webhook fields for the services: an empty secret field keeps the stored one."""
-        if not {"webhook_url", "webhook_secret", "clear_webhook_secret"} & set(self.changed_data):
+        if not self._webhook_touched():
             return {}
         data = {"webhook_url": self.cleaned_data.get("webhook_url") or ""}
         if self.cleaned_data.get("clear_webhook_secret"):
