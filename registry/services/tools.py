@@ -368,7 +368,9 @@ def tool_create(
     for index, spec in enumerate(parameters or []):
         # Without positions, the order given is the order of the input schema.
         spec = {"position": index, **spec}
-        parameter_create(actor=actor, tool=tool, _prefix=f"parameters[{index}]", **spec)
+        parameter_create(
+            actor=actor, tool=tool, _prefix=f"parameters[{index}]", _creating=True, **spec
+        )
     first_index: dict[str, int] = {}
     for index, spec in enumerate(configs or []):
         key = spec.get("config_key")
@@ -387,7 +389,7 @@ def tool_create(
                 ],
             )
         first_index.setdefault(key, index)
-        config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", _check=False, **spec)
+        config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", _creating=True, **spec)
     _check_cacheable(tool)
     return tool
 
@@ -536,7 +538,9 @@ def _unique_parameter(param: ToolParameter, prefix: str) -> None:
 
 
 @transaction.atomic
-def parameter_create(*, actor, tool: Tool, _prefix: str = "", **data: Any) -> ToolParameter:
+def parameter_create(
+    *, actor, tool: Tool, _prefix: str = "", _creating: bool = False, **data: Any
+) -> ToolParameter:
     unknown = set(data) - set(PARAMETER_FIELDS)
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
@@ -547,7 +551,8 @@ def parameter_create(*, actor, tool: Tool, _prefix: str = "", **data: Any) -> To
     _validate_parameter(param, _prefix)
     _unique_parameter(param, _prefix)
     _save(param, f"Duplicate parameter '{param.name}'.", "name", _prefix)
-    _definition_changed(tool.pk)
+    if not _creating:  # tool_create: the tool row was written just now
+        _definition_changed(tool.pk)
     audit_record(
         actor=actor, action="tool_parameter.created", target=param, after=parameter_snapshot(param)
     )
@@ -618,7 +623,7 @@ def config_set(
     config_value: Any,
     is_secret: bool | None = None,
     _prefix: str = "",
-    _check: bool = True,
+    _creating: bool = False,
 ) -> tuple[ToolConfig, bool]:
     """Create or replace the config ``config_key`` of ``tool``. Returns ``(config, created)``.
 
@@ -663,8 +668,8 @@ def config_set(
     config.set_value(config_value)
     full_clean(config, exclude=["tool"], prefix=_prefix)
     _save(config, f"Duplicate config key '{config_key}'.", "config_key", _prefix)
-    _definition_changed(tool.pk)
-    if _check:
+    if not _creating:  # tool_create: the row is new, its cacheability checked once at the end
+        _definition_changed(tool.pk)
         _check_cacheable(tool)
     after = config_snapshot(config)
     action = "tool_config.created" if created else "tool_config.updated"
