@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any
 
 from django.db import transaction
@@ -102,14 +101,6 @@ class SyncReport:
             "skipped": self.skipped,
             "warnings": self.warnings,
         }
-
-
-def tool_allowed(name: str, server: MCPServer) -> bool:
-    """Allowed (empty list: all) and not denied; entries are exact names or fnmatch patterns."""
-    allowed = server.tools_allowed or []
-    if allowed and not any(fnmatchcase(name, pattern) for pattern in allowed):
-        return False
-    return not any(fnmatchcase(name, pattern) for pattern in server.tools_denied or [])
 
 
 def _error_code(exc: Exception) -> str:
@@ -200,7 +191,7 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
         if not isinstance(remote_name, str) or not remote_name or remote_name in kept:
             report.warnings.append(f"tool name {remote_name!r} missing or repeated; ignored")
             continue
-        if not tool_allowed(remote_name, server):
+        if not server.offers(remote_name):
             continue
         kept.add(remote_name)
         notes: list[str] = []
@@ -254,7 +245,7 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
     for remote_name, tool in existing.items():
         if remote_name in kept or not tool.is_active:
             continue
-        state = "denied" if not tool_allowed(remote_name, server) else "vanished"
+        state = "denied" if not server.offers(remote_name) else "vanished"
         meta = {**(tool.tool_metadata or {}), mcp_services.META_SYNC_STATE: state}
         tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})
         report.deactivated.append(tool.name)

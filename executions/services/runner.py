@@ -116,10 +116,9 @@ def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
         return {}
     # The server's stored credentials serve only the tools its filters let through.
     from executions.executors.mcp import remote_tool_name
-    from executions.mcp_sync import tool_allowed
 
     remote = remote_tool_name(configs, tool.name, server.name)
-    if not tool_allowed(remote, server):
+    if not server.offers(remote):
         raise ValueError(
             f"MCP server '{server.name}' does not offer '{remote}' (tools_allowed/tools_denied)."
         )

@@ -201,6 +201,14 @@ class MCPServer(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def offers(self, remote_name: str) -> bool:
+        """Whether the filters let ``remote_name`` through: allowed (an empty list allows
+        all) and not denied; entries are exact names or fnmatch patterns."""
+        allowed = self.tools_allowed or []
+        if allowed and not any(fnmatchcase(remote_name, p) for p in allowed):
+            return False
+        return not any(fnmatchcase(remote_name, p) for p in self.tools_denied or [])
+
     # The stored token: write-only, decrypted only to build a connection spec.
 
     @property

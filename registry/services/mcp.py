@@ -219,7 +219,19 @@ def mcp_server_update(
         _deactivate_tools(actor=actor, server=server, reason="server_disabled")
     elif server.is_enabled and not before["is_enabled"]:
         _reactivate_tools(actor=actor, server=server)
+    if (before["tools_allowed"], before["tools_denied"]) != (
+        server.tools_allowed,
+        server.tools_denied,
+    ):
+        # Tools the filters now exclude stop at admission (409 tool_inactive)
+        # rather than failing when they run; the next sync decides about
+        # those the new filters let through again.
+        _deactivate_tools(actor=actor, server=server, reason="denied", only_denied=True)
     return server
+
+
+def _remote_name(tool: Tool) -> str:
+    return str((tool.tool_metadata or {}).get(META_REMOTE_NAME) or tool.name)
 
 
 def _reactivate_tools(*, actor, server: MCPServer) -> list[str]:
@@ -230,15 +242,25 @@ def _reactivate_tools(*, actor, server: MCPServer) -> list[str]:
         meta = dict(tool.tool_metadata or {})
         if meta.get(META_SYNC_STATE) != "server_disabled":
             continue
+        if not server.offers(_remote_name(tool)):
+            if meta.get(META_SYNC_STATE) != "denied":
+                meta[META_SYNC_STATE] = "denied"  # stays off; a sync may bring it back
+                tool_update(actor=actor, tool=tool, data={"tool_metadata": meta})
+            continue
         meta[META_SYNC_STATE] = None
         tool_update(actor=actor, tool=tool, data={"is_active": True, "tool_metadata": meta})
         names.append(tool.name)
     return names
 
 
-def _deactivate_tools(*, actor, server: MCPServer, reason: str) -> list[str]:
+def _deactivate_tools(
+    *, actor, server: MCPServer, reason: str, only_denied: bool = False
+) -> list[str]:
+    """Deactivate the server's active tools (``only_denied``: those its filters exclude)."""
     names = []
     for tool in mcp_server_tools(server).filter(is_active=True):
+        if only_denied and server.offers(_remote_name(tool)):
+            continue
         meta = dict(tool.tool_metadata or {}, **{META_SYNC_STATE: reason})
         tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})
         names.append(tool.name)

@@ -149,12 +149,13 @@ def test_allow_and_deny_lists(web):
     assert report.ok
     assert sorted(report.created) == ["web__add", "web__echo", "web__structured"]
 
-    # Denying a synced tool deactivates it; lifting the denial brings it back.
+    # Denying a synced tool deactivates it at once (a sync finds nothing left to
+    # do); lifting the denial and syncing brings it back.
     services.mcp_server_update(actor=None, server=web, data={"tools_denied": ["slow", "echo"]})
-    report = mcp_server_sync(actor=None, server=web)
-    assert report.deactivated == ["web__echo"]
     echo = Tool.objects.get(name="web__echo")
     assert echo.is_active is False and echo.tool_metadata["mcp_sync_state"] == "denied"
+    report = mcp_server_sync(actor=None, server=web)
+    assert report.ok and report.deactivated == []
     services.mcp_server_update(actor=None, server=web, data={"tools_denied": []})
     report = mcp_server_sync(actor=None, server=web)
     assert "web__echo" in report.updated and "web__slow" in report.created

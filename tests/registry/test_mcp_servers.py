@@ -359,6 +359,57 @@ def test_disabling_a_server_deactivates_its_tools(staff_client, server):
     assert removed.is_active is False
 
 
+def test_narrowing_the_filters_deactivates_the_tools_they_now_exclude(staff_client, server):
+    lookup, fetch = synced_tool(server, "lookup"), synced_tool(server, "fetch")
+    response = staff_client.patch(detail(server), {"tools_denied": ["look*"]}, format="json")
+    assert response.status_code == 200, response.content
+    lookup.refresh_from_db()
+    fetch.refresh_from_db()
+    assert lookup.is_active is False and fetch.is_active is True
+    assert lookup.tool_metadata[services.META_SYNC_STATE] == "denied"
+    # A call is refused at admission, recorded, and never reaches the server.
+    call = staff_client.post(
+        "/api/v1/executions", {"tool": lookup.name, "input_data": {}}, format="json"
+    )
+    assert call.status_code == 409, call.content
+    assert call.json()["error"]["code"] == "tool_inactive"
+    updated = AuditEvent.objects.filter(action="tool.updated", target_id=str(lookup.pk))
+    assert updated.latest("id").after["is_active"] is False
+
+    # Disabled and enabled again meanwhile, the denied tool stays off.
+    for enabled in (False, True):
+        answer = staff_client.patch(detail(server), {"is_enabled": enabled}, format="json")
+        assert answer.status_code == 200
+    lookup.refresh_from_db()
+    fetch.refresh_from_db()
+    assert lookup.is_active is False and fetch.is_active is True
+
+    # An allow-list works the same way; an edit leaving the filters alone changes no tool.
+    narrowed = staff_client.patch(
+        detail(server), {"tools_denied": [], "tools_allowed": ["lookup"]}, format="json"
+    )
+    assert narrowed.status_code == 200
+    fetch.refresh_from_db()
+    assert fetch.is_active is False
+    before = AuditEvent.objects.count()
+    assert (
+        staff_client.patch(detail(server), {"description": "x"}, format="json").status_code == 200
+    )
+    assert AuditEvent.objects.count() == before + 1  # the server's own update only
+
+
+def test_reenabling_leaves_off_what_the_filters_now_exclude(server):
+    lookup = synced_tool(server, "lookup")
+    services.mcp_server_update(actor=None, server=server, data={"is_enabled": False})
+    # Narrowed while disabled: its tools are off already, and must stay so.
+    MCPServer.objects.filter(pk=server.pk).update(tools_denied=["lookup"])
+    server.refresh_from_db()
+    services.mcp_server_update(actor=None, server=server, data={"is_enabled": True})
+    lookup.refresh_from_db()
+    assert lookup.is_active is False
+    assert lookup.tool_metadata[services.META_SYNC_STATE] == "denied"
+
+
 def test_tool_count_and_server_for_tool(staff_client, server):
     tool = synced_tool(server, "lookup")
     assert staff_client.get(detail(server)).json()["tool_count"] == 1
