@@ -8,9 +8,11 @@ from toolhub import views
 from toolhub.api.openapi import SchemaView
 from toolhub.metrics import metrics_view
 
+# Executions first: every governed call resolves its URL, and Django tries the
+# patterns in order (no pattern of one module matches another module's paths).
 api_v1 = [
-    path("", include("registry.api.urls")),
     path("", include("executions.api.urls")),
+    path("", include("registry.api.urls")),
     path("", include("executions.api_mcp")),
     path("", include(stats_views.urlpatterns)),
 ]
