@@ -347,6 +347,22 @@ class RoleForm(forms.ModelForm):
             profile = RoleProfile.objects.filter(group=self.instance).first()
             self.fields["description"].initial = profile.description if profile else ""
 
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance._state.adding or "permissions" not in cleaned:
+            return cleaned
+        gives_admin = any(
+            p.content_type.app_label == "registry" and p.codename == "grant_tool"
+            for p in cleaned["permissions"]
+        )
+        if (
+            not gives_admin
+            and services.platform_admins_remain()
+            and not services.platform_admins_remain(without_roles=[self.instance.pk])
+        ):
+            raise forms.ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")
+        return cleaned
+
 
 @admin.register(Role)
 class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
@@ -415,6 +431,15 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
 
     def save_related(self, request, form, formsets, change):
         pass  # permissions are saved by the service
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        ids = [role.pk for role in objs]
+        if services.platform_admins_remain() and not services.platform_admins_remain(
+            without_roles=ids
+        ):
+            protected = [*protected, services.LAST_PLATFORM_ADMIN]
+        return deleted, counts, perms_needed, protected
 
     def delete_model(self, request, obj):
         services.role_delete(actor=request.user, role=Group.objects.get(pk=obj.pk))

@@ -13,6 +13,8 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import UserChangeForm
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from registry.admin.mixins import GuardedChangeListMixin
@@ -45,12 +47,52 @@ def user_snapshot(user) -> dict:
     }
 
 
+def _is_grant_right(permission) -> bool:
+    return permission.content_type.app_label == "registry" and permission.codename == "grant_tool"
+
+
+class GuardedUserChangeForm(UserChangeForm):
+    """Refuses the change that would leave no person able to administer the platform."""
+
+    def clean(self):
+        cleaned = super().clean()
+        user = self.instance
+        if user.pk is None or hasattr(user, "agent"):
+            return cleaned
+        if services.platform_admins_remain(without_users=[user.pk]):
+            return cleaned  # someone else still is one
+        if not services.platform_admins_remain():
+            return cleaned  # nobody is one now either: nothing to keep
+        field = cleaned.get  # a field this user may not edit keeps its stored value
+        permissions = field("user_permissions", user.user_permissions.all())
+        groups = field("groups", user.groups.all())
+        stays = field("is_active", user.is_active) and (
+            field("is_superuser", user.is_superuser)
+            or any(_is_grant_right(p) for p in permissions)
+            or any(_is_grant_right(p) for g in groups for p in g.permissions.all())
+        )
+        if not stays:
+            raise ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")
+        return cleaned
+
+
 if admin.site.is_registered(User):
     admin.site.unregister(User)
 
 
 @admin.register(User)
 class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
+    form = GuardedUserChangeForm
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        ids = [user.pk for user in objs]
+        if services.platform_admins_remain() and not services.platform_admins_remain(
+            without_users=ids
+        ):
+            protected = [*protected, services.LAST_PLATFORM_ADMIN]
+        return deleted, counts, perms_needed, protected
+
     def save_model(self, request, obj, form, change):
         before = user_snapshot(User.objects.get(pk=obj.pk)) if change else None
         setattr(request, _BEFORE, before)

@@ -95,7 +95,7 @@ class RoleDetailView(BaseAPIView):
         role = services.role_update(actor=request.user, role=role, data=dict(data.validated_data))
         return Response(s.RoleOutputSerializer(_role_qs().get(pk=role.pk)).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **errors(409)})
     def delete(self, request, role_id):
         role = self.get_role(role_id)
         require_platform_admin(request.user)

@@ -205,9 +205,40 @@ def _platform_permissions(labels: Iterable[str]) -> list[Permission]:
     return perms
 
 
+# Lock-out guard: no change may leave the platform without a person who can
+# administer it (grant access, manage agents and roles). Agents do not count:
+# the admin site is for people.
+LAST_PLATFORM_ADMIN = (
+    "This would leave no active person who is a platform admin (a superuser, or "
+    "holding registry.grant_tool directly or through a role). Make someone else "
+    "a platform admin first."
+)
+
+
+def platform_admins_remain(*, without_users: Iterable = (), without_roles: Iterable = ()) -> bool:
+    """Whether an active person other than ``without_users`` is a platform admin
+    once the roles ``without_roles`` no longer give ``registry.grant_tool``."""
+    right = Permission.objects.filter(content_type__app_label="registry", codename="grant_tool")
+    roles = Group.objects.filter(permissions__in=right).exclude(pk__in=list(without_roles))
+    people = get_user_model().objects.filter(is_active=True, agent__isnull=True)
+    return (
+        people.exclude(pk__in=list(without_users))
+        .filter(Q(is_superuser=True) | Q(user_permissions__in=right) | Q(groups__in=roles))
+        .exists()
+    )
+
+
+def _keep_a_platform_admin(had: bool) -> None:
+    """Raise (rolling the caller's transaction back) when the change just made left
+    no platform admin although there was one before."""
+    if had and not platform_admins_remain():
+        raise Conflict(LAST_PLATFORM_ADMIN, code="last_platform_admin")
+
+
 @transaction.atomic
 def role_update(*, actor, role: Group, data: dict) -> Group:
     before = role_snapshot(role)
+    had_admins = platform_admins_remain()
     if "name" in data and data["name"] != role.name:
         name = (data["name"] or "").strip()
         if not name:
@@ -223,6 +254,7 @@ def role_update(*, actor, role: Group, data: dict) -> Group:
     if "permissions" in data:
         keep = list(role.permissions.filter(codename__in=TOOL_ACCESS_CODENAMES))
         role.permissions.set([*keep, *_platform_permissions(data["permissions"])])
+        _keep_a_platform_admin(had_admins)
     role = Group.objects.get(pk=role.pk)
     after = role_snapshot(role)
     if after != before:
@@ -236,7 +268,9 @@ def role_delete(*, actor, role: Group) -> None:
     snapshot["members"] = list(role.user_set.values_list("username", flat=True))
     snapshot["grants"] = [str(g) for g in role.tool_grants.select_related("tool")]
     role_id, role_repr = str(role.pk), role.name
+    had_admins = platform_admins_remain()
     role.delete()
+    _keep_a_platform_admin(had_admins)
     audit_record(
         actor=actor,
         action="role.deleted",
@@ -464,7 +498,9 @@ def agent_update(*, actor, agent: Agent, data: dict) -> Agent:
 def user_set_roles(*, actor, user, role_ids: Iterable) -> None:
     """Membership for a person (agents use ``agent_update``)."""
     with transaction.atomic():
+        had_admins = platform_admins_remain()
         _set_membership(actor, user, _roles(role_ids), target=user)
+        _keep_a_platform_admin(had_admins)
 
 
 # Tokens
@@ -600,6 +636,7 @@ __all__ = [
     "audit_membership",
     "grant_create",
     "grant_revoke",
+    "platform_admins_remain",
     "role_create",
     "role_delete",
     "role_update",

@@ -6,11 +6,13 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
 from registry.models import AuditEvent
-from tests.conftest import make_role
+from registry.services import access as access_services
+from tests.conftest import make_role, token_client
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -105,3 +107,73 @@ def test_creating_and_deleting_a_user_is_audited(admin_client):
     deleted = AuditEvent.objects.get(action="user.deleted", target_id=str(erin.pk))
     assert deleted.before["username"] == "erin"
     assert not User.objects.filter(username="erin").exists()
+
+
+# --------------------------------------------------------------------------- lock-out guard
+
+
+def test_the_last_platform_admin_cannot_demote_deactivate_or_delete_themselves(
+    admin_client, superuser
+):
+    url = reverse("admin:auth_user_change", args=[superuser.pk])
+    for change in ({"is_superuser": ""}, {"is_active": ""}):
+        response = admin_client.post(url, change_form(superuser, **change))
+        assert response.status_code == 200  # the form again, with the reason
+        assert "no active person who is a platform admin" in response.content.decode()
+        superuser.refresh_from_db()
+        assert superuser.is_superuser and superuser.is_active
+    delete = reverse("admin:auth_user_delete", args=[superuser.pk])
+    page = admin_client.post(delete, {"post": "yes"})
+    assert "no active person who is a platform admin" in page.content.decode()
+    assert User.objects.filter(pk=superuser.pk).exists()
+    assert not AuditEvent.objects.filter(action__in=["user.updated", "user.deleted"]).exists()
+
+    # With a second platform admin (through a role), each of these is allowed.
+    other = make_user("dora", is_staff=True)
+    other.groups.add(make_role("platform", permissions=["registry.grant_tool"]))
+    response = admin_client.post(url, change_form(superuser, is_superuser=""))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    superuser.refresh_from_db()
+    assert not superuser.is_superuser
+
+
+def test_the_role_of_the_last_platform_admins_keeps_its_right(admin_client, superuser):
+    platform = make_role("platform", permissions=access_services.PLATFORM_ADMIN_PERMISSIONS)
+    dora = make_user("dora", is_staff=True)
+    dora.groups.add(platform)
+    superuser.is_superuser = False
+    superuser.save()
+    superuser.groups.add(platform)
+    admin_client.force_login(superuser)
+    role_url = reverse("admin:registry_role_change", args=[platform.pk])
+    choices = access_services.role_permission_choices()
+    kept = [str(p.pk) for p in choices.filter(group=platform).exclude(codename="grant_tool")]
+    response = admin_client.post(
+        role_url, {"name": "platform", "description": "", "permissions": kept}
+    )
+    assert response.status_code == 200
+    assert "no active person who is a platform admin" in response.content.decode()
+    assert platform.permissions.filter(codename="grant_tool").exists()
+    superuser.user_permissions.add(*access_services.permissions_by_label(["registry.delete_role"]))
+    page = admin_client.post(
+        reverse("admin:registry_role_delete", args=[platform.pk]), {"post": "yes"}
+    )
+    assert "no active person who is a platform admin" in page.content.decode()
+    assert Group.objects.filter(pk=platform.pk).exists()
+
+    # The API refuses the same changes with 409, and changes nothing. An agent in
+    # the role does not count: the platform is administered by people.
+    access_services.agent_create(actor=None, name="ops-bot", owner=dora, role_ids=[platform.pk])
+    api = token_client(dora)
+    patched = api.patch(
+        f"/api/v1/roles/{platform.pk}", {"permissions": ["registry.add_tool"]}, format="json"
+    )
+    assert patched.status_code == 409, patched.content
+    assert patched.json()["error"]["code"] == "last_platform_admin"
+    assert api.delete(f"/api/v1/roles/{platform.pk}").status_code == 409
+    assert platform.permissions.filter(codename="grant_tool").exists()
+    assert not AuditEvent.objects.filter(action__in=["role.updated", "role.deleted"]).exists()
+
+    # A second person who is a platform admin lets it go.
+    make_user("erin", is_staff=True, is_superuser=True)
+    assert api.delete(f"/api/v1/roles/{platform.pk}").status_code == 204
