@@ -416,13 +416,16 @@ def check_stdio_command(command: str, args: list[str] | tuple[str, ...] = ()) ->
 
 
 def check_stdio_env(env: Mapping[str, str]) -> None:
-    """Raise ``MCPConfigError`` for variables that would run other code than the command
-    (``registry.models.mcp.REFUSED_ENV_NAMES``), also for servers saved before the rule."""
+    """Raise ``MCPConfigError`` for variables the environment may not set
+    (``registry.models.mcp.refused_env_names``), also for servers saved before the rule."""
     from registry.models.mcp import refused_env_names
 
     refused = refused_env_names(env)
     if refused:
-        raise MCPConfigError(f"the stdio server's environment may not set {', '.join(refused)}")
+        raise MCPConfigError(
+            f"the stdio server's environment may not set {', '.join(refused)} "
+            "(see TOOLHUB_MCP_STDIO_ENV_VARS)"
+        )
 
 
 # --------------------------------------------------------------------------- error mapping

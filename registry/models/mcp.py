@@ -56,31 +56,120 @@ def token_env_var_problem(name: str) -> str | None:
     return None
 
 
-# Variables that make an interpreter or the loader run other code than the command's
-# (preloaded libraries, startup files, module paths, options): never set for a server.
+# What a stdio server's environment may set: an allow-list of name patterns
+# (``TOOLHUB_MCP_STDIO_ENV_VARS``), because a deny-list of the variables that make
+# a program run other code (loader, interpreter, package manager, TLS library,
+# locale converters...) is never complete. The default admits the credentials
+# and endpoints MCP servers are configured with.
+DEFAULT_STDIO_ENV_VARS = [
+    "*_TOKEN",
+    "*_API_KEY",
+    "*_APIKEY",
+    "*_KEY",
+    "*_SECRET",
+    "*_PASSWORD",
+    "*_PAT",
+    "*_ID",
+    "*_USER",
+    "*_USERNAME",
+    "*_URL",
+    "*_HOST",
+    "*_ENDPOINT",
+    "*_REGION",
+    "*_ORG",
+    "*_PROJECT",
+    "*_WORKSPACE",
+    "*_TEAM",
+    "*_DOMAIN",
+    "LOG_LEVEL",
+    "*_LOG_LEVEL",
+]
+
+# Refused whatever the allow-list says (compared upper-cased): variables that make
+# the loader, an interpreter, a package manager or a library run or load other
+# code than the command's, or send its traffic elsewhere.
 REFUSED_ENV_NAMES = (
     "LD_*",
     "DYLD_*",
     "PYTHON*",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "BASH_ENV",
-    "ENV",
-    "PATH",
-    "JAVA_TOOL_OPTIONS",
+    "NODE_*",
+    "NPM_*",
+    "YARN_*",
+    "PNPM_*",
+    "BUN_*",
+    "DENO_*",
+    "PIP_*",
+    "UV_*",
+    "CONDA_*",
+    "VIRTUAL_ENV",
+    "PERL*",
+    "RUBY*",
+    "GEM_*",
+    "BUNDLE_*",
+    "CARGO_*",
+    "RUSTUP_*",
+    "GOPATH",
+    "GOROOT",
+    "GOFLAGS",
+    "GOPROXY",
+    "GOENV",
+    "GOTOOLCHAIN",
+    "GOBIN",
+    "JAVA_*",
     "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
+    "JDK_*",
+    "CLASSPATH",
+    "BASH_*",
+    "ENV",
+    "SHELL*",
+    "PATH",
+    "IFS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "HOME",
+    "XDG_*",
+    "TMPDIR",
+    "GIT_*",
+    "OPENSSL_*",
+    "SSL_*",
+    "*_CA_BUNDLE",
+    "*_CA_CERTS",
+    "CURL_*",
+    "*_PROXY",
+    "GCONV_PATH",
+    "GLIBC_*",
+    "MALLOC_*",
+    "LOCPATH",
+    "NLSPATH",
+    "TERMINFO*",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "BROWSER",
 )
 
 
+ENV_REFUSED = (
+    "{names}: not allowed by TOOLHUB_MCP_STDIO_ENV_VARS, or a variable that would let the "
+    "process run other code than its command or send its traffic elsewhere (loader, "
+    "interpreter, package manager, TLS, proxy and home settings are never set)."
+)
+
+
+def stdio_env_allowed() -> list[str]:
+    return [str(p) for p in getattr(settings, "TOOLHUB_MCP_STDIO_ENV_VARS", DEFAULT_STDIO_ENV_VARS)]
+
+
 def refused_env_names(names) -> list[str]:
-    """The names among ``names`` a stdio server's environment may not set."""
-    return sorted(n for n in names if any(fnmatchcase(n.upper(), p) for p in REFUSED_ENV_NAMES))
+    """The names among ``names`` a stdio server's environment may not set: refused
+    outright, or not matched by ``TOOLHUB_MCP_STDIO_ENV_VARS``."""
+    allowed = [p.upper() for p in stdio_env_allowed() if p]
+    return sorted(
+        n
+        for n in names
+        if any(fnmatchcase(n.upper(), p) for p in REFUSED_ENV_NAMES)
+        or not any(fnmatchcase(n.upper(), p) for p in allowed)
+    )
 
 
 def env_problem(env: Any, stored: dict[str, str] | None = None) -> str | None:
@@ -95,10 +184,7 @@ def env_problem(env: Any, stored: dict[str, str] | None = None) -> str | None:
         return f"Keys must be environment variable names (not {', '.join(bad)})."
     refused = refused_env_names(env)
     if refused:
-        return (
-            f"{', '.join(refused)} would let the process run other code than its command "
-            "(loader, interpreter start-up and module paths are never set)."
-        )
+        return ENV_REFUSED.format(names=", ".join(refused))
     kept = sorted(k for k, v in env.items() if v == crypto.MASK and k not in (stored or {}))
     if kept:
         return (

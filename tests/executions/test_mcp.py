@@ -379,7 +379,17 @@ def test_an_allow_list_entry_with_arguments_pins_them(settings, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name", ["PYTHONPATH", "LD_PRELOAD", "NODE_OPTIONS", "PATH", "pythonstartup"]
+    "name",
+    [
+        "PYTHONPATH",
+        "LD_PRELOAD",
+        "NODE_OPTIONS",
+        "PATH",
+        "pythonstartup",
+        "npm_config_node_options",
+        "OPENSSL_CONF",
+        "UNLISTED_SETTING",
+    ],
 )
 def test_environment_that_runs_other_code_is_refused(stdio_spec, name):
     result = run({**stdio_spec, "env": {name: "/srv/evil"}}, "add", {"a": 1, "b": 2})

@@ -314,9 +314,12 @@ def test_stdio_environment_values_are_write_only_and_encrypted(staff_client, rev
     assert ENV_CANARY not in audit_text() and "rotated-value" not in audit_text()
 
     # The mask for a variable that has no stored value is refused, naming it.
-    refused = staff_client.patch(detail(server), {"env": {"NEW_ONE": "********"}}, format="json")
+    refused = staff_client.patch(detail(server), {"env": {"NEW_TOKEN": "********"}}, format="json")
     assert refused.status_code == 400
-    assert "NEW_ONE" in refused.json()["error"]["details"][0]["message"]
+    assert (
+        "NEW_TOKEN: ******** keeps a stored value"
+        in refused.json()["error"]["details"][0]["message"]
+    )
     dropped = staff_client.patch(detail(server), {"env": {}}, format="json")
     assert dropped.status_code == 200 and dropped.json()["env"] == {}
     assert MCPServer.objects.get(pk=server.pk).encrypted_env == ""
@@ -410,6 +413,55 @@ def test_reenabling_leaves_off_what_the_filters_now_exclude(server):
     assert lookup.tool_metadata[services.META_SYNC_STATE] == "denied"
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        # Each makes an allowed program run other code, or load it.
+        "npm_config_node_options",
+        "OPENSSL_CONF",
+        "OPENSSL_MODULES",
+        "GCONV_PATH",
+        "GLIBC_TUNABLES",
+        "MALLOC_CONF",
+        "GIT_SSH_COMMAND",
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "HTTPS_PROXY",
+        "NODE_EXTRA_CA_CERTS",
+        "PIP_INDEX_URL",  # ends like an endpoint, still refused
+        "SOMETHING_ELSE",  # not on the allow-list
+    ],
+)
+def test_a_stdio_environment_sets_only_what_the_allow_list_names(staff_client, name):
+    data = payload(name="local", transport="stdio", url="", command="/usr/bin/vendor-mcp")
+    data.pop("auth_token")
+    data["env"] = {name: "/srv/evil"}
+    response = staff_client.post(LIST, data, format="json")
+    assert response.status_code == 400, response.content
+    assert name in response.json()["error"]["details"][0]["message"]
+    assert not MCPServer.objects.filter(name="local").exists()
+
+
+def test_credentials_and_endpoints_are_allowed_and_the_list_is_the_operators(
+    staff_client, settings
+):
+    data = payload(name="local", transport="stdio", url="", command="/usr/bin/vendor-mcp")
+    data.pop("auth_token")
+    data["env"] = {
+        "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x",
+        "GOOGLE_API_KEY": "k",
+        "JIRA_URL": "https://jira.example",
+        "LOG_LEVEL": "debug",
+    }
+    response = staff_client.post(LIST, data, format="json")
+    assert response.status_code == 201, response.content
+    settings.TOOLHUB_MCP_STDIO_ENV_VARS = ["VENDOR_*"]
+    data.update(name="local2", env={"VENDOR_MODE": "x"})
+    assert staff_client.post(LIST, data, format="json").status_code == 201
+    data.update(name="local3", env={"GOOGLE_API_KEY": "k"})  # no longer on the list
+    assert staff_client.post(LIST, data, format="json").status_code == 400
+
+
 def test_tool_count_and_server_for_tool(staff_client, server):
     tool = synced_tool(server, "lookup")
     assert staff_client.get(detail(server)).json()["tool_count"] == 1
@@ -437,7 +489,12 @@ def test_spec_reads_the_token_from_the_environment_at_call_time(server, monkeypa
     assert services.mcp_server_spec(server)["auth_token"] == "from-the-environment"
 
     stdio = services.mcp_server_create(
-        actor=None, name="local", transport="stdio", command="/bin/srv", args=["-v"], env={"A": "b"}
+        actor=None,
+        name="local",
+        transport="stdio",
+        command="/bin/srv",
+        args=["-v"],
+        env={"A_KEY": "b"},
     )
     assert services.mcp_server_spec(stdio) == {
         "name": "local",
@@ -446,7 +503,7 @@ def test_spec_reads_the_token_from_the_environment_at_call_time(server, monkeypa
         "auth_token": None,
         "command": "/bin/srv",
         "args": ["-v"],
-        "env": {"A": "b"},
+        "env": {"A_KEY": "b"},
     }
 
 
@@ -525,12 +582,12 @@ def test_admin_shows_environment_names_and_keeps_masked_values(admin_client, rev
     assert "K_TOKEN" in page and CANARY not in page
 
     # Saving the form as shown (masked) keeps the value; a new name with a value adds one.
-    masked = json.dumps({"K_TOKEN": "********", "EXTRA": "x"})
+    masked = json.dumps({"K_TOKEN": "********", "EXTRA_KEY": "x"})
     response = admin_client.post(change, {**form, "env": masked})
     assert response.status_code == 302, response.content.decode()[:3000]
-    assert MCPServer.objects.get(pk=server.pk).stored_env() == {"K_TOKEN": CANARY, "EXTRA": "x"}
-    bad = admin_client.post(change, {**form, "env": json.dumps({"NOPE": "********"})})
-    assert bad.status_code == 200 and "NOPE" in bad.content.decode()
+    assert MCPServer.objects.get(pk=server.pk).stored_env() == {"K_TOKEN": CANARY, "EXTRA_KEY": "x"}
+    bad = admin_client.post(change, {**form, "env": json.dumps({"NOPE_KEY": "********"})})
+    assert bad.status_code == 200 and "NOPE_KEY" in bad.content.decode()
 
     reviewer = Client()
     reviewer.force_login(reviewer_user)
