@@ -21,6 +21,9 @@ strings read at call time:
 * host names (``"api.internal.example"``): that exact name (case-insensitive,
   trailing dot ignored, no wildcard) is allowed whatever it resolves to.
 
+Any other entry (``toolhub.env.egress_allow_entry``) stops the process at
+startup. A refusal that the setting could lift says what to list in it.
+
 The check returns a :class:`Destination` holding the addresses it checked. The
 caller must connect to one of *those* addresses (pinning) and never resolve the
 name again, otherwise a DNS answer that changes between the check and the
@@ -40,6 +43,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from django.conf import settings
+
+from toolhub.env import egress_allow_entry
 
 ALLOWED_SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -263,13 +268,18 @@ def _parse_allowlist(entries: tuple[str, ...]) -> _Allowlist:
     networks: list[IPNetwork] = []
     hosts: set[str] = set()
     for raw in entries:
-        entry = raw.strip()
-        if not entry:
+        if not raw.strip():
             continue
         try:
-            networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+            entry = egress_allow_entry(raw)
         except ValueError:
-            hosts.add(_normalize_name(entry))
+            # Refused at startup (settings); an entry set otherwise that is neither a
+            # network nor a host name could never match, so it allows nothing.
+            continue
+        if isinstance(entry, str):
+            hosts.add(entry)
+        else:
+            networks.append(entry)
     return _Allowlist(tuple(networks), frozenset(hosts))
 
 
@@ -329,8 +339,15 @@ def _resolve(host: str, port: int) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- checks
 
 
-def _deny(host: str, reason: str) -> EgressDenied:
-    return EgressDenied(f"egress to {host!r} refused: {reason}", host=host, reason=reason)
+ALLOW_SETTING = "TOOLHUB_EGRESS_ALLOW"
+
+
+def _deny(host: str, reason: str, *, allow_as: str | None = None) -> EgressDenied:
+    """The refusal; ``allow_as`` (what the operator may list to allow it) adds a hint."""
+    message = f"egress to {host!r} refused: {reason}"
+    if allow_as:
+        message += f" (to allow it, list {allow_as} in the {ALLOW_SETTING} environment variable)"
+    return EgressDenied(message, host=host, reason=reason)
 
 
 def _connect_form(ip: IPAddress) -> str:
@@ -361,7 +378,8 @@ def check_host(host: str, port: int) -> Destination:
             return Destination(host, port, (_connect_form(literal),), "network")
         reason = denial_reason(literal)
         if reason is not None:
-            raise _deny(host, f"{normalize_address(literal)} is {reason}")
+            address = normalize_address(literal)
+            raise _deny(host, f"{address} is {reason}", allow_as=str(address))
         return Destination(host, port, (_connect_form(literal),), "policy")
 
     if not _HOST_NAME.match(name):
@@ -382,7 +400,10 @@ def check_host(host: str, port: int) -> Destination:
         else:
             reason = denial_reason(ip)
             if reason is not None:
-                raise _deny(host, f"it resolves to {normalize_address(ip)}, {reason}")
+                address = normalize_address(ip)
+                raise _deny(
+                    host, f"it resolves to {address}, {reason}", allow_as=f"{name} or {address}"
+                )
         checked.append(_connect_form(ip))
     return Destination(host, port, tuple(checked), allowed_by)
 

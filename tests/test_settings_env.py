@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -163,3 +164,109 @@ def test_embedded_sqlite_takes_concurrent_writes_without_lock_errors(tmp_path):
     result = run_settings(tmp_path, SCRIPT=CONCURRENT_WRITES)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "8 []"
+
+
+PRODUCTION = {
+    "SECRET_KEY": "y" * 50,
+    "TOOLHUB_ENCRYPTION_KEYS": "dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
+    "TOOLHUB_AUDIT_SIGNING_KEY": "z" * 32,
+}
+ACCEPTED_ENTRIES = "IP addresses or CIDR networks"
+
+
+@pytest.mark.parametrize("entry", ["10.0.0.0/33", "10.0.0.300", "1.2.3.4.5", "fd12::zz", "a/b"])
+def test_egress_allow_entry_that_is_no_network_is_a_startup_error(tmp_path, entry):
+    # Not silently taken for a host name (which could never match).
+    result = run_settings(tmp_path, TOOLHUB_EGRESS_ALLOW=f"api.internal.example,{entry}")
+    assert result.returncode != 0
+    assert "TOOLHUB_EGRESS_ALLOW" in result.stderr and repr(entry) in result.stderr
+    assert "not a valid IPv4/IPv6 address or network" in result.stderr
+    assert ACCEPTED_ENTRIES in result.stderr
+
+
+@pytest.mark.parametrize(
+    "entry", ["http://x", "host:80", "two words", "bad!name", "-", "bücher.example"]
+)
+def test_egress_allow_entry_that_is_no_host_name_is_a_startup_error(tmp_path, entry):
+    result = run_settings(tmp_path, TOOLHUB_EGRESS_ALLOW=entry)
+    assert result.returncode != 0
+    assert "TOOLHUB_EGRESS_ALLOW" in result.stderr and repr(entry) in result.stderr
+    assert ACCEPTED_ENTRIES in result.stderr and "host names" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ("10.20.0.0/16", ipaddress.ip_network("10.20.0.0/16")),
+        ("10.20.0.1/16", ipaddress.ip_network("10.20.0.0/16")),
+        ("[fd12::1]", ipaddress.ip_network("fd12::1/128")),
+        ("127.0.0.1", ipaddress.ip_network("127.0.0.1/32")),
+        ("fd00::/8", ipaddress.ip_network("fd00::/8")),
+        (" Api.Internal.Example. ", "api.internal.example"),
+        ("db-1", "db-1"),
+        ("mock_api", "mock_api"),
+    ],
+)
+def test_egress_allow_entry_parses(entry, expected):
+    assert env.egress_allow_entry(entry) == expected
+
+
+@pytest.mark.parametrize(
+    "value", ["bad", "reporting", "=sqlite:///x.db", "reporting=", "a b=sqlite:///x.db"]
+)
+def test_malformed_database_aliases_are_a_startup_error(tmp_path, value):
+    result = run_settings(tmp_path, TOOLHUB_DATABASE_ALIASES=f"ok=sqlite:///ok.db,{value}")
+    assert result.returncode != 0
+    assert "TOOLHUB_DATABASE_ALIASES: entry 2 of 2 is not name=value" in result.stderr
+    assert 'expected TOOLHUB_DATABASE_ALIASES="name=value,name2=value2"' in result.stderr
+
+
+def test_database_alias_errors_never_quote_the_connection_string(tmp_path):
+    secret = "postgres://u:hunter2-canary@db/x"
+    for value in (secret, f"reporting={secret.replace('postgres', 'mysql')}"):
+        result = run_settings(tmp_path, TOOLHUB_DATABASE_ALIASES=value)
+        assert result.returncode != 0
+        assert "TOOLHUB_DATABASE_ALIASES" in result.stderr
+        assert "hunter2-canary" not in result.stderr
+    assert "the connection of 'reporting' is not a postgresql://" in result.stderr
+
+
+def test_database_alias_given_twice_is_a_startup_error(tmp_path):
+    result = run_settings(tmp_path, TOOLHUB_DATABASE_ALIASES="r=sqlite:///a.db,r=sqlite:///b.db")
+    assert result.returncode != 0
+    assert "TOOLHUB_DATABASE_ALIASES: the name 'r' is given twice" in result.stderr
+
+
+SHOW_ALIASES = (
+    "import django; django.setup(); from django.conf import settings; "
+    "print(sorted(settings.TOOLHUB_DATABASE_ALIASES.items()))"
+)
+
+
+def test_database_aliases_are_parsed(tmp_path):
+    result = run_settings(
+        tmp_path,
+        SCRIPT=SHOW_ALIASES,
+        TOOLHUB_DATABASE_ALIASES=" reporting = postgres://u:p@db:5432/r?x=1 ,files=sqlite:///f.db",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == repr(
+        [("files", "sqlite:///f.db"), ("reporting", "postgres://u:p@db:5432/r?x=1")]
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme"),
+    [
+        ("mysql://u:hunter2-canary@db/x", "has the unsupported scheme 'mysql'"),
+        ("postgis://u:hunter2-canary@db/x", "has the unsupported scheme 'postgis'"),
+        ("u:hunter2-canary@db/x", "has no valid scheme"),
+        ("u:hunter2-canary@db/x://", "has no valid scheme"),
+    ],
+)
+def test_unsupported_database_url_scheme_is_a_startup_error(tmp_path, url, scheme):
+    result = run_settings(tmp_path, DATABASE_URL=url, **PRODUCTION)
+    assert result.returncode != 0
+    assert f"DATABASE_URL {scheme}; accepted schemes: postgres://, postgresql://" in result.stderr
+    assert "sqlite://" in result.stderr
+    assert "hunter2-canary" not in result.stderr

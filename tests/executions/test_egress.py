@@ -135,7 +135,10 @@ def test_octal_url_is_refused_not_resolved(no_allowlist):
 def test_message_names_host_and_reason(no_allowlist):
     with pytest.raises(EgressDenied) as info:
         check_url("http://127.0.0.1:9/")
-    assert str(info.value) == "egress to '127.0.0.1' refused: 127.0.0.1 is a loopback address"
+    assert str(info.value) == (
+        "egress to '127.0.0.1' refused: 127.0.0.1 is a loopback address"
+        " (to allow it, list 127.0.0.1 in the TOOLHUB_EGRESS_ALLOW environment variable)"
+    )
     assert info.value.host == "127.0.0.1"
     assert info.value.reason == "127.0.0.1 is a loopback address"
 
@@ -184,6 +187,47 @@ def test_public_name_allowed_with_all_addresses_pinned(no_allowlist, monkeypatch
     assert destination.addresses == ("93.184.216.34", "2606:2800:220:1::1")
     assert destination.host == "api.example"
     assert destination.port == 443
+
+
+@pytest.mark.parametrize(
+    ("host", "listed"),
+    [
+        ("127.0.0.1", "127.0.0.1"),
+        ("::ffff:10.0.0.1", "10.0.0.1"),
+        ("[::1]", "::1"),
+        ("2130706433", "127.0.0.1"),
+        ("Db.Internal.", "db.internal or 10.1.2.3"),
+    ],
+)
+def test_refusal_says_how_to_allow_it_and_the_hint_works(settings, monkeypatch, host, listed):
+    settings.TOOLHUB_EGRESS_ALLOW = []
+    fake_dns(monkeypatch, {"db.internal": ["10.1.2.3"]})
+    with pytest.raises(EgressDenied) as info:
+        check_host(host, 80)
+    message = str(info.value)
+    assert message.startswith(f"egress to {host!r} refused: ")
+    assert message.endswith(
+        f" (to allow it, list {listed} in the TOOLHUB_EGRESS_ALLOW environment variable)"
+    )
+    assert "TOOLHUB_EGRESS_ALLOW" not in info.value.reason
+    # Each thing the hint names, listed alone, does allow the destination.
+    for entry in listed.split(" or "):
+        settings.TOOLHUB_EGRESS_ALLOW = [entry]
+        assert check_host(host, 80).addresses
+
+
+def test_only_refusals_the_allowlist_can_lift_carry_the_hint(no_allowlist):
+    with pytest.raises(EgressDenied, match=r"list 10\.0\.0\.1 in the TOOLHUB_EGRESS_ALLOW"):
+        check_url("http://10.0.0.1/")
+    for call in (
+        lambda: check_host("127.0.0.1", 0),
+        lambda: check_url("ftp://127.0.0.1/"),
+        lambda: check_host("0x7f.0.0.0.1", 80),
+        lambda: check_host("bad host", 80),
+    ):
+        with pytest.raises(EgressDenied) as info:
+            call()
+        assert "TOOLHUB_EGRESS_ALLOW" not in str(info.value)
 
 
 def test_cidr_allowlist(settings):
