@@ -8,6 +8,7 @@ shape, where DEBUG defaults to off and secrets must be provided.
 
 from __future__ import annotations
 
+import re
 import secrets
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-from toolhub.env import env_bool, env_int, env_list, env_str
+from toolhub.env import env_bool, env_egress_allow, env_int, env_list, env_map, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TOOLHUB_VAR_DIR") or BASE_DIR / "var")
@@ -129,7 +130,25 @@ TEMPLATES = [
     },
 ]
 
+# The database engines ToolHub runs on, by DATABASE_URL scheme (dj-database-url
+# knows more, e.g. mysql://, which would fail later without naming the variable).
+DATABASE_URL_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
+
 if DATABASE_URL:
+    _scheme = DATABASE_URL.split("://", 1)[0].lower() if "://" in DATABASE_URL else ""
+    if _scheme not in DATABASE_URL_SCHEMES:
+        # Never quote the URL: it may hold a password.
+        raise ImproperlyConfigured(
+            "DATABASE_URL "
+            + (
+                f"has the unsupported scheme {_scheme!r}"
+                if re.fullmatch(r"[a-z][a-z0-9+.-]*", _scheme)
+                else "has no valid scheme"
+            )
+            + "; accepted schemes: "
+            + ", ".join(f"{s}://" for s in DATABASE_URL_SCHEMES)
+            + " (e.g. postgres://user:pass@host:5432/toolhub or sqlite:////path/toolhub.sqlite3)"
+        )
     try:
         DATABASES = {
             "default": dj_database_url.parse(
@@ -328,16 +347,50 @@ TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=
 
 # Egress guard: executors refuse private, loopback, link-local and metadata
 # addresses unless listed here (CIDR networks and exact host names).
-TOOLHUB_EGRESS_ALLOW = env_list("TOOLHUB_EGRESS_ALLOW")
+TOOLHUB_EGRESS_ALLOW = env_egress_allow("TOOLHUB_EGRESS_ALLOW")
 # Executables an MCP server over stdio may run (registering one runs it on the workers).
 TOOLHUB_MCP_STDIO_COMMANDS = env_list("TOOLHUB_MCP_STDIO_COMMANDS")
 # Environment variables an MCP server's token_env_var may name (names or fnmatch
 # patterns). ToolHub's own settings are never allowed, whatever this says.
 TOOLHUB_MCP_TOKEN_ENV_VARS = env_list("TOOLHUB_MCP_TOKEN_ENV_VARS", ["*_MCP_TOKEN"])
+# Variables a stdio MCP server's env may set (names or fnmatch patterns, compared
+# upper-cased); the default admits the credentials and endpoints MCP servers are
+# configured with. Loader, interpreter, package-manager, TLS, proxy and home
+# variables are refused whatever this says (registry.models.mcp).
+DEFAULT_STDIO_ENV_VARS = [
+    "*_TOKEN",
+    "*_API_KEY",
+    "*_APIKEY",
+    "*_KEY",
+    "*_SECRET",
+    "*_PASSWORD",
+    "*_PAT",
+    "*_ID",
+    "*_USER",
+    "*_USERNAME",
+    "*_URL",
+    "*_HOST",
+    "*_ENDPOINT",
+    "*_REGION",
+    "*_ORG",
+    "*_PROJECT",
+    "*_WORKSPACE",
+    "*_TEAM",
+    "*_DOMAIN",
+    "LOG_LEVEL",
+    "*_LOG_LEVEL",
+]
+TOOLHUB_MCP_STDIO_ENV_VARS = env_list("TOOLHUB_MCP_STDIO_ENV_VARS", DEFAULT_STDIO_ENV_VARS)
 # Named database connections for database tools: TOOLHUB_DATABASE_ALIASES="name=url,name2=url2".
-TOOLHUB_DATABASE_ALIASES = dict(
-    item.split("=", 1) for item in env_list("TOOLHUB_DATABASE_ALIASES") if "=" in item
-)
+TOOLHUB_DATABASE_ALIASES = env_map("TOOLHUB_DATABASE_ALIASES")
+for _alias, _url in TOOLHUB_DATABASE_ALIASES.items():
+    if _url.split("://", 1)[0].lower() not in ("postgresql", "postgres", "sqlite"):
+        # Never quote the connection string: it may hold a password.
+        raise ImproperlyConfigured(
+            f"TOOLHUB_DATABASE_ALIASES: the connection of {_alias!r} is not a "
+            "postgresql://…, postgres://… or sqlite:///… URL "
+            '(expected TOOLHUB_DATABASE_ALIASES="name=url,name2=url2")'
+        )
 # Directories whose SQLite files a database tool's own connection_string may open
 # (aliases above are the operator's and are not limited). ToolHub's database never.
 TOOLHUB_SQLITE_DIRS = env_list("TOOLHUB_SQLITE_DIRS")

@@ -56,34 +56,11 @@ def token_env_var_problem(name: str) -> str | None:
     return None
 
 
-# What a stdio server's environment may set: an allow-list of name patterns
-# (``TOOLHUB_MCP_STDIO_ENV_VARS``), because a deny-list of the variables that make
-# a program run other code (loader, interpreter, package manager, TLS library,
-# locale converters...) is never complete. The default admits the credentials
-# and endpoints MCP servers are configured with.
-DEFAULT_STDIO_ENV_VARS = [
-    "*_TOKEN",
-    "*_API_KEY",
-    "*_APIKEY",
-    "*_KEY",
-    "*_SECRET",
-    "*_PASSWORD",
-    "*_PAT",
-    "*_ID",
-    "*_USER",
-    "*_USERNAME",
-    "*_URL",
-    "*_HOST",
-    "*_ENDPOINT",
-    "*_REGION",
-    "*_ORG",
-    "*_PROJECT",
-    "*_WORKSPACE",
-    "*_TEAM",
-    "*_DOMAIN",
-    "LOG_LEVEL",
-    "*_LOG_LEVEL",
-]
+# What a stdio server's environment may set is an allow-list of name patterns
+# (``TOOLHUB_MCP_STDIO_ENV_VARS``, in the settings with its default), because a
+# deny-list of the variables that make a program run other code (loader,
+# interpreter, package manager, TLS library, locale converters...) is never
+# complete. The list below is refused on top, whatever the allow-list says.
 
 # Refused whatever the allow-list says (compared upper-cased): variables that make
 # the loader, an interpreter, a package manager or a library run or load other
@@ -157,7 +134,7 @@ ENV_REFUSED = (
 
 
 def stdio_env_allowed() -> list[str]:
-    return [str(p) for p in getattr(settings, "TOOLHUB_MCP_STDIO_ENV_VARS", DEFAULT_STDIO_ENV_VARS)]
+    return [str(p) for p in settings.TOOLHUB_MCP_STDIO_ENV_VARS]
 
 
 def refused_env_names(names) -> list[str]:
