@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import shlex
 from pathlib import Path
 
 import yaml
 from django.core.management import get_commands
+
+from toolhub.env import env_bool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,32 +23,46 @@ def test_compose_has_the_production_services():
     assert {"postgres", "redis", "web", "worker", "beat"} <= set(services)
 
 
+def command_lines(command) -> list[list[str]]:
+    """The argv of each command a service runs: ``sh -c "a && b"`` is a, then b."""
+    argv = command if isinstance(command, list) else shlex.split(command)
+    if argv[:2] == ["sh", "-c"]:
+        assert len(argv) == 3, argv
+        assert ";" not in argv[2] and "||" not in argv[2], "chain steps with && only"
+        return [shlex.split(step) for step in argv[2].split("&&")]
+    return [argv]
+
+
 def test_every_command_exists_in_the_project():
     services = load_compose()["services"]
-    commands = get_commands()
     checked = 0
     for name, service in services.items():
         command = service.get("command")
         if not command or service.get("image", "").startswith(("postgres", "redis")):
             continue
-        argv = command if isinstance(command, list) else command.split()
-        if argv[:2] == ["python", "manage.py"]:
-            assert argv[2] in commands, f"{name}: unknown management command {argv[2]}"
-        elif argv[0] == "gunicorn":
-            module, attr = argv[1].split(":")
-            assert hasattr(importlib.import_module(module), attr), f"{name}: {argv[1]}"
-        elif argv[0] == "celery":
-            app_module = argv[argv.index("-A") + 1]
-            app = importlib.import_module(app_module).celery_app
-            assert argv[argv.index("-A") + 2] in ("worker", "beat")
-            if "--queues" in argv:
-                queues = argv[argv.index("--queues") + 1].split(",")
-                assert queues, name
-            assert app.main == "toolhub"
-        else:
-            raise AssertionError(f"{name}: command {argv!r} is not checked by this test")
-        checked += 1
-    assert checked >= 4
+        for argv in command_lines(command):
+            check_command(name, argv)
+            checked += 1
+    assert checked >= 6
+
+
+def check_command(name: str, argv: list[str]) -> None:
+    commands = get_commands()
+    if argv[:2] == ["python", "manage.py"]:
+        assert argv[2] in commands, f"{name}: unknown management command {argv[2]}"
+    elif argv[0] == "gunicorn":
+        module, attr = argv[1].split(":")
+        assert hasattr(importlib.import_module(module), attr), f"{name}: {argv[1]}"
+    elif argv[0] == "celery":
+        app_module = argv[argv.index("-A") + 1]
+        app = importlib.import_module(app_module).celery_app
+        assert argv[argv.index("-A") + 2] in ("worker", "beat")
+        if "--queues" in argv:
+            queues = argv[argv.index("--queues") + 1].split(",")
+            assert queues, name
+        assert app.main == "toolhub"
+    else:
+        raise AssertionError(f"{name}: command {argv!r} is not checked by this test")
 
 
 def test_compose_keeps_no_secret():
@@ -74,3 +91,38 @@ def test_processes_share_var_and_may_write_it():
     # Static files are collected with DEBUG off, so the manifest production reads exists.
     collect = next(block for block in dockerfile.split("\nRUN ") if "collectstatic" in block)
     assert "DEBUG=false" in collect and "DEBUG=true" not in collect
+
+
+def test_migrate_also_makes_the_standard_roles_and_python_tools():
+    steps = command_lines(load_compose()["services"]["migrate"]["command"])
+    names = [argv[2] for argv in steps if argv[:2] == ["python", "manage.py"]]
+    assert names[:1] == ["migrate"], names  # the rest need the schema
+    assert {"ensure_roles", "sync_python_tools"} <= set(names[1:]), names
+    # ensure_admin takes no credentials from the environment and prints a random
+    # one: never run unattended, where it would land in the container logs.
+    assert "ensure_admin" not in names
+
+
+def test_processes_start_after_migrate_has_finished():
+    services = load_compose()["services"]
+    for name in ("web", "worker", "beat"):
+        depends = services[name]["depends_on"]
+        assert depends["migrate"] == {"condition": "service_completed_successfully"}, name
+        assert depends["postgres"] == {"condition": "service_healthy"}, name
+        assert "redis" in depends, name
+    assert services["migrate"]["restart"] == "no"
+
+
+def test_plain_http_works_out_of_the_box_and_tls_is_one_setting_away(monkeypatch):
+    """Compose serves plain HTTP on :8000: with DEBUG off the settings would redirect
+    every page to https and send cookies only over it, unless compose turns that off;
+    the operator turns it back on (behind a TLS proxy) from the environment."""
+    env = load_compose()["x-toolhub"]["environment"]
+    assert env["DEBUG"] == "false"
+    for key in ("SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"):
+        assert env[key] == f"${{{key}:-false}}", key
+        # What the settings make of compose's default: off.
+        monkeypatch.setenv(key, env[key].split(":-", 1)[1].rstrip("}"))
+        assert env_bool(key, default=True) is False, key
+    text = (ROOT / "docker-compose.yml").read_text()
+    assert "TLS-terminating" in text  # the comment says when to set them to true
