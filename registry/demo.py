@@ -5,17 +5,14 @@ from __future__ import annotations
 SANDBOX = "https://api.fintech-sandbox.example"
 PLACEHOLDER_SECRET = "replace-me"  # noqa: S105 - a placeholder, not a credential
 
+# The standard roles (platform-admin, reviewer) come from registry.services.standard_roles.
 ROLES = {
-    "platform-admin": "Registers tools, manages grants, limits and tokens.",
-    "reviewer": "Compliance: sees every tool, execution and audit event; changes nothing.",
     "fintech-analyst": "Reads market and account analytics; may not move money.",
     "customer-support": "Looks up customer accounts to answer support tickets.",
 }
 
 # (role, action, tool name or None for all tools)
 GRANTS = [
-    ("platform-admin", "manage", None),
-    ("reviewer", "read", None),
     ("fintech-analyst", "execute", "earnings_call_transcript_fetcher"),
     ("fintech-analyst", "execute", "african_country_directory"),
     ("fintech-analyst", "execute", "transaction_insights"),

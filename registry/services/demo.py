@@ -13,13 +13,13 @@ from registry.services import tools as services
 
 @transaction.atomic
 def demo_seed(*, actor=None) -> dict[str, int]:
+    """The demo's tools, roles and grants. The standard roles' rights come from
+    ``ensure_standard_roles`` (seed_demo runs it first); here they are only named."""
     counts = {"tools_created": 0, "tools_updated": 0, "roles_created": 0}
     for name, description in demo.ROLES.items():
         role, created = Group.objects.get_or_create(name=name)
         RoleProfile.objects.get_or_create(group=role, defaults={"description": description})
         counts["roles_created"] += int(created)
-    _role_permissions("platform-admin", access_services.PLATFORM_ADMIN_PERMISSIONS)
-    _role_permissions("reviewer", access_services.REVIEWER_PERMISSIONS)
     for spec in demo.TOOLS:
         spec = dict(spec)
         parameters = spec.pop("parameters")
@@ -40,13 +40,6 @@ def demo_seed(*, actor=None) -> dict[str, int]:
         tool = Tool.objects.get(name=tool_name) if tool_name else None
         access_services.grant_create(actor=actor, role=role, action=action, tool=tool)
     return counts
-
-
-def _role_permissions(role_name: str, labels: list[str]) -> None:
-    role = Group.objects.get(name=role_name)
-    wanted = set(access_services.permissions_by_label(labels))
-    if not wanted <= set(role.permissions.all()):
-        role.permissions.add(*wanted)
 
 
 def _sync_parameters(actor, tool: Tool, parameters: list[dict]) -> None:
