@@ -30,9 +30,11 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 SHOWN_CHARS = 60
 
@@ -90,6 +92,9 @@ class ConfigKey:
     check: Callable[[Any], None] | None = None  # save time only, after parse, on the raw value
     # Save time only, for a config that is not secret: what only a secret may hold.
     plain_check: Callable[[Any], None] | None = None
+    # Where the tool's calls (and with them its credentials) go: only platform
+    # admins change it on a tool that holds secrets (registry.services.tools).
+    destination: bool = False
 
 
 class ExecutorConfigs:
@@ -139,6 +144,31 @@ class ExecutorConfigs:
                 )
             return f"Config '{name}' must be {key.expected}; {exc}."
         return None
+
+
+def plain_credential(value: Any) -> None:
+    """A ``plain_check`` for keys that only ever hold a credential."""
+    raise ConfigValueError("it is a credential: save it as a secret (is_secret: true)")
+
+
+_CREDENTIAL_NAME = re.compile(
+    r"token|secret|passw|api-?_?key|apikey|^key$|signature|^sig$|auth|session|cookie",
+    re.IGNORECASE,
+)
+
+
+def credential_names(names: Iterable[Any]) -> list[str]:
+    """The names among ``names`` that say their value is a credential."""
+    return sorted(str(n) for n in names if isinstance(n, str) and _CREDENTIAL_NAME.search(n))
+
+
+def url_password(url: str) -> bool:
+    """Whether ``url`` carries a password in its user information (``user:pw@host``)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return bool(parts.password)
 
 
 # --------------------------------------------------------------------------- common readers

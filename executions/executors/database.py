@@ -368,6 +368,19 @@ def _check_connection_string(value: Any) -> None:
         _check_conninfo(info)
 
 
+def _no_plain_password(value: Any) -> None:
+    """A plain connection string may not hold a password (readers of the tool see it)."""
+    dialect, target = connection_target(value.strip())
+    if dialect != POSTGRESQL:
+        return
+    try:
+        info = conninfo_to_dict(target)
+    except psycopg.ProgrammingError:
+        return  # the check above names what is wrong
+    if info.get("password"):
+        raise ConfigValueError("it carries a password: mark the config secret")
+
+
 def _check_query_template(value: Any) -> None:
     """At save time: the template must compile for PostgreSQL or SQLite (the connection
     decides which at run time) and hold a statement."""
@@ -392,8 +405,15 @@ CONFIGS = ExecutorConfigs(
             "a postgresql://…, postgres://… or sqlite:///path connection string",
             _connection_string_value,
             check=_check_connection_string,
+            plain_check=_no_plain_password,
+            destination=True,
         ),
-        ConfigKey("connection_alias", f"a connection name from {ALIASES_SETTING}", text),
+        ConfigKey(
+            "connection_alias",
+            f"a connection name from {ALIASES_SETTING}",
+            text,
+            destination=True,
+        ),
         ConfigKey(
             "query_template",
             "one SQL statement with :name or %(name)s placeholders",

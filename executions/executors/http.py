@@ -66,13 +66,16 @@ from executions.executors.configs import (
     ConfigValueError,
     ExecutorConfigs,
     choice_words,
+    credential_names,
     got,
     is_unset,
     json_object,
     one_of,
+    plain_credential,
     positive_number,
     shown,
     text,
+    url_password,
 )
 from executions.executors.wire import HEADER_NAME, IDEMPOTENT_METHODS, PinnedTransport
 from executions.redaction import redact, redact_text
@@ -357,18 +360,44 @@ def _no_plain_credentials(value: Any) -> None:
         )
 
 
+def _no_plain_url_password(value: Any) -> None:
+    if isinstance(value, str) and url_password(value):
+        raise ConfigValueError(
+            "it carries a password (user:password@): mark the config secret, or use "
+            "auth_type basic_auth with a secret password"
+        )
+
+
+def _no_plain_credential_params(value: Any) -> None:
+    names = credential_names(value)
+    if names:
+        raise ConfigValueError(
+            f"query parameter {', '.join(names)} carries a credential: mark the config "
+            "secret, or use auth_type with a secret api_key"
+        )
+
+
 _CREDENTIAL = "a string of ASCII characters without line breaks"
 _ABSOLUTE = "an absolute http(s) URL ({input} placeholders allowed)"
 
 CONFIGS = ExecutorConfigs(
     "http",
     [
-        ConfigKey("base_url", _ABSOLUTE, _absolute_url, check=_check_url),
+        ConfigKey(
+            "base_url",
+            _ABSOLUTE,
+            _absolute_url,
+            check=_check_url,
+            plain_check=_no_plain_url_password,
+            destination=True,
+        ),
         ConfigKey(
             "endpoint",
             f"a path appended to base_url, or {_ABSOLUTE}",
             text,
             check=_check_url,
+            plain_check=_no_plain_url_password,
+            destination=True,
         ),
         ConfigKey("method", f"one of {choice_words(METHODS)}", one_of(METHODS, upper=True), "GET"),
         ConfigKey("timeout_seconds", "a positive number of seconds", positive_number),
@@ -380,16 +409,20 @@ CONFIGS = ExecutorConfigs(
             plain_check=_no_plain_credentials,
         ),
         ConfigKey(
-            "query_params", "a JSON object of query parameter names to values", json_object, {}
+            "query_params",
+            "a JSON object of query parameter names to values",
+            json_object,
+            {},
+            plain_check=_no_plain_credential_params,
         ),
         ConfigKey("auth_type", f"one of {choice_words(AUTH_TYPES)}", one_of(AUTH_TYPES), "none"),
-        ConfigKey("bearer_token", _CREDENTIAL, _credential),
-        ConfigKey("api_key", _CREDENTIAL, _credential),
+        ConfigKey("bearer_token", _CREDENTIAL, _credential, plain_check=plain_credential),
+        ConfigKey("api_key", _CREDENTIAL, _credential, plain_check=plain_credential),
         ConfigKey(
             "api_key_header", "a valid HTTP header name", _header_name, DEFAULT_API_KEY_HEADER
         ),
         ConfigKey("username", "a string without ':'", _username),
-        ConfigKey("password", "a string", _password),
+        ConfigKey("password", "a string", _password, plain_check=plain_credential),
         ConfigKey(
             "headers_input_map",
             'a JSON object of input names to a header name, or to {"header": name, '

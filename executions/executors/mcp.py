@@ -66,6 +66,14 @@ def _server_id(value: Any) -> str:
         raise ConfigValueError(got(value)) from None
 
 
+def _no_plain_server_secrets(value: Any) -> None:
+    if isinstance(value, Mapping) and (value.get("auth_token") or value.get("env")):
+        raise ConfigValueError(
+            "it holds an auth_token or env: mark the config secret, or register the server "
+            "(/api/v1/mcp-servers) and link the tool to it"
+        )
+
+
 CONFIGS = ExecutorConfigs(
     "mcp",
     [
@@ -74,9 +82,16 @@ CONFIGS = ExecutorConfigs(
             "an MCP server as a JSON object (transport, url or command/args/env, "
             "auth_token, timeout_seconds, name)",
             _server,
+            plain_check=_no_plain_server_secrets,
+            destination=True,
         ),
-        ConfigKey("remote_tool_name", "the tool's name on its MCP server", text),
-        ConfigKey("server_id", "the id (a UUID) of a registered MCP server", _server_id),
+        ConfigKey("remote_tool_name", "the tool's name on its MCP server", text, destination=True),
+        ConfigKey(
+            "server_id",
+            "the id (a UUID) of a registered MCP server",
+            _server_id,
+            destination=True,
+        ),
     ],
 )
 

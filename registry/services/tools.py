@@ -185,6 +185,39 @@ def _check_mcp_link(actor, tool: Tool, *, config_key: str | None = None, data=No
         )
 
 
+def _check_managed_change(
+    actor, tool: Tool, *, part: str, config_key: str | None = None, data=None
+) -> None:
+    """What a per-tool ``manage`` right does not cover (platform admins and the system may):
+
+    * the parameters, configs and type of a tool under human approval: whether a
+      call needs approval, and what an approved call does, depend on them (renaming
+      the parameter an approval condition reads let every call through);
+    * where a tool holding secret configs sends its calls (``destination`` keys,
+      its type): its credentials would go along, to a server of the manager's choice.
+    """
+    if actor is None or access.is_platform_admin(actor):
+        return
+    retyped = bool(data) and "type" in data and data["type"] != tool.type
+    if tool.requires_approval and (part in ("parameter", "config") or retyped):
+        raise PermissionDenied(
+            f"'{tool.name}' requires human approval: only platform admins change its "
+            "parameters, configs and type, since what needs approval depends on them."
+        )
+    if config_key is not None:
+        spec = executor_configs(tool.type)
+        key = spec.keys.get(config_key) if spec is not None else None
+        moves = key is not None and key.destination
+    else:
+        moves = retyped
+    if moves and tool.configs.filter(is_secret=True).exclude(config_key=config_key).exists():
+        what = f"config '{config_key}'" if config_key else "type"
+        raise PermissionDenied(
+            f"'{tool.name}' holds secret configs: only platform admins change where its "
+            f"calls go ({what}), since its credentials go with them."
+        )
+
+
 def _check_approval_condition(tool: Tool) -> None:
     problems = schema_mod.fragment_errors(tool.approval_condition or {})
     if problems:
@@ -407,6 +440,7 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool
         raise TypeError(f"unknown tool fields: {sorted(unknown)}")
     tool = Tool.objects.select_for_update().get(pk=tool.pk)
     _check_mcp_link(actor, tool, data=data)
+    _check_managed_change(actor, tool, part="tool", data=data)
     before = tool_snapshot(tool)
     for field, value in data.items():
         setattr(tool, field, value)
@@ -544,6 +578,7 @@ def parameter_create(
     unknown = set(data) - set(PARAMETER_FIELDS)
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
+    _check_managed_change(actor, tool, part="parameter")
     has_default = "default" in data
     param = ToolParameter(tool=tool, has_default=has_default, **data)
     if param.json_schema is None:
@@ -565,6 +600,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
     param = ToolParameter.objects.select_for_update().select_related("tool").get(pk=parameter.pk)
+    _check_managed_change(actor, param.tool, part="parameter")
     before = parameter_snapshot(param)
     for field, value in data.items():
         setattr(param, field, value)
@@ -589,6 +625,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
 
 @transaction.atomic
 def parameter_delete(*, actor, parameter: ToolParameter) -> None:
+    _check_managed_change(actor, parameter.tool, part="parameter")
     snapshot = parameter_snapshot(parameter)
     target_repr, target_id = str(parameter), str(parameter.pk)
     parameter.delete()
@@ -634,6 +671,7 @@ def config_set(
     """
     _check_finite({"config_value": config_value}, _prefix)
     _check_mcp_link(actor, tool, config_key=config_key)
+    _check_managed_change(actor, tool, part="config", config_key=config_key)
     config = ToolConfig.objects.select_for_update().filter(tool=tool, config_key=config_key).first()
     created = config is None
     if created:
@@ -680,6 +718,7 @@ def config_set(
 @transaction.atomic
 def config_delete(*, actor, config: ToolConfig) -> None:
     _check_mcp_link(actor, config.tool, config_key=config.config_key)
+    _check_managed_change(actor, config.tool, part="config", config_key=config.config_key)
     snapshot = config_snapshot(config)
     target_repr, target_id = str(config), str(config.pk)
     config.delete()

@@ -1,0 +1,157 @@
+"""What a per-tool ``manage`` right does not cover, and credentials that must be secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.models import AuditEvent, ToolConfig, ToolParameter
+from registry.services import access as access_services
+from registry.services.catalog import tool_upsert
+from tests.conftest import make_role, token_client
+from tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def configs(tool) -> str:
+    return f"/api/v1/tools/{tool.pk}/configs"
+
+
+@pytest.fixture
+def manager(db):
+    role = make_role("tool-managers")
+    person = make_user("mo-manager")
+    person.groups.add(role)
+    return role, token_client(person)
+
+
+def managed(role, **kwargs):
+    tool = tool_upsert(actor=None, type="http", **kwargs).tool
+    access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+    return tool
+
+
+def test_a_tool_under_approval_keeps_its_definition_from_managers(manager, staff_client):
+    role, client = manager
+    tool = managed(
+        role,
+        name="payments",
+        fields={
+            "requires_approval": True,
+            "approval_condition": {
+                "properties": {"amount": {"minimum": 1000}},
+                "required": ["amount"],
+            },
+        },
+        parameters=[{"name": "amount", "type": "integer", "required": True}],
+        configs={"base_url": "https://pay.example", "endpoint": "/pay?amount={amount}"},
+    )
+    amount = ToolParameter.objects.get(tool=tool, name="amount")
+    before = AuditEvent.objects.count()
+    # Renaming the parameter the condition reads would let every call through.
+    renamed = client.patch(f"/api/v1/tools/parameters/{amount.pk}", {"name": "amt"}, format="json")
+    assert renamed.status_code == 403, renamed.content
+    assert "requires human approval" in renamed.json()["error"]["message"]
+    for refused in (
+        client.post(configs(tool), {"config_key": "endpoint", "config_value": "/p"}, format="json"),
+        client.delete(f"{configs(tool)}/endpoint"),
+        client.post(
+            f"/api/v1/tools/{tool.pk}/parameters", {"name": "memo", "type": "string"}, format="json"
+        ),
+        client.delete(f"/api/v1/tools/parameters/{amount.pk}"),
+        client.patch(f"/api/v1/tools/{tool.pk}", {"type": "python"}, format="json"),
+    ):
+        assert refused.status_code == 403, refused.content
+    assert AuditEvent.objects.count() == before
+    amount.refresh_from_db()
+    assert amount.name == "amount"
+    # What does not touch the definition stays the manager's; platform admins may do all.
+    described = client.patch(f"/api/v1/tools/{tool.pk}", {"description": "x"}, format="json")
+    assert described.status_code == 200, described.content
+    by_admin = staff_client.patch(
+        f"/api/v1/tools/parameters/{amount.pk}", {"description": "in cents"}, format="json"
+    )
+    assert by_admin.status_code == 200, by_admin.content
+
+
+def test_a_tool_holding_secrets_keeps_its_destination_from_managers(manager, staff_client):
+    role, client = manager
+    tool = managed(role, name="crm", configs={"base_url": "https://crm.example"})
+    staff_client.post(
+        configs(tool),
+        {"config_key": "api_key", "config_value": "CANARY-k-9931", "is_secret": True},
+        format="json",
+    )
+    for key, value in (
+        ("base_url", "http://collector.example"),
+        ("endpoint", "https://collector.example/x"),
+    ):
+        moved = client.post(
+            configs(tool), {"config_key": key, "config_value": value}, format="json"
+        )
+        assert moved.status_code == 403, moved.content
+        assert "holds secret configs" in moved.json()["error"]["message"]
+    assert client.delete(f"{configs(tool)}/base_url").status_code == 403
+    retyped = client.patch(f"/api/v1/tools/{tool.pk}", {"type": "database"}, format="json")
+    assert retyped.status_code == 403, retyped.content
+    assert ToolConfig.objects.get(tool=tool, config_key="base_url").value == "https://crm.example"
+    # Other configs, and replacing the secret itself, stay the manager's.
+    method = client.post(
+        configs(tool), {"config_key": "method", "config_value": "POST"}, format="json"
+    )
+    assert method.status_code in (200, 201), method.content
+    rotated = client.post(
+        configs(tool),
+        {"config_key": "api_key", "config_value": "new-key-value", "is_secret": True},
+        format="json",
+    )
+    assert rotated.status_code in (200, 201), rotated.content
+    # A tool without secrets: its destination is the manager's to change.
+    plain = managed(role, name="status", configs={"base_url": "https://status.example"})
+    moved = client.post(
+        configs(plain),
+        {"config_key": "base_url", "config_value": "https://s2.example"},
+        format="json",
+    )
+    assert moved.status_code in (200, 201), moved.content
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("bearer_token", "plain-token-visible"),
+        ("api_key", "abc123"),
+        ("password", "hunter2"),
+        ("base_url", "http://user:pass@api.example"),
+        ("endpoint", "https://user:pass@api.example/x"),
+        ("query_params", {"api_key": "abc123"}),
+        ("query_params", {"access_token": "abc123"}),
+    ],
+)
+def test_credentials_are_saved_only_as_secrets(staff_client, key, value):
+    tool = tool_upsert(actor=None, name="vendor", type="http").tool
+    plain = staff_client.post(
+        configs(tool), {"config_key": key, "config_value": value}, format="json"
+    )
+    assert plain.status_code == 400, plain.content
+    assert "secret" in plain.content.decode()
+    assert not ToolConfig.objects.filter(tool=tool, config_key=key).exists()
+    secret = staff_client.post(
+        configs(tool), {"config_key": key, "config_value": value, "is_secret": True}, format="json"
+    )
+    assert secret.status_code == 201, secret.content
+
+
+def test_a_database_password_is_saved_only_as_a_secret(staff_client):
+    tool = tool_upsert(actor=None, name="warehouse", type="database").tool
+    dsn = "postgresql://reader:pw-7731@db.example:5432/sales"
+    plain = staff_client.post(
+        configs(tool), {"config_key": "connection_string", "config_value": dsn}, format="json"
+    )
+    assert plain.status_code == 400 and "pw-7731" not in plain.content.decode()
+    without = staff_client.post(
+        configs(tool),
+        {"config_key": "connection_string", "config_value": "postgresql://reader@db.example/sales"},
+        format="json",
+    )
+    assert without.status_code == 201, without.content
