@@ -10,12 +10,14 @@ pages write, so one filter finds them all.
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import UserChangeForm
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.services import access as services
@@ -57,7 +59,10 @@ class GuardedUserChangeForm(UserChangeForm):
     def clean(self):
         cleaned = super().clean()
         user = self.instance
-        if user.pk is None or hasattr(user, "agent"):
+        if user.pk is not None and hasattr(user, "agent"):
+            self._check_agent(cleaned)
+            return cleaned
+        if user.pk is None:
             return cleaned
         if services.platform_admins_remain(without_users=[user.pk]):
             return cleaned  # someone else still is one
@@ -74,6 +79,25 @@ class GuardedUserChangeForm(UserChangeForm):
         if not stays:
             raise ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")
         return cleaned
+
+    def _check_agent(self, cleaned) -> None:
+        """An agent's user acts with its roles only: never staff, superuser or direct rights
+        (its token would carry them: an agent is not a person)."""
+        wrong = [
+            name
+            for name, value in (
+                ("is_superuser", cleaned.get("is_superuser")),
+                ("is_staff", cleaned.get("is_staff")),
+                ("user_permissions", cleaned.get("user_permissions")),
+            )
+            if value  # a ticked flag, or any direct right
+        ]
+        for name in wrong:
+            self.add_error(
+                name,
+                "This user is an agent's: it acts with its roles only (set them on the "
+                "agent's page), never as staff, superuser or with direct rights.",
+            )
 
 
 if admin.site.is_registered(User):
@@ -124,6 +148,10 @@ class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
             )
 
     def user_change_password(self, request, id, form_url=""):
+        if User.objects.filter(pk=id, agent__isnull=False).exists():
+            # Agents authenticate with tokens only; a password would let one into the admin.
+            messages.error(request, "Agents have no password: they authenticate with tokens.")
+            return HttpResponseRedirect(reverse("admin:auth_user_change", args=[id]))
         with transaction.atomic():
             response = super().user_change_password(request, id, form_url)
             if request.method == "POST" and response.status_code == 302:

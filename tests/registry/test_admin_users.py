@@ -177,3 +177,31 @@ def test_the_role_of_the_last_platform_admins_keeps_its_right(admin_client, supe
     # A second person who is a platform admin lets it go.
     make_user("erin", is_staff=True, is_superuser=True)
     assert api.delete(f"/api/v1/roles/{platform.pk}").status_code == 204
+
+
+def test_an_agents_user_is_never_staff_superuser_or_given_a_password(admin_client, superuser):
+    owner = make_user("owner-olga")
+    agent = access_services.agent_create(actor=None, name="analyst-bot", owner=owner)
+    user = agent.user
+    url = reverse("admin:auth_user_change", args=[user.pk])
+    for change in ({"is_superuser": "on"}, {"is_staff": "on"}):
+        response = admin_client.post(url, change_form(user, **change))
+        assert response.status_code == 200
+        assert "acts with its roles only" in response.content.decode()
+    user.refresh_from_db()
+    assert not user.is_superuser and not user.is_staff
+    password = reverse("admin:auth_user_password_change", args=[user.pk])
+    page = admin_client.post(
+        password,
+        {
+            "password1": "An-agent-pass-123",
+            "password2": "An-agent-pass-123",
+            "usable_password": "true",
+        },
+    )
+    assert page.status_code == 302
+    user.refresh_from_db()
+    assert not user.has_usable_password()
+    # Its other fields (and a person's flags) stay editable.
+    renamed = admin_client.post(url, change_form(user, first_name="Analyst"))
+    assert renamed.status_code == 302, renamed.content.decode()[:2000]
