@@ -11,3 +11,9 @@ class ExecutionsConfig(AppConfig):
         from registry.services.mcp import mcp_sync_handler_register
 
         mcp_sync_handler_register(mcp_server_sync)
+
+        # audit_verify compares each finished execution with its latest event's hash.
+        from executions.services.records import altered_executions
+        from registry.services.audit_chain import record_check_register
+
+        record_check_register(altered_executions)

@@ -128,6 +128,13 @@ def audit_execution(execution: Execution, action: str, *, actor=None) -> None:
     executions_audited(execution)
 
 
+def audit_execution_change(execution: Execution, action: str, *, actor) -> None:
+    """Audit a change made to a finished record by ``actor`` (None: the system, never
+    the caller of the execution)."""
+    AUDIT_ROWS.insert(audit_event(**{**_audit_fields(execution, action, actor), "actor": actor}))
+    audit_written()
+
+
 def execution_audit_event(execution: Execution, action: str, *, actor=None):
     """The event ``audit_execution`` would append, unsaved: for a combined write
     (``toolhub/rows.py``); call ``executions_audited`` once it is written."""
@@ -153,3 +160,47 @@ def _audit_fields(execution: Execution, action: str, actor) -> dict:
         ],
         "after": execution_summary(execution),
     }
+
+
+def altered_executions(chunk: int = 2000):
+    """Finished executions that no longer match the ``content_hash`` their latest audit
+    event recorded: a row changed behind the services' back (``audit_verify``).
+
+    Calls still queued or running change without an event (the claim, the
+    attempts), so only finished ones are compared; a record whose events were
+    removed by retention has nothing to be compared with.
+    """
+    from executions.models import TERMINAL_STATUSES
+    from registry.models import AuditEvent
+    from registry.services.audit_chain import Problem
+
+    finished = Execution.objects.filter(status__in=TERMINAL_STATUSES).order_by("pk")
+    last_pk = None
+    while True:
+        page = finished if last_pk is None else finished.filter(pk__gt=last_pk)
+        rows = list(page[:chunk])
+        if not rows:
+            return
+        last_pk = rows[-1].pk
+        recorded: dict[str, tuple[int | None, str | None]] = {}
+        events = (
+            AuditEvent.objects.filter(
+                target_type="executions.execution", target_id__in=[str(r.pk) for r in rows]
+            )
+            .order_by("id")
+            .values_list("target_id", "sequence", "after")
+        )
+        for target_id, sequence, after in events.iterator(chunk_size=chunk):
+            recorded[target_id] = (sequence, (after or {}).get("content_hash"))
+        for execution in rows:
+            sequence, digest = recorded.get(str(execution.pk), (None, None))
+            if digest and execution_content_hash(execution) != digest:
+                where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
+                yield Problem(
+                    "record_altered",
+                    sequence,
+                    None,
+                    f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool}, "
+                    f"{execution.status}) no longer matches the content hash {where} recorded: "
+                    "the record was altered after it was written.",
+                )

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from executions.models import TERMINAL_STATUSES, Approval, Execution
+from executions.services.records import audit_execution_change
 from registry.models import AuditCheckpoint, AuditEvent
 from registry.services.audit import audit_record
 from registry.services.audit_chain import audit_seal_all
@@ -84,9 +85,16 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
                 cursor.execute("SET LOCAL toolhub.retention = 'on'")
         ids = list(executions.values_list("pk", flat=True))
         Approval.objects.filter(execution_id__in=ids).delete()
-        Execution.objects.filter(cached_from_id__in=ids).exclude(pk__in=ids).update(
-            cached_from=None
+        orphans = list(
+            Execution.objects.filter(cached_from_id__in=ids)
+            .exclude(pk__in=ids)
+            .select_related("principal")
         )
+        Execution.objects.filter(pk__in=[e.pk for e in orphans]).update(cached_from=None)
+        for execution in orphans:
+            # The record changed: its event says so, with the new content hash.
+            execution.cached_from_id = None
+            audit_execution_change(execution, "execution.cache_source_removed", actor=actor)
         Execution.objects.filter(pk__in=ids).delete()
         # The model refuses deletes of audit rows; retention is the one exception.
         with connection.cursor() as cursor:

@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -114,7 +114,7 @@ def audit_seal_all(**kwargs) -> int:
 
 @dataclass
 class Problem:
-    kind: str  # altered | broken_link | missing | unsealed
+    kind: str  # altered | broken_link | missing | unsealed | record_altered
     sequence: int | None
     event_id: int | None
     message: str
@@ -200,6 +200,19 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
     return walk
 
 
+# Records whose audit events carry a hash of their content (executions: their
+# ``content_hash``). The chain proves the events were not altered; these checks
+# prove the records still say what their latest event recorded. Apps register
+# theirs when ready (``registry`` never imports them).
+_record_checks: list[Callable[[], Iterator[Problem]]] = []
+
+
+def record_check_register(check: Callable[[], Iterator[Problem]]) -> None:
+    """Install ``check() -> problems`` (records that no longer match their events)."""
+    if check not in _record_checks:
+        _record_checks.append(check)
+
+
 def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
     """Recompute the chain and name the first event that was altered, deleted, inserted or moved."""
     report = VerifyReport()
@@ -229,6 +242,11 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
         report.warnings.append(
             f"{stale} event(s) older than five minutes are not sealed yet: is the sealer running?"
         )
+    if report.problem is None:
+        for check in _record_checks:
+            report.problem = next(iter(check()), None)
+            if report.problem is not None:
+                break
     report.ok = report.problem is None
     return report
 

@@ -1,0 +1,108 @@
+"""audit_verify also proves that finished execution records still say what their
+latest audit event recorded (its content_hash), not only that the events are intact."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+from executions.models import Execution
+from executions.services.pipeline import execution_request
+from registry.services.audit_chain import audit_seal_all, audit_verify
+from tests.executions.conftest import echo_caller
+from toolhub.exceptions import ToolHubError
+
+pytestmark = pytest.mark.django_db
+
+
+def tamper(sql: str, params=()) -> None:
+    """Change a row behind the application's back (triggers off, as a DBA could)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET session_replication_role = replica")
+        try:
+            cursor.execute(sql, params)
+        finally:
+            if connection.vendor == "postgresql":
+                cursor.execute("SET session_replication_role = origin")
+
+
+@pytest.fixture
+def calls(upstream, allow_loopback, eager_tasks):
+    caller = echo_caller(upstream, "verify", "echo_verify")
+    user = caller["agent"].user
+    done = execution_request(
+        user=user, tool_ref="echo_verify", arguments={"path": "echo"}, wait=True
+    )
+    assert done.status == "succeeded"
+    with pytest.raises(ToolHubError):
+        execution_request(user=user, tool_ref="echo_verify", arguments={})  # invalid
+    with pytest.raises(ToolHubError):
+        execution_request(user=user, tool_ref="no_such_tool", arguments={})  # denied
+    audit_seal_all(grace=timedelta(0))
+    return done
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("output_data", '{"status_code": 200, "data": "forged"}'),
+        ("status", "failed"),
+        ("principal_name", "someone-else"),
+        ("error_message", "edited"),
+    ],
+)
+def test_an_edited_finished_execution_fails_verification(calls, column, value):
+    report = audit_verify()
+    assert report.ok, report.problem
+    tamper(f"UPDATE executions_execution SET {column} = %s WHERE id = %s", [value, calls.pk])  # noqa: S608
+    report = audit_verify()
+    assert not report.ok
+    assert report.problem.kind == "record_altered"
+    assert str(calls.pk) in report.problem.message
+
+    with pytest.raises(CommandError) as failed:
+        call_command("audit_verify", stdout=io.StringIO())
+    assert failed.value.returncode == 1 and str(calls.pk) in str(failed.value)
+
+
+def test_every_kind_of_finished_call_verifies_untouched(calls):
+    assert Execution.objects.filter(status__in=["succeeded", "invalid", "denied"]).count() == 3
+    report = audit_verify()
+    assert report.ok, report.problem
+
+
+def test_retention_removing_a_cache_source_keeps_the_cache_hits_verifiable(tmp_path):
+    from django.utils import timezone
+
+    from executions.services.records import audit_execution
+    from executions.services.retention import audit_retention
+    from registry.models import AuditEvent
+
+    long_ago = timezone.now() - timedelta(days=400)
+    source = Execution.objects.create(
+        status="succeeded", tool_name="x", principal_name="p", created_at=long_ago
+    )
+    audit_execution(source, "execution.succeeded")
+    tamper("UPDATE registry_auditevent SET occurred_at = %s", [long_ago])
+    tamper("UPDATE executions_execution SET created_at = %s", [long_ago])
+    audit_seal_all(grace=timedelta(0))
+    hit = Execution.objects.create(
+        status="succeeded", tool_name="x", principal_name="p", cached_from=source
+    )
+    audit_execution(hit, "execution.succeeded")
+    audit_seal_all(grace=timedelta(0))
+
+    audit_retention(before=timezone.now() - timedelta(days=30), export_dir=tmp_path)
+    hit.refresh_from_db()
+    assert not Execution.objects.filter(pk=source.pk).exists() and hit.cached_from_id is None
+    changed = AuditEvent.objects.get(action="execution.cache_source_removed")
+    assert changed.target_id == str(hit.pk) and changed.actor_id is None
+    audit_seal_all(grace=timedelta(0))
+    report = audit_verify()
+    assert report.ok, report.problem
