@@ -137,6 +137,7 @@ def _record_refusal(
     """Write a refused call's row and audit event. ``secrets``: every text form of
     the secret values given in the call, removed from the message and raw text."""
     secrets = list(secrets)
+    now = timezone.now()
     execution = _call_record(
         caller,
         tool,
@@ -148,11 +149,11 @@ def _record_refusal(
         raw_input=without_secrets(raw_input, secrets, RAW_INPUT_LIMIT)[:RAW_INPUT_LIMIT],
         input_hash=input_hash(inputs) if isinstance(inputs, dict) else "",
         error_message=without_secrets(message, secrets, MESSAGE_LIMIT)[:MESSAGE_LIMIT],
-        finished_at=timezone.now(),
+        created_at=now,  # decided and finished at the same moment, never before
+        finished_at=now,
     )
-    with transaction.atomic():
-        execution.save(force_insert=True)
-        audit_execution(execution, f"execution.{status}")
+    rows.insert_together(execution, execution_audit_event(execution, f"execution.{status}"))
+    executions_audited(execution)
     return execution
 
 

@@ -248,6 +248,11 @@ def test_refusals_are_recorded(world):
     # A refusal names the tool whenever the caller may read it, the wrong role included.
     tools = dict(Execution.objects.values_list("reason_code", "tool_id").exclude(reason_code=""))
     assert tools["role_not_member"] == tool.pk and tools["tool_not_found"] is None
+    # A refusal is decided and finished at one moment: it never ends before it began.
+    for created, finished in Execution.objects.exclude(reason_code="").values_list(
+        "created_at", "finished_at"
+    ):
+        assert finished == created
 
 
 def test_upstream_4xx_is_a_failed_execution_with_status(world):
