@@ -114,8 +114,10 @@ class ExecutionListView(BaseAPIView):
                 description=(
                     "Retry safely: a request repeated with the same key (per caller, 24 h) "
                     "answers the execution the first one made (`Idempotent-Replayed: true`) "
-                    "instead of running the tool again; reused with other arguments, 400; "
-                    "while the first is still being decided, 409."
+                    "instead of running the tool again (how long it waits does not count); "
+                    "reused with other arguments, 400; while the first is still being "
+                    "decided, 409; when keys cannot be kept (shared cache down), 503 and "
+                    "nothing runs."
                 ),
             )
         ],

@@ -6,8 +6,10 @@ instead of running the tool twice. Keys are per principal and kept 24 hours in
 the shared cache (Redis in production). A key reused with other arguments is
 refused; one whose first request is still being decided answers 409. A refused
 request (404, 403, 422…) frees its key, so the corrected request can use it.
-Without the cache (Redis down) the key is not honoured and the call is made:
-nothing admitted is ever lost, at worst a retry runs it twice, as without a key.
+How long the caller waits (``wait``) is not part of the request: a retry that
+waits longer is the same call. When the shared cache cannot be reached, a
+request with a key is refused (503 ``idempotency_unavailable``) rather than run
+without the guarantee the client asked for; sent without the key, it runs.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from django.core.cache import cache
 
-from toolhub.exceptions import Conflict, InvalidInput
+from toolhub.exceptions import Conflict, InvalidInput, ToolHubError
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +41,18 @@ class Claim:
     replay: str | None = None
 
 
+class IdempotencyUnavailable(ToolHubError):
+    status_code = 503
+    code = "idempotency_unavailable"
+
+
+# How the caller waits for the answer, not what it asks for.
+NOT_PART_OF_THE_CALL = ("wait",)
+
+
 def _fingerprint(body: Any) -> str:
+    if isinstance(body, dict):
+        body = {k: v for k, v in body.items() if k not in NOT_PART_OF_THE_CALL}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -60,9 +73,12 @@ def claim(user, key: str | None, body: Any) -> Claim:
         if cache.add(cache_key, {"fingerprint": fingerprint}, TTL_SECONDS):
             return Claim(cache_key, fingerprint)
         held = cache.get(cache_key)
-    except Exception as exc:  # the cache is down: the call is made without the key
+    except Exception as exc:  # the cache is down: the promise cannot be kept
         logger.warning("idempotency keys unavailable: %s", exc.__class__.__name__)
-        return Claim(None, fingerprint)
+        raise IdempotencyUnavailable(
+            f"{HEADER} cannot be honoured now: the shared cache is unreachable. Retry "
+            "later, or send the request without the key to run it regardless."
+        ) from None
     if held is None:  # expired meanwhile: take it again
         return claim(user, key, body)
     if held.get("fingerprint") != fingerprint:
@@ -93,4 +109,4 @@ def settle(claim_: Claim, execution_id: str | None) -> None:
         logger.warning("idempotency key not kept: %s", exc.__class__.__name__)
 
 
-__all__ = ["HEADER", "Claim", "claim", "settle"]
+__all__ = ["HEADER", "Claim", "IdempotencyUnavailable", "claim", "settle"]

@@ -637,6 +637,28 @@ def test_an_idempotency_key_makes_a_retry_answer_the_first_call(world):
     )
     bad = post("spaces are not allowed")
     assert bad.status_code == 400 and "Idempotency-Key" in bad.json()["error"]["message"]
+    # How long the retry waits is not part of the call: it still replays.
+    patient = post("order-7781", {**body, "wait": 30})
+    assert patient.status_code == 200 and patient.json()["id"] == first.json()["id"]
+
+
+def test_without_the_shared_cache_a_keyed_request_is_refused_not_run(world, monkeypatch):
+    from django.core.cache import cache
+
+    def down(*args, **kwargs):
+        raise ConnectionError("cache unreachable")
+
+    monkeypatch.setattr(cache, "add", down)
+    before = Execution.objects.count()
+    body = {"tool": "echo_tool", "input_data": {"path": "echo"}, "wait": True}
+    response = world["client"].post(
+        "/api/v1/executions", body, format="json", HTTP_IDEMPOTENCY_KEY="order-9"
+    )
+    assert response.status_code == 503, response.content
+    assert response.json()["error"]["code"] == "idempotency_unavailable"
+    assert Execution.objects.count() == before and world["upstream"].requests == []
+    # Without the key the call runs.
+    assert world["client"].post("/api/v1/executions", body, format="json").status_code == 200
 
 
 def test_a_key_whose_first_request_is_still_deciding_answers_409(world):
