@@ -534,3 +534,19 @@ def test_known_and_paging_parameters_still_work(staff_client):
     assert staff_client.get("/api/v1/stats?group_by=agent").status_code == 200
     twice = staff_client.get("/api/v1/registry/me?format=raw&format=openai")
     assert twice.status_code == 400 and "give it once." in twice.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("/api/v1/executions?page=2", "page"),
+        ("/api/v1/audit?page=2", "page"),
+        ("/api/v1/tools?cursor=abc", "cursor"),
+        ("/api/v1/agents?cursor=abc", "cursor"),
+    ],
+)
+def test_the_other_paging_style_is_refused_not_ignored(staff_client, path, name):
+    """Ignored, ?page=2 on a cursor-paged list answered the first page forever."""
+    response = staff_client.get(path)
+    assert response.status_code == 400, response.content
+    assert name in response.json()["error"]["details"][0]["field"]

@@ -48,6 +48,10 @@ class PageNumberPagination(pagination.PageNumberPagination):
         )
 
     def paginate_queryset(self, queryset, request, view=None):
+        if "cursor" in request.query_params:
+            raise ValidationError(
+                {"cursor": ["This list is paged by number: use page=N (and page_size)."]}
+            )
         raw = request.query_params.get(self.page_query_param, "1")
         if parse_id(raw) is None:
             raise ValidationError({"page": ["Must be a positive integer."]})
@@ -109,6 +113,16 @@ class CursorPagination(pagination.CursorPagination):
         return {"type": "object", "required": list(properties), "properties": properties}
 
     def paginate_queryset(self, queryset, request, view=None):
+        if "page" in request.query_params:
+            # Ignored, a page-number loop would get the first page forever.
+            raise ValidationError(
+                {
+                    "page": [
+                        "This list is paged by cursor: follow the page's next link "
+                        "(or leave cursor out for the first page)."
+                    ]
+                }
+            )
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
 
