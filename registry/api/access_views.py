@@ -394,10 +394,12 @@ class RegistryByRoleView(BaseAPIView):
             role = Group.objects.filter(name=kwargs["role_name"]).first()
         else:
             role = Group.objects.filter(pk=kwargs["role_id"]).first()
-        if role is None:
-            raise NotFound("Role not found.", code="role_not_found")
-        if not access.may_ask_about_role(self.request.user, role):
-            raise PermissionDenied("You may only ask about your own roles.")
+        # A role the caller may not ask about answers like one that does not exist:
+        # a 403 would confirm that the name or id is a role.
+        if role is None or not access.may_ask_about_role(self.request.user, role):
+            raise NotFound(
+                "Role not found (you may ask only about your own roles).", code="role_not_found"
+            )
         return role
 
     @extend_schema(
@@ -405,7 +407,7 @@ class RegistryByRoleView(BaseAPIView):
             OpenApiParameter("permission_action", str, enum=Action.values, default="read"),
             *page_parameters(),
         ],
-        responses={200: paginated(ToolOutputSerializer), **errors(403)},
+        responses={200: paginated(ToolOutputSerializer), **errors(404)},
     )
     def get(self, request, **kwargs):
         role = self.role_from_kwargs(**kwargs)
@@ -421,7 +423,7 @@ class CheckPermissionView(BaseAPIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("required_action", str, enum=Action.values, default="read")],
-        responses={200: dict, **errors(403)},
+        responses={200: dict, **errors(404)},
     )
     def get(self, request, tool_id, role_id):
         tool = self.tool_queryset().filter(pk=tool_id).first()

@@ -69,9 +69,9 @@ DELETE /permissions/{G}                      401  403  403  403  403  204  204  
 GET    /permissions/tool/{T}                 401  403  403  403  403  200  200  401  401  401
 GET    /permissions/role/{R}                 401  403  403  403  403  200  200  401  401  401
 GET    /registry/me                          401  200  200  200  200  200  200  401  401  401
-GET    /registry/by-role/{R}                 401  403  200  403  403  200  200  401  401  401
-GET    /registry/by-role-name/readers        401  403  200  403  403  200  200  401  401  401
-GET    /registry/check-permission/{T}/{R}    401  404  200  403  403  200  200  401  401  401
+GET    /registry/by-role/{R}                 401  404  200  404  404  200  200  401  401  401
+GET    /registry/by-role-name/readers        401  404  200  404  404  200  200  401  401  401
+GET    /registry/check-permission/{T}/{R}    401  404  200  404  404  200  200  401  401  401
 """
 
 PRINCIPALS = ["anon", "none", "read", "exec", "mang", "padm", "supr", "revk", "expd", "inac"]
