@@ -18,6 +18,7 @@ from registry import access
 from registry.admin.access import AgentAdmin
 from registry.admin.audit import object_audit_url
 from registry.admin.tools import ToolAdmin
+from registry.formats import secret_parameters
 from registry.models import Action, Agent, Tool
 from toolhub.exceptions import ToolHubError
 
@@ -30,6 +31,27 @@ class TestRunForm(forms.Form):
     )
     wait_seconds = forms.FloatField(
         min_value=0, max_value=600, initial=30, help_text="How long to wait for the result."
+    )
+
+
+def _without_secret_arguments(form: TestRunForm, tool: Tool) -> TestRunForm:
+    """The form to show again after a run: what was given, minus the values of the
+    tool's per-call secrets (the page must not echo them back)."""
+    secrets = set(secret_parameters(tool)) if tool.type == "http" else set()
+    if not secrets:
+        return form
+    raw = form.data.get("arguments", "")
+    try:
+        given = json.loads(raw)
+    except ValueError:
+        given = None
+    shown = (
+        json.dumps({k: ("" if k in secrets else v) for k, v in given.items()}, indent=2)
+        if isinstance(given, dict)
+        else "{}"
+    )
+    return TestRunForm(
+        initial={"arguments": shown, "wait_seconds": form.data.get("wait_seconds", 30)}
     )
 
 
@@ -99,6 +121,8 @@ class ToolAdminWithTestRun(ToolAdmin):
                     **exc.extra,
                 }
                 self.message_user(request, exc.message, messages.ERROR)
+        if request.method == "POST" and form.is_valid():
+            form = _without_secret_arguments(form, tool)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Test run: {tool.name}",

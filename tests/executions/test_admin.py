@@ -98,3 +98,26 @@ def test_hard_delete_of_a_tool_with_executions_is_refused(staff_client, tool, ad
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "tool_in_use"
     assert "executions" in response.json()["error"]["message"]
+
+
+def test_the_test_run_page_does_not_echo_a_per_call_secret(admin_client, upstream, allow_loopback):
+    tool = tool_services.tool_create(
+        actor=None,
+        name="admin_session_echo",
+        type="http",
+        parameters=[
+            {"name": "q", "type": "integer", "required": True},
+            {"name": "session", "type": "string", "required": True},
+        ],
+        configs=[
+            {"config_key": "base_url", "config_value": upstream.url},
+            {"config_key": "endpoint", "config_value": "/echo"},
+            {"config_key": "headers_input_map", "config_value": {"session": "X-Session"}},
+        ],
+    )
+    url = reverse("admin:registry_tool_test_run", args=[tool.pk])
+    canary = "CANARY_TESTRUN_SESS_5521"
+    for arguments in (f'{{"q": 3, "session": "{canary}"}}', f'{{"q": "x", "session": "{canary}"}}'):
+        html = admin_client.post(url, {"arguments": arguments, "wait_seconds": 10}).content.decode()
+        assert canary not in html
+        assert "&quot;q&quot;" in html  # the other arguments are shown again
