@@ -15,7 +15,7 @@ from executions.executors import executor_configs
 from executions.executors.configs import ConfigValueError
 from registry import access
 from registry import schema as schema_mod
-from registry.models import Tool, ToolConfig, ToolParameter
+from registry.models import MCPServer, Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean, raise_invalid
 from toolhub.exceptions import Conflict, PermissionDenied
@@ -198,6 +198,8 @@ def _check_managed_change(
     """
     if actor is None or access.is_platform_admin(actor):
         return
+    if data and data.get("name") not in (None, tool.name):
+        _check_namespace(tool, str(data["name"]))
     retyped = bool(data) and "type" in data and data["type"] != tool.type
     if tool.requires_approval and (part in ("parameter", "config") or retyped):
         raise PermissionDenied(
@@ -215,6 +217,22 @@ def _check_managed_change(
         raise PermissionDenied(
             f"'{tool.name}' holds secret configs: only platform admins change where its "
             f"calls go ({what}), since its credentials go with them."
+        )
+
+
+def _check_namespace(tool: Tool, name: str) -> None:
+    """``<server>__…`` names belong to the tools synced from that MCP server: a tool
+    renamed into it would pass for one of them (and push the real one aside)."""
+    prefix, sep, _ = name.partition("__")
+    if not sep:
+        return
+    server = MCPServer.objects.filter(name=prefix).first()
+    own = str((tool.tool_metadata or {}).get("mcp_server_id") or "")
+    if server is not None and own != str(server.pk):
+        raise PermissionDenied(
+            f"Names starting with '{prefix}__' belong to the tools of MCP server "
+            f"'{prefix}'; only platform admins give a tool such a name.",
+            details=[{"field": "name", "message": "Platform admins only."}],
         )
 
 

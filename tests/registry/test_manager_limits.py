@@ -155,3 +155,21 @@ def test_a_database_password_is_saved_only_as_a_secret(staff_client):
         format="json",
     )
     assert without.status_code == 201, without.content
+
+
+def test_a_manager_cannot_rename_a_tool_into_an_mcp_servers_namespace(manager, staff_client):
+    from registry.services import mcp as mcp_services
+
+    role, client = manager
+    mcp_services.mcp_server_create(
+        actor=None, name="mcphttp", transport="streamable_http", url="https://mcp.example/mcp"
+    )
+    tool = managed(role, name="plain_http")
+    renamed = client.patch(
+        f"/api/v1/tools/{tool.pk}", {"name": "mcphttp__secretadmin"}, format="json"
+    )
+    assert renamed.status_code == 403, renamed.content
+    assert "MCP server 'mcphttp'" in renamed.json()["error"]["message"]
+    # Other double-underscore names (no such server) stay allowed.
+    other = client.patch(f"/api/v1/tools/{tool.pk}", {"name": "team__lookup"}, format="json")
+    assert other.status_code == 200, other.content
