@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from executions.jsonsafe import CIRCULAR
 
@@ -78,3 +80,40 @@ def _redact(value: Any, secrets: list[str]) -> Any:
         else:
             copy.append(item)
     return root
+
+
+# Parts of a secret value that are secrets of their own: a response or an error
+# may quote one without the rest (an upstream echoing its path and query, a
+# database naming the database or an option it refused).
+PART_MIN_CHARS = 8
+# A path segment is kept out only when it looks like a token (long, letters and
+# digits): ordinary segments ("transactions") also appear in ordinary outputs.
+_TOKENISH = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~+=-]{16,}$")
+_NOT_SECRET_DSN_KEYS = ("host", "hostaddr", "port", "sslmode", "connect_timeout")
+
+
+def secret_parts(value: str) -> list[str]:
+    """The pieces of a secret URL or connection string that are secret on their own:
+    user name and password, query values (and the words inside them), the fragment,
+    token-like path segments; ``key=value`` connection strings' values except the
+    host and port. Pieces shorter than ``PART_MIN_CHARS`` are left out."""
+    parts: list[str] = []
+    if "://" in value or value.startswith("/"):  # an absolute URL, or a path and query
+        try:
+            url = urlsplit(value.strip())
+            username, password = url.username, url.password
+        except ValueError:
+            return []
+        parts += [username or "", password or "", url.fragment]
+        parts += [seg for seg in url.path.split("/") if _TOKENISH.match(unquote(seg))]
+        for _, item in parse_qsl(url.query, keep_blank_values=True):
+            parts.append(item)
+            parts += re.split(r"[\s=]+", item)
+    elif "=" in value:
+        for item in value.split():
+            key, sep, item_value = item.partition("=")
+            if sep and key.lower() not in _NOT_SECRET_DSN_KEYS:
+                parts.append(item_value.strip("'\""))
+    found = {p for p in parts if len(p) >= PART_MIN_CHARS}
+    found |= {unquote(p) for p in found if len(unquote(p)) >= PART_MIN_CHARS}
+    return sorted(found, key=len, reverse=True)

@@ -30,7 +30,7 @@ from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
-from executions.redaction import redact, redact_text
+from executions.redaction import redact, redact_text, secret_parts
 from executions.services import notify
 from executions.services.governance import store_result
 from executions.services.pipeline import enqueue, total_budget_seconds
@@ -74,10 +74,14 @@ def _backoff(attempt: int, result: ExecutorResult) -> float | None:
 
 
 def _secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[str, ...]:
+    """Every secret string of the call, with the parts of secret URLs and connection
+    strings that are secrets on their own (``secret_parts``)."""
     values: list[str] = []
     for value in [*secret_configs, *sealed.values()]:
-        values.extend(_strings(value))
-    return tuple(v for v in values if v)
+        for text in _strings(value):
+            values.append(text)
+            values.extend(secret_parts(text))
+    return tuple(dict.fromkeys(v for v in values if v))
 
 
 def _strings(value: Any) -> list[str]:

@@ -349,6 +349,40 @@ def test_a_broken_secret_config_is_never_quoted_in_the_error(world):
     assert "base_url" in body["error_message"] and "sk_live_B" not in body["error_message"]
 
 
+def test_a_secret_urls_own_secret_parts_are_redacted_where_echoed(world):
+    """A secret endpoint whose query holds a key: an upstream echoing its path and
+    query returned the key, which was no whole secret value and escaped redaction."""
+    key = "CANARY_URLKEY_4471"
+    tool_services.config_set(
+        actor=None,
+        tool=world["tool"],
+        config_key="endpoint",
+        config_value=f"/echo?key={key}&region=eu",
+        is_secret=True,
+    )
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    assert body["status"] == "succeeded", (body["error_type"], body["error_message"])
+    assert world["upstream"].requests[-1].query["key"] == [key]  # the upstream got it
+    stored = Execution.objects.get(pk=body["id"])
+    assert key not in json.dumps(body) and key not in json.dumps(stored.output_data)
+    assert "[REDACTED]" in json.dumps(body["output_data"])
+
+
+def test_secret_parts_of_urls_and_connection_strings():
+    from executions.redaction import secret_parts
+
+    assert secret_parts("https://u:pa55word-9@api.example/v1/items?key=k_1234567890") == [
+        "k_1234567890",
+        "pa55word-9",
+    ]
+    dsn = "postgresql://reader@db.example/CANARY_DBNAME_20?options=-c%20CANARY_GUC_1=off"
+    assert {"CANARY_DBNAME_20", "CANARY_GUC_1"} <= set(secret_parts(dsn))
+    assert "db.example" not in secret_parts(dsn)
+    assert secret_parts("host=db port=5432 password=longpassword1") == ["longpassword1"]
+    # Ordinary words of a path are not secrets of their own.
+    assert secret_parts("https://api.example.com/v1/transactions") == []
+
+
 def test_an_output_past_the_artifact_cap_says_the_artifact_is_incomplete(world, settings):
     tool = world["tool"]
     settings.TOOLHUB_MAX_ARTIFACT_BYTES = 3000
