@@ -224,6 +224,19 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
     report.started_at_sequence = start_sequence
     walk = walk_chain(start_sequence, expected_prev)
     report.problem, report.checked = walk.problem, walk.checked
+    if (
+        not from_checkpoint
+        and report.problem is not None
+        and report.problem.kind == "missing"
+        and report.problem.sequence == start_sequence + 1
+    ):
+        removed = AuditCheckpoint.objects.order_by("-sequence").first()
+        if removed is not None:
+            report.problem.message += (
+                f" Retention removed events up to #{removed.sequence} (checkpoint, export "
+                f"{removed.export_path}): verify from the checkpoint (without --from-start) "
+                "and check the removed events against that export."
+            )
     report.head_sequence, report.head_hash = walk.last_sequence, walk.last_hash
     if report.problem is None:
         head = AuditChainHead.objects.filter(pk=1).first()

@@ -359,8 +359,11 @@ def test_retention_exports_checkpoints_and_keeps_verification_green(tmp_path):
     assert report.ok, report.problem
     assert report.checkpoint == checkpoint.sequence
     assert AuditEvent.objects.filter(action="audit.retention").exists()
-    # From the very start, the removed part is gone: verification says so.
-    assert not audit_verify(from_checkpoint=False).ok
+    # From the very start, the removed part is gone: verification says so, and why.
+    from_start = audit_verify(from_checkpoint=False)
+    assert not from_start.ok
+    assert f"Retention removed events up to #{checkpoint.sequence}" in from_start.problem.message
+    assert checkpoint.export_path in from_start.problem.message
     assert old_head["sequence"] <= checkpoint.sequence
 
 
