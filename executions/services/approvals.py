@@ -245,11 +245,9 @@ def _no_longer_allowed(execution: Execution, since=None) -> tuple[str, str] | No
             f"the tool changed after the request (version {execution.tool_version} "
             f"is now {tool.version})",
         )
-    if since is not None and (
-        tool.updated_at > since
-        or tool.configs.filter(updated_at__gt=since).exists()
-        or tool.parameters.filter(updated_at__gt=since).exists()
-    ):
+    changed = tool.definition_changed_at or tool.updated_at
+    if since is not None and changed > since:
+        # What a call does changed (a description or other metadata does not count).
         return (
             "tool_changed",
             "the tool's settings, configs or parameters changed after the request",

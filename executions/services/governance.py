@@ -155,10 +155,12 @@ def needs_approval(tool: Tool, inputs: dict) -> bool:
 
 
 def result_cache_key(tool: Tool, input_hash: str) -> str:
-    """Results are kept per definition: any change of the tool, its parameters or its
-    configs moves ``updated_at`` (``registry.services.tools``), so an answer produced
-    under an older configuration (another base_url, say) is never served."""
-    stamp = tool.updated_at.isoformat() if tool.updated_at else tool.version
+    """Results are kept per definition: any change of what a call does (the tool's
+    run settings, parameters or configs) moves ``definition_changed_at``
+    (``registry.services.tools``), so an answer produced under an older
+    configuration (another base_url, say) is never served."""
+    changed = tool.definition_changed_at or tool.updated_at
+    stamp = changed.isoformat() if changed else tool.version
     return f"toolhub:result:{tool.pk}:{stamp}:{input_hash}"
 
 

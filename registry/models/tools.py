@@ -84,6 +84,10 @@ class Tool(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When what a call of the tool does last changed: its type, run settings,
+    # approval rule, MCP link, parameters or configs (not its name, description
+    # or other metadata). Pending approvals and cached results follow this.
+    definition_changed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]

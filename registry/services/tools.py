@@ -407,6 +407,7 @@ def tool_create(
     if unknown:
         raise TypeError(f"unknown tool fields: {sorted(unknown)}")
     tool = Tool(name=name, type=type, description=description, **fields)
+    tool.definition_changed_at = timezone.now()
     if getattr(actor, "pk", None):
         tool.created_by = actor
     _check_tool_finite(tool)
@@ -474,6 +475,8 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool
     after = tool_snapshot(tool)
     if after == before:
         return tool
+    if _definition_moved(before, after):
+        tool.definition_changed_at = timezone.now()
     _save(tool, f"A tool named '{tool.name}' already exists.", "name")
     action = "tool.updated"
     if set(data) == {"is_active"}:
@@ -634,7 +637,10 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
     if after == before:
         return param
     _save(param, f"Duplicate parameter '{param.name}'.", "name")
-    _definition_changed(param.tool_id)
+    if any(before.get(f) != after.get(f) for f in PARAMETER_DEFINITION_FIELDS):
+        _definition_changed(param.tool_id)
+    else:  # a description or position: the tool's page changed, not what a call does
+        Tool.objects.filter(pk=param.tool_id).update(updated_at=timezone.now())
     audit_record(
         actor=actor, action="tool_parameter.updated", target=param, before=before, after=after
     )
@@ -660,10 +666,42 @@ def parameter_delete(*, actor, parameter: ToolParameter) -> None:
 
 def _definition_changed(tool_id) -> None:
     """A parameter or config of the tool was added, changed or removed: the tool's
-    ``updated_at`` says its definition changed (a call approved against it as it was,
-    and results cached under it, must see that; a deletion leaves nothing else behind).
+    ``definition_changed_at`` says so (a call approved against it as it was, and
+    results cached under it, must see that; a deletion leaves nothing else behind).
     """
-    Tool.objects.filter(pk=tool_id).update(updated_at=timezone.now())
+    now = timezone.now()
+    Tool.objects.filter(pk=tool_id).update(updated_at=now, definition_changed_at=now)
+
+
+# What a call of the tool does depends on these fields (and on the MCP link in its
+# metadata); its name, description and other metadata do not change it.
+DEFINITION_FIELDS = (
+    "type",
+    "version",
+    "timeout_seconds",
+    "max_retries",
+    "max_response_bytes",
+    "requires_approval",
+    "approval_condition",
+    "approval_ttl_seconds",
+)
+# What a parameter means to a call (not its description or position).
+PARAMETER_DEFINITION_FIELDS = (
+    "name",
+    "parameter_type",
+    "type",
+    "required",
+    "default",
+    "has_default",
+    "json_schema",
+)
+
+
+def _definition_moved(before: dict, after: dict) -> bool:
+    if any(before.get(f) != after.get(f) for f in DEFINITION_FIELDS):
+        return True
+    old, new = before.get("tool_metadata") or {}, after.get("tool_metadata") or {}
+    return any(old.get(k) != new.get(k) for k in MCP_LINK_METADATA)
 
 
 # Configs

@@ -560,6 +560,7 @@ def test_a_cancelled_call_cannot_be_approved(gated):
         "parameter",
         "config_deleted",
         "parameter_deleted",
+        "timeout",
     ],
 )
 def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
@@ -593,6 +594,9 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
         parameter = tool.parameters.get(name="amount")
         tool_services.parameter_delete(actor=None, parameter=parameter)
         code = "tool_changed"
+    elif change == "timeout":
+        tool_services.tool_update(actor=None, tool=tool, data={"timeout_seconds": 3})
+        code = "tool_changed"
     else:
         access_services.agent_update(
             actor=None, agent=gated["agents"][0], data={"is_active": False}
@@ -607,6 +611,28 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
     assert execution.status == "denied" and execution.reason_code == code
     assert Approval.objects.get(pk=approval.pk).status == "cancelled"
     assert gated["upstream"].requests == []
+
+
+def test_editing_the_description_or_metadata_keeps_pending_approvals(gated):
+    """Only what a call does counts: rewording the tool's page must not close every
+    pending approval (it did: any edit moved the timestamp the check compared)."""
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    tool = gated["tool"]
+    tool_services.tool_update(
+        actor=None,
+        tool=tool,
+        data={"description": "Pays a supplier.", "tool_metadata": {"category": "payments"}},
+    )
+    parameter = tool.parameters.get(name="amount")
+    tool_services.parameter_update(
+        actor=None, parameter=parameter, data={"description": "In cents."}
+    )
+    approved = approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
+    )
+    assert approved.status_code == 200, approved.content
+    assert Execution.objects.get(pk=pending["id"]).status == "succeeded"
 
 
 def test_changed_arguments_cannot_be_approved(gated):
