@@ -115,7 +115,7 @@ class ParameterInputSerializer(StrictSerializer):
     description = serializers.CharField(allow_blank=True, default="")
     default = AnyJSONField(required=False)
     json_schema = serializers.JSONField(required=False, default=dict)
-    position = serializers.IntegerField(min_value=0, required=False, default=0)
+    position = serializers.IntegerField(min_value=0, required=False)  # absent: after the others
 
 
 class ParameterUpdateSerializer(ParameterInputSerializer):

@@ -600,6 +600,15 @@ def parameter_create(
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
     _check_managed_change(actor, tool, part="parameter")
+    if "position" not in data and not _creating:
+        # Added one at a time, parameters keep the order they were added in.
+        last = (
+            tool.parameters.filter(parameter_type=data.get("parameter_type", "input"))
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
+        data["position"] = 0 if last is None else last + 1
     has_default = "default" in data
     param = ToolParameter(tool=tool, has_default=has_default, **data)
     if param.json_schema is None:

@@ -28,6 +28,16 @@ def configs_url(tool, key=""):
 
 
 class TestParameters:
+    def test_parameters_added_one_by_one_keep_that_order(self, staff_client, tool):
+        for name in ("q", "n", "after"):
+            response = staff_client.post(params_url(tool), {"name": name}, format="json")
+            assert response.status_code == 201, response.json()
+        listed = [p["name"] for p in staff_client.get(params_url(tool)).json()]
+        assert listed == ["q", "n", "after"]
+        schema = staff_client.get(f"/api/v1/tools/{tool.pk}/schema").json()
+        properties = schema.get("input_schema", schema).get("properties", schema)
+        assert list(properties)[:3] == ["q", "n", "after"]
+
     def test_create_list_filter(self, staff_client, tool):
         for spec in (
             {"name": "city", "required": True},
