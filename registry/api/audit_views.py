@@ -9,7 +9,7 @@ Lines file can be checked against the chain (``hash = sha256(prev_hash + "|"
 from __future__ import annotations
 
 from django.apps import apps
-from django.db.models import F
+from django.db.models import F, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -34,7 +34,9 @@ AUDIT_FILTER_PARAMETERS = [
         str,
         description="Exact action (`tool.created`), or a prefix ending in `.` or `*` (`execution.`)",
     ),
-    OpenApiParameter("actor", str, description="The actor's user name"),
+    OpenApiParameter(
+        "actor", str, description="The actor's user name, or an agent's name (agent.<name>)"
+    ),
     OpenApiParameter("actor_id", int),
     OpenApiParameter("target_type", str, description="e.g. `executions.execution`"),
     OpenApiParameter("target_id", str),
@@ -71,7 +73,9 @@ def filter_audit_events(queryset, params, *, also=()):
         else:
             queryset = queryset.filter(action=action)
     if params.get("actor"):
-        queryset = queryset.filter(actor_name=params["actor"])
+        # An agent acts as its user "agent.<name>"; executions name it by its own name.
+        name = params["actor"]
+        queryset = queryset.filter(Q(actor_name=name) | Q(actor_name=f"agent.{name}"))
     actor_id = query_id(params, "actor_id", what="a user id")
     if actor_id is not None:
         queryset = queryset.filter(actor_id=actor_id)

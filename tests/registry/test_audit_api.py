@@ -46,6 +46,18 @@ def ids(response) -> list[int]:
     return [row["id"] for row in response.json()["results"]]
 
 
+def test_an_agent_is_found_by_its_own_name_too(db, reviewer_client):
+    from registry.services import access as access_services
+
+    owner = make_user("owner-ann")
+    agent = access_services.agent_create(actor=None, name="bot", owner=owner)
+    mine = event(actor=agent.user, action="execution.denied", target_type="t", target_id="1")
+    event(actor=owner, action="execution.denied", target_type="t", target_id="2")
+    for name in ("bot", "agent.bot"):
+        response = reviewer_client.get(f"/api/v1/audit?actor={name}")
+        assert ids(response) == [mine.pk], name
+
+
 def test_list_filters(events, reviewer_client):
     made = events["events"]
 
