@@ -391,6 +391,9 @@ for _alias, _url in TOOLHUB_DATABASE_ALIASES.items():
             "postgresql://…, postgres://… or sqlite:///… URL "
             '(expected TOOLHUB_DATABASE_ALIASES="name=url,name2=url2")'
         )
+# Database tools' own connection strings may not log in as a PostgreSQL superuser
+# (or a role that reads server files or runs programs); true lifts that.
+TOOLHUB_DATABASE_ALLOW_SUPERUSER = env_bool("TOOLHUB_DATABASE_ALLOW_SUPERUSER", False)
 # Directories whose SQLite files a database tool's own connection_string may open
 # (aliases above are the operator's and are not limited). ToolHub's database never.
 TOOLHUB_SQLITE_DIRS = env_list("TOOLHUB_SQLITE_DIRS")

@@ -304,6 +304,7 @@ class _Options:
     timeout: float
     max_rows: int
     pinned: Mapping[str, str] = field(default_factory=dict)  # hostaddr the guard checked
+    trusted: bool = False  # an operator's alias, not a tool's own connection string
 
 
 def parse_read_only(value: Any) -> bool:
@@ -456,6 +457,43 @@ def _connection_string(configs: Mapping[str, Any]) -> tuple[str, bool]:
     if not direct or not isinstance(direct, str):
         raise _Failure(ErrorType.CONFIG, "the tool needs a connection_string or connection_alias")
     return direct.strip(), bool(alias)
+
+
+# --------------------------------------------------------------------------- who it connects as
+
+# Roles whose members read or write the server's files or run programs on it, from
+# SQL: read_only does not stop that (pg_read_file, COPY … TO PROGRAM).
+_SERVER_POWERS = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
+SUPERUSER_SETTING = "TOOLHUB_DATABASE_ALLOW_SUPERUSER"
+
+
+def _refuse_server_powers(conn: psycopg.Connection) -> None:
+    """A tool's own connection string may not log in as a superuser, or as a role that
+    reads the server's files or runs programs there: a query template (or whoever
+    manages the tool) would reach the database server's machine. Operators' aliases
+    are theirs to choose; ``TOOLHUB_DATABASE_ALLOW_SUPERUSER`` lifts this."""
+    if getattr(settings, SUPERUSER_SETTING, False):
+        return
+    user = conn.info.user
+    if conn.info.parameter_status("is_superuser") == "on":
+        raise _Failure(
+            ErrorType.CONFIG,
+            f"the connection logs in as {user!r}, a PostgreSQL superuser: give the tool a "
+            "role with only the rights it needs (superusers read the server's files and run "
+            f"programs whatever read_only says), or set {SUPERUSER_SETTING}",
+        )
+    row = conn.execute(
+        "SELECT array_agg(r) FROM unnest(%s::text[]) AS r "
+        "WHERE pg_has_role(current_user, r, 'MEMBER')",
+        [list(_SERVER_POWERS)],
+    ).fetchone()
+    conn.rollback()
+    if row and row[0]:
+        raise _Failure(
+            ErrorType.CONFIG,
+            f"the connection logs in as {user!r}, a member of {', '.join(row[0])}: give the "
+            f"tool a role without server file or program rights, or set {SUPERUSER_SETTING}",
+        )
 
 
 # --------------------------------------------------------------------------- where it may connect
@@ -696,6 +734,7 @@ def _options(call: ToolCall, connection_string: str, trusted: bool = False) -> _
         timeout=timeout,
         max_rows=max_rows,
         pinned=pinned,
+        trusted=trusted,
     )
 
 
@@ -780,6 +819,8 @@ class DatabaseExecutor:
                 ErrorType.CONNECTION, f"could not connect to the database: {exc}", retryable=True
             ) from None
         try:
+            if not opts.trusted:
+                _refuse_server_powers(conn)
             return self._postgresql_statement(conn, opts)
         except pg_errors.ReadOnlySqlTransaction as exc:
             raise _Failure(ErrorType.READ_ONLY, f"tool is read-only: {_pg_message(exc)}") from None

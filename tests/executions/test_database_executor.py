@@ -79,17 +79,21 @@ class Engine:
 
 
 class PostgresEngine(Engine):
+    """``url`` is what tools get: a role with rights on this database only (tools may
+    not log in as a superuser); ``admin_url`` seeds and checks from the side."""
+
     name = "postgresql"
 
-    def __init__(self, url: str):
+    def __init__(self, admin_url: str, url: str):
+        self.admin_url = admin_url
         self.url = url
 
     def execute(self, sql: str) -> None:
-        with psycopg.connect(self.url, autocommit=True) as conn:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(sql)
 
     def scalar(self, sql: str):
-        with psycopg.connect(self.url, autocommit=True) as conn:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
             return conn.execute(sql).fetchone()[0]
 
     def table_exists(self, table: str) -> bool:
@@ -154,8 +158,18 @@ def pg_engine():
         pytest.skip(f"PostgreSQL not reachable at {urlsplit(admin_url).netloc}")
     try:
         admin.execute(f'CREATE DATABASE "{name}"')
-        engine = PostgresEngine(_with_database(server, name))
-        with psycopg.connect(engine.url, autocommit=True) as conn:
+        admin.execute(f'CREATE ROLE "{name}" LOGIN')
+        database_admin = _with_database(server, name)
+        with psycopg.connect(database_admin, autocommit=True) as conn:
+            conn.execute(f'GRANT CREATE, USAGE ON SCHEMA public TO "{name}"')
+            conn.execute(
+                f'ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO "{name}"'
+            )
+        tool_url = urlsplit(database_admin)._replace(
+            netloc=f"{name}@{urlsplit(database_admin).hostname}:{urlsplit(database_admin).port or 5432}"
+        )
+        engine = PostgresEngine(database_admin, tool_url.geturl())
+        with psycopg.connect(engine.admin_url, autocommit=True) as conn:
             for statement in SEED_SQL.strip().split(";\n"):
                 if statement.strip():
                     conn.execute(statement)
@@ -163,6 +177,7 @@ def pg_engine():
         yield engine
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'DROP ROLE IF EXISTS "{name}"')
         admin.close()
 
 
@@ -467,9 +482,30 @@ def test_connection_error_messages_are_redacted(pg_engine):
     assert "[REDACTED]" in result.error_message
 
 
+def test_a_superuser_or_a_role_with_server_powers_is_refused(pg_engine, settings):
+    """read_only is no sandbox for them: pg_read_file, COPY … TO PROGRAM."""
+    query = "SELECT pg_read_file('/etc/hostname') AS f"
+    refused = run(pg_engine.admin_url, query)
+    assert refused.error_type == ErrorType.CONFIG and "superuser" in refused.error_message
+    role = urlsplit(pg_engine.url).username
+    pg_engine.execute(f'GRANT pg_read_server_files TO "{role}"')
+    try:
+        powers = run(pg_engine.url, query)
+        assert powers.error_type == ErrorType.CONFIG
+        assert "pg_read_server_files" in powers.error_message
+    finally:
+        pg_engine.execute(f'REVOKE pg_read_server_files FROM "{role}"')
+    # The tool's own role: what read_only means holds, and the file stays out of reach.
+    plain = run(pg_engine.url, query)
+    assert plain.error_type == ErrorType.TOOL and "permission denied" in plain.error_message
+    # The operator may lift the rule.
+    settings.TOOLHUB_DATABASE_ALLOW_SUPERUSER = True
+    assert run(pg_engine.admin_url, "SELECT 1 AS one").ok
+
+
 def test_connection_errors_never_name_the_user(pg_engine):
     user = f"canary_user_{uuid.uuid4().hex[:8]}"
-    url = pg_engine.url.replace("postgres@", f"{user}@", 1)
+    url = pg_engine.admin_url.replace("postgres@", f"{user}@", 1)
     result = run(url, "SELECT 1")
     assert result.error_type == ErrorType.CONNECTION
     assert user not in result.error_message and "[REDACTED]" in result.error_message
@@ -670,7 +706,7 @@ def _own_database_url() -> str:
 
 
 @pytest.mark.django_db
-def test_own_database_is_refused_even_where_egress_is_allowed(settings):
+def test_own_database_is_refused_even_where_egress_is_allowed(settings, pg_engine):
     if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
         pytest.skip("SQLite: test_own_sqlite_file_is_refused (the test database is in memory)")
     url = _own_database_url()
@@ -679,7 +715,7 @@ def test_own_database_is_refused_even_where_egress_is_allowed(settings):
         assert not result.ok and result.error_type == ErrorType.EGRESS_DENIED, variant
         assert "ToolHub's database" in result.error_message
     # Another database of the same server stays reachable where egress allows it.
-    assert run(url.rsplit("/", 1)[0] + "/postgres", "SELECT 1 AS one").ok
+    assert run(_with_database(pg_engine.url, "postgres"), "SELECT 1 AS one").ok
 
 
 @pytest.mark.django_db

@@ -26,6 +26,25 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 @pytest.fixture
+def tool_role():
+    """The URL of a login role without superuser rights (what database tools may
+    connect as) on another database of the test server."""
+    import uuid
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    name = f"toolhub_e2e_{uuid.uuid4().hex[:10]}"
+    admin = _database_url().rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{name}" LOGIN')
+    server = urlsplit(admin)
+    yield f"postgres://{name}@{server.hostname}:{server.port or 5432}/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP ROLE IF EXISTS "{name}"')
+
+
+@pytest.fixture
 def caller(allow_loopback, settings):
     settings.TOOLHUB_MCP_STDIO_COMMANDS = [sys.executable]
     owner = make_user("owner-olga")
@@ -48,7 +67,7 @@ def run(client, tool: str, arguments: dict) -> dict:
     return response.json()
 
 
-def test_every_kind_runs_through_a_real_worker(caller):
+def test_every_kind_runs_through_a_real_worker(caller, tool_role):
     client = caller["client"]
     db_tool = tool_services.tool_create(
         actor=None,
@@ -57,9 +76,10 @@ def test_every_kind_runs_through_a_real_worker(caller):
         parameters=[{"name": "n", "type": "integer", "required": True}],
         configs=[
             {
-                # Another database of the same server: ToolHub's own is refused to tools.
+                # Another database of the same server (ToolHub's own is refused to
+                # tools), as a role without superuser rights (superusers are refused).
                 "config_key": "connection_string",
-                "config_value": _database_url().rsplit("/", 1)[0] + "/postgres",
+                "config_value": tool_role,
                 "is_secret": True,
             },
             {
