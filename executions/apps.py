@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class ExecutionsConfig(AppConfig):
@@ -17,3 +18,25 @@ class ExecutionsConfig(AppConfig):
         from registry.services.audit_chain import record_check_register
 
         record_check_register(altered_executions)
+
+        load_python_tool_modules(settings.TOOLHUB_PYTHON_TOOL_MODULES)
+
+
+def load_python_tool_modules(modules) -> None:
+    """Import the operator's modules of ``@tool`` functions (``TOOLHUB_PYTHON_TOOL_MODULES``),
+    so web and workers know the same functions; a module that does not import stops
+    the process, naming it."""
+    import importlib
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    import executions.python_tools  # noqa: F401 - the registry and the built-in tools
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            raise ImproperlyConfigured(
+                f"TOOLHUB_PYTHON_TOOL_MODULES: module {module!r} does not import "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc

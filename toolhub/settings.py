@@ -391,6 +391,10 @@ for _alias, _url in TOOLHUB_DATABASE_ALIASES.items():
             "postgresql://…, postgres://… or sqlite:///… URL "
             '(expected TOOLHUB_DATABASE_ALIASES="name=url,name2=url2")'
         )
+# Modules whose @tool-decorated functions become Python tools (imported by every
+# process at start; then manage.py sync_python_tools registers them). Code comes
+# from here, the operator's environment, never from the database.
+TOOLHUB_PYTHON_TOOL_MODULES = env_list("TOOLHUB_PYTHON_TOOL_MODULES")
 # Database tools' own connection strings may not log in as a PostgreSQL superuser
 # (or a role that reads server files or runs programs); true lifts that.
 TOOLHUB_DATABASE_ALLOW_SUPERUSER = env_bool("TOOLHUB_DATABASE_ALLOW_SUPERUSER", False)

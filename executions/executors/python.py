@@ -179,7 +179,11 @@ class PythonExecutor:
             return failure(ErrorType.CONFIG, str(exc))
         entry = self.registry.get(name) if isinstance(name, str) else None
         if entry is None:
-            return failure(ErrorType.CONFIG, f"no registered Python function named {name!r}")
+            return failure(
+                ErrorType.CONFIG,
+                f"no registered Python function named {name!r} (the module defining it must "
+                "be listed in TOOLHUB_PYTHON_TOOL_MODULES)",
+            )
         metadata = {"function": entry.name, "is_async": entry.is_async}
         timeout = call.timeout_seconds
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:

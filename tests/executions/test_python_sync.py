@@ -109,3 +109,29 @@ def test_sync_python_tools_command(capsys):
     assert "calculator" in names
     call_command("sync_python_tools")
     assert f"{len(names)} unchanged" in capsys.readouterr().out
+
+
+def test_an_operators_module_of_python_tools_is_loaded_and_synced():
+    import sys
+
+    from executions.apps import load_python_tool_modules
+
+    try:
+        load_python_tool_modules(["tests.data.sample_python_tools"])
+        assert default_registry.get("sample_shout") is not None
+        report = python_tools_sync(actor=None)
+        assert "sample_shout" in report.created
+        tool = Tool.objects.get(name="sample_shout")
+        assert [p.name for p in tool.parameters.order_by("position")] == ["text", "times"]
+    finally:
+        default_registry.unregister("sample_shout")
+        sys.modules.pop("tests.data.sample_python_tools", None)
+
+
+def test_a_module_that_does_not_import_stops_the_process():
+    from django.core.exceptions import ImproperlyConfigured
+
+    from executions.apps import load_python_tool_modules
+
+    with pytest.raises(ImproperlyConfigured, match=r"TOOLHUB_PYTHON_TOOL_MODULES.*no_such_mod"):
+        load_python_tool_modules(["no_such_module_for_toolhub"])
