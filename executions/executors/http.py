@@ -297,8 +297,11 @@ def _check_url(value: str) -> None:
         return  # a relative endpoint: appended to base_url
     try:
         parsed = httpx.URL(_PLACEHOLDER.sub("0", url))
+        parsed.host  # noqa: B018 - decodes the host: an invalid IDNA label raises here
     except httpx.InvalidURL as exc:
         raise ConfigValueError(f"{shown(url)} is not a valid URL ({exc})") from None
+    except UnicodeError as exc:  # idna.IDNAError
+        raise ConfigValueError(f"{shown(url)} has an invalid host name ({exc})") from None
     if parsed.scheme.lower() not in egress.ALLOWED_SCHEMES or not parsed.raw_host:
         raise ConfigValueError(got(url))
 
@@ -710,6 +713,14 @@ class HTTPExecutor:
         origin = _origin(url)
         metadata["redirects"] = 0
         for hop in range(MAX_REDIRECTS + 1):
+            try:
+                url.host  # noqa: B018 - httpx decodes it to build the request
+            except UnicodeError as exc:  # idna.IDNAError: an invalid A-label
+                where = "the URL" if hop == 0 else "the redirect"
+                raise _Failure(
+                    ErrorType.CONFIG if hop == 0 else ErrorType.UPSTREAM,
+                    f"{where} has an invalid host name ({exc})",
+                ) from None
             metadata["url"] = str(url.copy_with(userinfo=b""))[:_URL_METADATA_CHARS]
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -737,7 +748,8 @@ class HTTPExecutor:
             except httpx.TransportError as exc:
                 raise _Failure(
                     ErrorType.CONNECTION,
-                    f"connection to {url.host}:{url.port or origin[2]} failed: {exc or type(exc).__name__}",
+                    f"connection to {url.raw_host.decode('ascii', 'replace')}:"
+                    f"{url.port or origin[2]} failed: {exc or type(exc).__name__}",
                     retryable=True,
                 ) from None
             try:

@@ -899,3 +899,17 @@ def test_a_binary_body_is_kept_whole_as_base64(upstream):
     )
     assert "data_encoding" not in leaking.output
     assert "sk-binary-secret-42" not in dump(leaking)
+
+
+def test_an_invalid_idna_host_is_refused_at_save_and_never_crashes_a_call(settings):
+    from executions.executors.http import CONFIGS
+
+    bad = "http://xn--localhost-:8112"
+    problem = CONFIGS.problem("base_url", bad)
+    assert problem and "invalid host name" in problem
+    # Stored before the check: the call fails plainly, with no traceback.
+    settings.TOOLHUB_EGRESS_ALLOW = ["xn--localhost-"]
+    result = call({"base_url": bad})
+    assert not result.ok
+    assert result.error_type != ErrorType.TOOL and "Traceback" not in result.error_message
+    assert "IDNAError" not in result.error_message
