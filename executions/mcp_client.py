@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -474,9 +475,13 @@ def _translate(exc: BaseException, *, phase: str, status: int | None = None) -> 
             )
         return MCPConnectionError(f"the MCP server answered HTTP {status} ({phase})", status=status)
     if isinstance(leaf, MCPError):
-        if leaf.code == REQUEST_TIMEOUT:
+        # The SDK raises these two codes itself, with these messages; a server may
+        # answer with the same codes (-32000 and -32001 are in JSON-RPC's range for
+        # servers' own errors), and then it is the server's error, with its message.
+        message = str(leaf.message or "")
+        if leaf.code == REQUEST_TIMEOUT and re.fullmatch(r"Request '.*' timed out", message):
             return MCPTimeout(f"the MCP server did not answer in time ({phase})")
-        if leaf.code == CONNECTION_CLOSED:
+        if leaf.code == CONNECTION_CLOSED and message == "Connection closed":
             return MCPConnectionError(f"the connection to the MCP server closed ({phase})")
         if leaf.message == "Session terminated":  # HTTP 404 for a session the server forgot
             return MCPConnectionError(f"the MCP server no longer knows this session ({phase})")

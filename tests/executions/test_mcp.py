@@ -33,6 +33,7 @@ ALL_TOOLS = {
     "json_text",
     "media",
     "bad_structured",
+    "rpc_error",
 }
 
 
@@ -597,3 +598,17 @@ def test_secret_values_are_redacted_from_outputs_and_messages(any_spec):
         assert secret not in json.dumps([result.output, result.metadata, result.error_message])
     assert "[REDACTED]" in ok.output["text"]
     assert "[REDACTED]" in failed.error_message
+
+
+@pytest.mark.parametrize("spec_name", ["http_spec", "stdio_spec"])
+@pytest.mark.parametrize("code", [-32000, -32001, -32050])
+def test_a_json_rpc_error_answer_is_the_servers_error_not_a_lost_connection(
+    request, spec_name, code
+):
+    """-32000 and -32001 are also the codes the SDK gives a closed connection and its
+    own timeout: a server's error with them had read as 'connection closed'."""
+    result = run(request.getfixturevalue(spec_name), "rpc_error", {"code": code})
+    assert result.error_type == ErrorType.UPSTREAM, (result.error_type, result.error_message)
+    assert "quota exhausted for this key" in result.error_message
+    # The session is still usable afterwards.
+    assert run(request.getfixturevalue(spec_name), "add", {"a": 1, "b": 2}).ok

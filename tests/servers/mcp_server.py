@@ -100,6 +100,12 @@ def build_server() -> TestMCPServer:
         headers = ctx.headers or {}
         return headers.get("authorization", "") or "anonymous"
 
+    @server.tool(description="Answer with a JSON-RPC error, not a result flagged isError.")
+    def rpc_error(code: int = -32001) -> str:
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(code=code, message="quota exhausted for this key")
+
     @server.tool(description="Return structured content.")
     def structured() -> dict[str, Any]:
         return {"answer": 42, "items": ["a", "b"], "nested": {"ok": True}}
