@@ -27,7 +27,9 @@ def _load(token_hash: str):
     threads of the process: read-only.
     """
     token = (
-        ApiToken.objects.select_related("user", "user__agent").filter(token_hash=token_hash).first()
+        ApiToken.objects.select_related("user", "user__agent", "user__agent__owner")
+        .filter(token_hash=token_hash)
+        .first()
     )
     if token is None:
         return None
@@ -94,6 +96,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("The account of this token is disabled.")
         if agent is not None and not agent.is_active:
             raise exceptions.AuthenticationFailed("The agent of this token is inactive.")
+        if agent is not None and not agent.owner.is_active:
+            # An agent answers to its owner: one who left takes their agents along.
+            raise exceptions.AuthenticationFailed(
+                "The owner of this token's agent is deactivated; a platform admin can "
+                "give the agent another owner."
+            )
         _touch(token)
         return user, token
 

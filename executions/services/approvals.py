@@ -259,6 +259,8 @@ def _no_longer_allowed(execution: Execution, since=None) -> tuple[str, str] | No
     agent = getattr(principal, "agent", None)
     if agent is not None and not agent.is_active:
         return "permission_denied", "the calling agent is no longer active"
+    if agent is not None and not agent.owner.is_active:
+        return "permission_denied", "the calling agent's owner is deactivated"
     if not access.can(principal, Action.EXECUTE, tool, role_ids=role_ids):
         return "permission_denied", "the caller may no longer execute this tool"
     return None

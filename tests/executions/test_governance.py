@@ -561,6 +561,7 @@ def test_a_cancelled_call_cannot_be_approved(gated):
         "config_deleted",
         "parameter_deleted",
         "timeout",
+        "owner_off",
     ],
 )
 def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
@@ -597,6 +598,11 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
     elif change == "timeout":
         tool_services.tool_update(actor=None, tool=tool, data={"timeout_seconds": 3})
         code = "tool_changed"
+    elif change == "owner_off":
+        owner = gated["agents"][0].owner
+        owner.is_active = False
+        owner.save(update_fields=["is_active"])
+        code = "permission_denied"
     else:
         access_services.agent_update(
             actor=None, agent=gated["agents"][0], data={"is_active": False}

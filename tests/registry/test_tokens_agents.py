@@ -90,6 +90,20 @@ class TestTokens:
         actions = list(AuditEvent.objects.values_list("action", flat=True))
         assert {"token.issued", "token.revoked", "agent.deactivated"} <= set(actions)
 
+    def test_an_agent_whose_owner_is_deactivated_is_refused(self, agent, owner):
+        _, raw = services.token_issue(actor=None, user=agent.user)
+        assert bearer(raw).get("/api/v1/tools").status_code == 200
+        owner.is_active = False
+        owner.save(update_fields=["is_active"])
+        response = bearer(raw).get("/api/v1/tools")
+        assert response.status_code == 401
+        assert "owner of this token's agent is deactivated" in response.json()["error"]["message"]
+        # Given a new owner, it works again.
+        from tests.factories import make_user
+
+        services.agent_update(actor=None, agent=agent, data={"owner": make_user("new-owner")})
+        assert bearer(raw).get("/api/v1/tools").status_code == 200
+
     def test_expiry_in_the_past_is_refused(self, agent):
         with pytest.raises(Exception, match="future"):
             services.token_issue(actor=None, user=agent.user, expires_at=timezone.now())
