@@ -233,11 +233,13 @@ def _queue_deadline(execution: Execution, tool: Tool):
 
 
 def _agent_active(agent_id) -> bool:
-    """Whether the agent (and its user) is still active; read once per registry generation
-    (deactivating an agent moves the generation)."""
+    """Whether the agent (its user and its owner) is still active; read once per registry
+    generation (deactivating an agent or a person moves the generation)."""
 
     def load() -> bool:
-        return Agent.objects.filter(pk=agent_id, is_active=True, user__is_active=True).exists()
+        return Agent.objects.filter(
+            pk=agent_id, is_active=True, user__is_active=True, owner__is_active=True
+        ).exists()
 
     return snapshot.cached(snapshot.current(), ("agent_active", agent_id), load)
 
@@ -259,7 +261,9 @@ def execution_run(*, execution_id) -> Execution | None:
     if not tool.is_active:  # deactivated after the call was admitted: the kill switch holds
         return _deny_queued(row, "tool_inactive", "The tool was deactivated before the call ran.")
     if row.agent_id and not _agent_active(row.agent_id):  # so is the agent's
-        return _deny_queued(row, "agent_inactive", "The agent was deactivated before the call ran.")
+        return _deny_queued(
+            row, "agent_inactive", "The agent (or its owner) was deactivated before the call ran."
+        )
     slots = take_slots(row, tool)
     if slots is None:
         return _wait_for_slot(row, tool)

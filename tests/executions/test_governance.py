@@ -713,13 +713,19 @@ def test_webhook_failures_are_retried_and_the_outcome_audited(gated, upstream2):
     assert AuditEvent.objects.filter(action="webhook.failed").count() == 2
 
 
-def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, monkeypatch):
+@pytest.mark.parametrize("who", ["agent", "owner"])
+def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, monkeypatch, who):
     from executions.services import pipeline, runner
 
     monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: None)  # no worker yet
     queued = call(world["clients"][0], wait=False)
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
-    access_services.agent_update(actor=None, agent=world["agents"][0], data={"is_active": False})
+    agent = world["agents"][0]
+    if who == "agent":
+        access_services.agent_update(actor=None, agent=agent, data={"is_active": False})
+    else:  # the person it answers to left
+        agent.owner.is_active = False
+        agent.owner.save(update_fields=["is_active"])
     assert runner.execution_run(execution_id=queued.json()["id"]) is None
     execution = Execution.objects.get(pk=queued.json()["id"])
     assert execution.status == "denied" and execution.reason_code == "agent_inactive"
