@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -321,7 +322,7 @@ def execution_request(
         input_hash=digest,
         sealed_secrets=crypto.encrypt_json(secrets) if secrets and not cached else "",
         chars_in=len(canonical_json(stored)),
-        cost=cost_of(tool),
+        cost=Decimal(0) if cached else cost_of(tool),  # a cached answer calls nothing
         created_at=now,
         queued_at=now if status == ExecutionStatus.QUEUED else None,
     )

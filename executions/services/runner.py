@@ -15,6 +15,7 @@ import logging
 import socket
 import time
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -230,6 +231,10 @@ def _queue_deadline(execution: Execution, tool: Tool):
     return queued + timedelta(
         seconds=max(settings.TOOLHUB_QUEUE_WAIT_SECONDS, tool.timeout_seconds)
     )
+
+
+# Failures that stop a call before anything is sent to the tool.
+NEVER_SENT = (ErrorType.CONFIG, ErrorType.INPUT, ErrorType.EGRESS_DENIED)
 
 
 def _agent_active(agent_id) -> bool:
@@ -454,6 +459,8 @@ def _finish(
                 metadata=result.metadata,
             )
     status = ExecutionStatus.SUCCEEDED if result.ok else ExecutionStatus.FAILED
+    if not result.ok and result.error_type in NEVER_SENT and execution.cost:
+        fields["cost"] = Decimal(0)  # stopped before it reached the tool: nothing to charge
     if result.metadata.get("truncated"):
         fields["output_truncated"] = True
     fields.update(

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -320,6 +321,14 @@ def test_cache_hit_miss_and_version_bump(world):
     fourth = call(client).json()
     assert Execution.objects.get(pk=fourth["id"]).cached_from_id is None
     assert len(world["upstream"].requests) == 6
+    # A cached answer called nothing: it costs nothing (stats add costs up).
+    tool_services.tool_update(
+        actor=None, tool=tool, data={"tool_metadata": {"cost_per_call": "0.5"}}
+    )
+    paid, free = call(client, arg="z").json(), call(client, arg="z").json()
+    assert free["cached_from"] == paid["id"]
+    assert Execution.objects.get(pk=paid["id"]).cost == Decimal("0.5")
+    assert Execution.objects.get(pk=free["id"]).cost == 0
 
 
 def test_uncacheable_settings_are_refused(world, staff_client):

@@ -255,6 +255,15 @@ def test_refusals_are_recorded(world):
         assert finished == created
 
 
+def test_a_call_stopped_before_it_reached_the_tool_costs_nothing(world):
+    tool_services.config_set(
+        actor=None, tool=world["tool"], config_key="base_url", config_value="http://10.255.0.1"
+    )
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    assert body["status"] == "failed" and body["error_type"] == "egress_denied"
+    assert Execution.objects.get(pk=body["id"]).cost == 0  # cost_per_call is 0.0025
+
+
 def test_upstream_4xx_is_a_failed_execution_with_status(world):
     response = run(world["client"], tool="echo_tool", input_data={"path": "status/404"}, wait=True)
     body = response.json()
