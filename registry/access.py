@@ -68,6 +68,23 @@ def role_names_of(user) -> list[str]:
     return sorted(_roles_of(user).values()) if _active(user) else []
 
 
+def roles_granting(user, action: str, tool: Tool, role_ids: Iterable[int] | None = None):
+    """Names of the user's roles (narrowed to ``role_ids``) that hold ``action`` on
+    ``tool``, through a grant on it or an all-tools grant."""
+    roles = _roles_of(user) if _active(user) else {}
+    ids = role_ids_of(user, role_ids)
+    if not ids:
+        return []
+    codes = list(IMPLIED[Action(action)])
+    via_all = Group.permissions.through.objects.filter(
+        group_id__in=ids, permission__content_type=_tool_ct(), permission__codename__in=codes
+    ).values_list("group_id", flat=True)
+    via_tool = ToolGroupObjectPermission.objects.filter(
+        group_id__in=ids, content_object_id=tool.pk, permission__codename__in=codes
+    ).values_list("group_id", flat=True)
+    return sorted({roles[i] for i in [*via_all, *via_tool] if i in roles})
+
+
 def _tool_ct() -> ContentType:
     return ContentType.objects.get_for_model(Tool)
 

@@ -158,7 +158,9 @@ def _record_refusal(
     return execution
 
 
-def _call_record(caller: Caller, tool: Tool | None, requested: Any, **fields) -> Execution:
+def _call_record(
+    caller: Caller, tool: Tool | None, requested: Any, entries=None, **fields
+) -> Execution:
     """An unsaved Execution naming the tool, the caller and the request, plus ``fields``."""
     ctx = context.current()
     return Execution(
@@ -171,17 +173,30 @@ def _call_record(caller: Caller, tool: Tool | None, requested: Any, **fields) ->
         principal=caller.user,
         principal_name=caller.name,
         role=caller.role,
-        roles_used=_role_names(caller),
+        roles_used=_role_names(caller, tool, entries),
         request_id=ctx.request_id,
         client_address=ctx.client_address,
         **fields,
     )
 
 
-def _role_names(caller: Caller) -> list[str]:
+def _role_names(caller: Caller, tool: Tool | None = None, entries=None) -> list[str]:
+    """The roles the call acted with: those of the caller's (narrowed) roles that grant
+    ``execute`` on the tool; when none does (a refusal, a right given to the person
+    directly), all of the caller's roles."""
     if caller.role is not None:
         return [caller.role.name]
-    return access.role_names_of(caller.user) if caller.user else []
+    if not caller.user:
+        return []
+    if tool is not None:
+        granting = snapshot.cached(
+            entries,
+            ("roles_granting", caller.user.pk, tool.pk),
+            lambda: access.roles_granting(caller.user, Action.EXECUTE, tool),
+        )
+        if granting:
+            return list(granting)
+    return access.role_names_of(caller.user)
 
 
 def resolve_caller(user, role_ref: Any = None) -> Caller:
@@ -317,6 +332,7 @@ def execution_request(
         caller,
         tool,
         tool_ref,
+        entries,
         status=status,
         input_data=stored,
         input_hash=digest,

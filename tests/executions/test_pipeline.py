@@ -103,6 +103,8 @@ def test_wait_returns_the_result_and_records_everything(world):
     assert sent.query == {"count": ["3"]}
     execution = Execution.objects.get(pk=body["id"])
     assert execution.attempts == 1 and execution.execution_time_ms > 0
+    # The role that granted execute, not every role of the agent (readers only reads).
+    assert execution.roles_used == ["callers"]
     assert str(execution.cost) == "0.002500" and execution.chars_in > 0 and execution.chars_out > 0
     assert execution.sealed_secrets == "" and len(execution.input_hash) == 64
     actions = list(
