@@ -81,6 +81,17 @@ TOOL_ACCESS_CODENAMES = set(CODENAMES.values())
 # who are not superusers).
 ROLE_PERMISSION_APPS = ("registry", "executions")
 ROLE_PERMISSION_EXTRAS = ("auth.view_user",)
+# Rights nothing honours: the audit log and execution records are append-only
+# (the admin and the API never add, change or delete them, for anyone). A role
+# holding them would look more powerful than it is.
+INERT_PERMISSIONS = (
+    "registry.add_auditevent",
+    "registry.change_auditevent",
+    "registry.delete_auditevent",
+    "executions.add_execution",
+    "executions.change_execution",
+    "executions.delete_execution",
+)
 
 
 def role_permission_choices():
@@ -90,9 +101,14 @@ def role_permission_choices():
     for label in ROLE_PERMISSION_EXTRAS:
         app_label, codename = label.split(".", 1)
         extras |= Q(content_type__app_label=app_label, codename=codename)
+    inert = Q()
+    for label in INERT_PERMISSIONS:
+        app_label, codename = label.split(".", 1)
+        inert |= Q(content_type__app_label=app_label, codename=codename)
     return (
         Permission.objects.filter(Q(content_type__app_label__in=ROLE_PERMISSION_APPS) | extras)
         .exclude(content_type__app_label="registry", codename__in=TOOL_ACCESS_CODENAMES)
+        .exclude(inert)
         .select_related("content_type")
     )
 
@@ -173,6 +189,19 @@ def _platform_permissions(labels: Iterable[str]) -> list[Permission]:
                             f"'{label}' is not a ToolHub permission: roles carry registry.* "
                             "and executions.* permissions (and auth.view_user); accounts "
                             "are managed by superusers."
+                        ),
+                        "code": "not_allowed",
+                    }
+                ]
+            )
+        if label in INERT_PERMISSIONS:
+            raise_invalid(
+                [
+                    {
+                        "field": "permissions",
+                        "message": (
+                            f"'{label}' does nothing: audit events and execution records "
+                            "are append-only for everyone."
                         ),
                         "code": "not_allowed",
                     }

@@ -224,6 +224,15 @@ class TestApi:
             .permissions.filter(content_type__app_label__in=["auth", "admin"])
             .exists()
         )
+        # Rights nothing honours (the audit log and executions are append-only) are refused,
+        # and the admin's role form does not offer them.
+        for label in ("registry.change_auditevent", "executions.delete_execution"):
+            inert = staff_client.patch(
+                f"/api/v1/roles/{role_id}", {"permissions": [label]}, format="json"
+            )
+            assert inert.status_code == 400 and "append-only" in inert.content.decode(), label
+        offered = {p.codename for p in services.role_permission_choices()}
+        assert "change_auditevent" not in offered and "view_auditevent" in offered
         viewer = staff_client.patch(
             f"/api/v1/roles/{role_id}",
             {"permissions": ["registry.review_all", "auth.view_user"]},
