@@ -41,6 +41,13 @@ class ManagedToolPartsMixin:
             obj is not None and access.can(request.user, Action.READ, obj)
         )
 
+    def get_queryset(self, request):
+        # Django empties an inline's rows unless the user holds the model's own
+        # view or change permission, asked without the tool; here that is decided per
+        # tool (has_view_permission(request, obj)) before the inline is shown at all,
+        # and the formset keeps only this tool's rows.
+        return admin.options.BaseModelAdmin.get_queryset(self, request)
+
     def has_add_permission(self, request, obj=None):
         return super().has_add_permission(request, obj) or _manages(request, obj)
 

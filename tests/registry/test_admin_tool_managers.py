@@ -87,3 +87,17 @@ def test_approval_settings_stay_with_platform_admins(world):
     assert response.status_code == 302
     tool.refresh_from_db()
     assert tool.requires_approval is False
+
+
+def test_a_manager_sees_and_edits_the_tools_existing_parts(world):
+    """Django empties an inline's rows for users without the model's own permission
+    (asked without the tool): the tool's owner saw no parameter, config or rate limit."""
+    from registry.services.tools import parameter_create
+
+    tool = world["managed"]
+    parameter_create(actor=None, tool=tool, name="city", type="string")
+    page = world["client"].get(reverse("admin:registry_tool_change", args=[tool.pk]))
+    html = page.content.decode()
+    assert 'name="configs-TOTAL_FORMS" value="1"' in html
+    assert 'name="parameters-TOTAL_FORMS" value="1"' in html
+    assert "https://a.example" in html and 'value="city"' in html
