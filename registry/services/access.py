@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
@@ -550,11 +551,34 @@ def token_snapshot(token: ApiToken) -> dict:
 def token_issue(
     *, actor, user, name: str = "", expires_at: datetime | None = None
 ) -> tuple[ApiToken, str]:
-    """Create a token for ``user``. Returns the row and the raw token: show it once, never store it."""
-    if expires_at is not None and expires_at <= timezone.now():
+    """Create a token for ``user``. Returns the row and the raw token: show it once, never store it.
+
+    With ``TOOLHUB_TOKEN_MAX_DAYS`` set, a token without an expiry gets one that
+    many days ahead, and a later expiry is refused.
+    """
+    now = timezone.now()
+    if expires_at is not None and expires_at <= now:
         raise_invalid(
             [{"field": "expires_at", "message": "Must be in the future.", "code": "invalid"}]
         )
+    max_days = getattr(settings, "TOOLHUB_TOKEN_MAX_DAYS", None)
+    if max_days:
+        latest = now + timedelta(days=max_days)
+        if expires_at is None:
+            expires_at = latest
+        elif expires_at > latest + timedelta(minutes=1):
+            raise_invalid(
+                [
+                    {
+                        "field": "expires_at",
+                        "message": (
+                            f"At most {max_days} days ahead (TOOLHUB_TOKEN_MAX_DAYS); "
+                            "issue a new token before this one expires."
+                        ),
+                        "code": "too_late",
+                    }
+                ]
+            )
     if len(name) > 100:
         raise_invalid([{"field": "name", "message": "At most 100 characters.", "code": "invalid"}])
     raw = generate_token()

@@ -104,6 +104,20 @@ class TestTokens:
         services.agent_update(actor=None, agent=agent, data={"owner": make_user("new-owner")})
         assert bearer(raw).get("/api/v1/tools").status_code == 200
 
+    def test_token_lifetime_is_capped_when_the_operator_says_so(self, agent, settings):
+        settings.TOOLHUB_TOKEN_MAX_DAYS = 30
+        token, _ = services.token_issue(actor=None, user=agent.user)
+        assert token.expires_at is not None
+        days = (token.expires_at - timezone.now()).total_seconds() / 86400
+        assert 29.9 < days <= 30
+        with pytest.raises(Exception, match="TOOLHUB_TOKEN_MAX_DAYS"):
+            services.token_issue(
+                actor=None, user=agent.user, expires_at=timezone.now() + timedelta(days=31)
+            )
+        settings.TOOLHUB_TOKEN_MAX_DAYS = None
+        forever, _ = services.token_issue(actor=None, user=agent.user)
+        assert forever.expires_at is None
+
     def test_expiry_in_the_past_is_refused(self, agent):
         with pytest.raises(Exception, match="future"):
             services.token_issue(actor=None, user=agent.user, expires_at=timezone.now())
