@@ -482,17 +482,23 @@ def _refuse_server_powers(conn: psycopg.Connection) -> None:
             "role with only the rights it needs (superusers read the server's files and run "
             f"programs whatever read_only says), or set {SUPERUSER_SETTING}",
         )
+    # Any role the login can become (SET ROLE, through membership at any depth) that
+    # is a superuser, may create roles (and so grant itself the rest), or holds one
+    # of the server powers.
     row = conn.execute(
-        "SELECT array_agg(r) FROM unnest(%s::text[]) AS r "
-        "WHERE pg_has_role(current_user, r, 'MEMBER')",
+        "SELECT array_agg(r.rolname ORDER BY r.rolname) FROM pg_roles r "
+        "WHERE pg_has_role(current_user, r.oid, 'MEMBER') "
+        "AND (r.rolsuper OR r.rolcreaterole OR r.rolname = ANY(%s::text[]))",
         [list(_SERVER_POWERS)],
     ).fetchone()
     conn.rollback()
     if row and row[0]:
         raise _Failure(
             ErrorType.CONFIG,
-            f"the connection logs in as {user!r}, a member of {', '.join(row[0])}: give the "
-            f"tool a role without server file or program rights, or set {SUPERUSER_SETTING}",
+            f"the connection logs in as {user!r}, which is or can become "
+            f"{', '.join(row[0])} (a superuser, a role that creates roles, or one with server "
+            "file or program rights): give the tool a role without them, or set "
+            f"{SUPERUSER_SETTING}",
         )
 
 

@@ -495,6 +495,19 @@ def test_a_superuser_or_a_role_with_server_powers_is_refused(pg_engine, settings
         assert "pg_read_server_files" in powers.error_message
     finally:
         pg_engine.execute(f'REVOKE pg_read_server_files FROM "{role}"')
+    # Membership in a superuser role (SET ROLE reaches it) or CREATEROLE (grants itself
+    # the powers) counts too.
+    pg_engine.execute(f'GRANT postgres TO "{role}"')
+    try:
+        member = run(pg_engine.url, query)
+        assert member.error_type == ErrorType.CONFIG and "postgres" in member.error_message
+    finally:
+        pg_engine.execute(f'REVOKE postgres FROM "{role}"')
+    pg_engine.execute(f'ALTER ROLE "{role}" CREATEROLE')
+    try:
+        assert run(pg_engine.url, query).error_type == ErrorType.CONFIG
+    finally:
+        pg_engine.execute(f'ALTER ROLE "{role}" NOCREATEROLE')
     # The tool's own role: what read_only means holds, and the file stays out of reach.
     plain = run(pg_engine.url, query)
     assert plain.error_type == ErrorType.TOOL and "permission denied" in plain.error_message
