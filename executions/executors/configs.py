@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 SHOWN_CHARS = 60
 
@@ -132,11 +132,11 @@ class ExecutorConfigs:
         if key is None or is_unset(value):
             return None
         try:
-            key.parse(value)
+            parsed = key.parse(value)
             if key.check is not None:
                 key.check(value)
             if not secret and key.plain_check is not None:
-                key.plain_check(value)
+                key.plain_check(parsed)  # as the executor reads it (JSON text is parsed)
         except ConfigValueError as exc:
             if secret:
                 return (
@@ -152,7 +152,8 @@ def plain_credential(value: Any) -> None:
 
 
 _CREDENTIAL_NAME = re.compile(
-    r"token|secret|passw|api-?_?key|apikey|^key$|signature|^sig$|auth|session|cookie",
+    r"token|secret|passw|^pwd$|api[-_]?key|apikey|^(x-)?key$|access[-_]?key|signature|^sig$"
+    r"|auth|session|cookie|credential",
     re.IGNORECASE,
 )
 
@@ -162,13 +163,20 @@ def credential_names(names: Iterable[Any]) -> list[str]:
     return sorted(str(n) for n in names if isinstance(n, str) and _CREDENTIAL_NAME.search(n))
 
 
-def url_password(url: str) -> bool:
-    """Whether ``url`` carries a password in its user information (``user:pw@host``)."""
+def url_credentials(url: str) -> str | None:
+    """What in ``url`` is a credential, in words: user information (``user@``,
+    ``user:password@``; a token is often sent as the user name) or a query
+    parameter whose name says so (``?api_key=``). None when there is none."""
     try:
         parts = urlsplit(url.strip())
     except ValueError:
-        return False
-    return bool(parts.password)
+        return None
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        return "user information (user@ or user:password@)"
+    names = credential_names(name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
+    if names:
+        return f"the query parameter {', '.join(names)}"
+    return None
 
 
 # --------------------------------------------------------------------------- common readers

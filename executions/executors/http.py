@@ -75,7 +75,7 @@ from executions.executors.configs import (
     positive_number,
     shown,
     text,
-    url_password,
+    url_credentials,
 )
 from executions.executors.wire import HEADER_NAME, IDEMPOTENT_METHODS, PinnedTransport
 from executions.redaction import redact, redact_text
@@ -349,7 +349,8 @@ def _headers_input_map(value: Any) -> dict[str, HeaderFromInput]:
 # Header names that carry credentials: in plain static headers they would be shown to
 # every reader of the tool and written into the audit log.
 _CREDENTIAL_HEADER_NAME = re.compile(
-    r"^(authorization|proxy-authorization|cookie)$|token|secret|api-?key|password|auth",
+    r"^(authorization|proxy-authorization|cookie)$|token|secret|api[-_]?key|password|auth"
+    r"|^(x-)?key$|access[-_]?key|subscription[-_]?key|signature|credential",
     re.IGNORECASE,
 )
 
@@ -364,11 +365,20 @@ def _no_plain_credentials(value: Any) -> None:
 
 
 def _no_plain_url_password(value: Any) -> None:
-    if isinstance(value, str) and url_password(value):
+    found = url_credentials(value) if isinstance(value, str) else None
+    if found:
         raise ConfigValueError(
-            "it carries a password (user:password@): mark the config secret, or use "
-            "auth_type basic_auth with a secret password"
+            f"it carries a credential ({found}): mark the config secret, or use auth_type "
+            "with a secret bearer_token, api_key or password"
         )
+
+
+def _no_host_header(value: Any) -> None:
+    """The URL names the host; a Host header would send the call (and its credentials)
+    to another site behind the same address."""
+    names = json_object(value) if not isinstance(value, dict) else value
+    if any(isinstance(n, str) and n.strip().lower() == "host" for n in names):
+        raise ConfigValueError("a Host header is not allowed: the URL names the host")
 
 
 def _no_plain_credential_params(value: Any) -> None:
@@ -409,6 +419,7 @@ CONFIGS = ExecutorConfigs(
             "a JSON object of header names to values (ASCII, without line breaks)",
             _headers,
             {},
+            check=_no_host_header,
             plain_check=_no_plain_credentials,
         ),
         ConfigKey(

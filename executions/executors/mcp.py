@@ -67,7 +67,10 @@ def _server_id(value: Any) -> str:
 
 
 def _no_plain_server_secrets(value: Any) -> None:
-    if isinstance(value, Mapping) and (value.get("auth_token") or value.get("env")):
+    def part(name: str) -> Any:
+        return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+    if part("auth_token") or part("env"):
         raise ConfigValueError(
             "it holds an auth_token or env: mark the config secret, or register the server "
             "(/api/v1/mcp-servers) and link the tool to it"

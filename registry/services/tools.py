@@ -8,7 +8,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
-from django.db.models import ProtectedError, RestrictedError
+from django.db.models import ProtectedError, Q, RestrictedError
 from django.utils import timezone
 
 from executions.executors import executor_configs
@@ -161,7 +161,12 @@ def check_tool_configs(tool: Tool, *, field: str = "type") -> None:
 # environment its calls then use) and to one remote tool of it: the sync writes
 # these. Anyone else who could set them could call any tool of any server with its
 # credentials, past its grants and the server's tools_allowed/denied.
-MCP_LINK_CONFIGS = ("server_id", "remote_tool_name")
+MCP_LINK_CONFIGS = ("server_id", "remote_tool_name", "server")
+# Configs that lend a tool credentials the operator holds (TOOLHUB_DATABASE_ALIASES):
+# like MCP links, only platform admins set them.
+LENT_CREDENTIAL_CONFIGS = ("connection_alias",)
+# Metadata that decides how a tool fails when a control is down (fail closed).
+RISK_METADATA = ("risk", "safety")
 MCP_LINK_METADATA = ("mcp_server", "mcp_server_id", "remote_tool_name")
 
 
@@ -200,6 +205,24 @@ def _check_managed_change(
         return
     if data and data.get("name") not in (None, tool.name):
         _check_namespace(tool, str(data["name"]))
+    if config_key in LENT_CREDENTIAL_CONFIGS:
+        raise PermissionDenied(
+            f"Only platform admins set '{config_key}': it lends the tool a connection the "
+            "operator holds.",
+            details=[{"field": "config_key", "message": "Platform admins only."}],
+        )
+    if data and "tool_metadata" in data:
+        old, new = tool.tool_metadata or {}, data["tool_metadata"] or {}
+        moved = [k for k in RISK_METADATA if old.get(k) != new.get(k)]
+        if moved:
+            raise PermissionDenied(
+                "Only platform admins change a tool's risk: it decides whether its calls "
+                "are refused when a control cannot be checked.",
+                details=[
+                    {"field": f"tool_metadata.{k}", "message": "Platform admins only."}
+                    for k in moved
+                ],
+            )
     retyped = bool(data) and "type" in data and data["type"] != tool.type
     if tool.requires_approval and (part in ("parameter", "config") or retyped):
         raise PermissionDenied(
@@ -212,12 +235,19 @@ def _check_managed_change(
         moves = key is not None and key.destination
     else:
         moves = retyped
-    if moves and tool.configs.filter(is_secret=True).exclude(config_key=config_key).exists():
+    if moves and _carries_secrets(tool, config_key):
         what = f"config '{config_key}'" if config_key else "type"
         raise PermissionDenied(
-            f"'{tool.name}' holds secret configs: only platform admins change where its "
-            f"calls go ({what}), since its credentials go with them."
+            f"'{tool.name}' holds secret configs or takes per-call secrets: only platform "
+            f"admins change where its calls go ({what}), since the secrets go with them."
         )
+
+
+def _carries_secrets(tool: Tool, changing: str | None) -> bool:
+    """Whether calls of ``tool`` carry secrets: secret configs (other than the one being
+    replaced) or per-call secret inputs (``headers_input_map``)."""
+    configs = tool.configs.exclude(config_key=changing) if changing else tool.configs.all()
+    return configs.filter(Q(is_secret=True) | Q(config_key="headers_input_map")).exists()
 
 
 def _check_namespace(tool: Tool, name: str) -> None:

@@ -126,6 +126,15 @@ def test_a_tool_holding_secrets_keeps_its_destination_from_managers(manager, sta
         ("endpoint", "https://user:pass@api.example/x"),
         ("query_params", {"api_key": "abc123"}),
         ("query_params", {"access_token": "abc123"}),
+        ("query_params", '{"api_key": "as JSON text"}'),
+        ("headers", '{"Authorization": "Bearer as JSON text"}'),
+        ("headers", {"Ocp-Apim-Subscription-Key": "k"}),
+        ("headers", {"X-Api_Key": "k"}),
+        ("headers", {"X-Key": "k"}),
+        ("base_url", "http://ghp_TOKENASUSER123@api.example"),
+        ("base_url", "http://u%3APCTSECRET@api.example"),
+        ("base_url", "https://api.example/?api_key=k123"),
+        ("endpoint", "/v1/items?access_token=k123"),
     ],
 )
 def test_credentials_are_saved_only_as_secrets(staff_client, key, value):
@@ -173,3 +182,88 @@ def test_a_manager_cannot_rename_a_tool_into_an_mcp_servers_namespace(manager, s
     # Other double-underscore names (no such server) stay allowed.
     other = client.patch(f"/api/v1/tools/{tool.pk}", {"name": "team__lookup"}, format="json")
     assert other.status_code == 200, other.content
+
+
+def test_plain_settings_that_are_not_credentials_stay_plain(staff_client):
+    tool = tool_upsert(actor=None, name="vendor_plain", type="http").tool
+    for key, value in (
+        ("query_params", {"sort_key": "name", "page_size": "50"}),
+        ("headers", {"Accept": "application/json", "X-Request-Source": "toolhub"}),
+        ("base_url", "https://api.example/v1?region=eu"),
+    ):
+        saved = staff_client.post(
+            configs(tool), {"config_key": key, "config_value": value}, format="json"
+        )
+        assert saved.status_code == 201, (key, saved.content)
+
+
+def test_a_host_header_is_refused(staff_client):
+    tool = tool_upsert(actor=None, name="vhost", type="http").tool
+    refused = staff_client.post(
+        configs(tool),
+        {"config_key": "headers", "config_value": {"Host": "other.example"}},
+        format="json",
+    )
+    assert refused.status_code == 400 and "Host header" in refused.content.decode()
+
+
+def test_managers_do_not_lend_operator_connections_or_lower_the_risk(manager, settings):
+    role, client = manager
+    settings.TOOLHUB_DATABASE_ALIASES = {"dba": "postgresql://postgres@db.example/prod"}
+    tool = managed(role, name="plain_http_2", configs={"base_url": "https://a.example"})
+    moved = client.patch(f"/api/v1/tools/{tool.pk}", {"type": "database"}, format="json")
+    assert moved.status_code == 200, moved.content  # its own connection: the manager's
+    alias = client.post(
+        configs(tool), {"config_key": "connection_alias", "config_value": "dba"}, format="json"
+    )
+    assert alias.status_code == 403 and "operator" in alias.json()["error"]["message"]
+    risky = managed(role, name="payments_2", metadata={"risk": "high"})
+    lowered = client.patch(
+        f"/api/v1/tools/{risky.pk}", {"tool_metadata": {"risk": "low"}}, format="json"
+    )
+    assert lowered.status_code == 403, lowered.content
+
+
+def test_per_call_secrets_keep_their_destination_too(manager):
+    role, client = manager
+    tool = managed(
+        role,
+        name="percall",
+        parameters=[{"name": "session", "type": "string"}],
+        configs={
+            "base_url": "https://api.example",
+            "headers_input_map": {"session": "Authorization"},
+        },
+    )
+    moved = client.post(
+        configs(tool),
+        {"config_key": "base_url", "config_value": "https://collector.example"},
+        format="json",
+    )
+    assert moved.status_code == 403 and "per-call secrets" in moved.json()["error"]["message"]
+
+
+def test_a_manager_cannot_repoint_a_server_linked_mcp_tool(manager):
+    from registry.services import mcp as mcp_services
+
+    role, client = manager
+    server = mcp_services.mcp_server_create(
+        actor=None, name="srv", transport="streamable_http", url="https://mcp.example/mcp"
+    )
+    tool = tool_upsert(
+        actor=None,
+        name="srv__echo",
+        type="mcp",
+        metadata={"mcp_server": "srv", "mcp_server_id": str(server.pk), "remote_tool_name": "echo"},
+        configs={"remote_tool_name": "echo", "server_id": str(server.pk)},
+    ).tool
+    access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+    inline = client.post(
+        configs(tool),
+        {
+            "config_key": "server",
+            "config_value": {"transport": "streamable_http", "url": "http://collector.example/mcp"},
+        },
+        format="json",
+    )
+    assert inline.status_code == 403, inline.content
