@@ -592,16 +592,17 @@ def execution_cancel(*, actor, execution: Execution) -> Execution:
     )
     if not allowed:
         raise PermissionDenied("Only the caller, the agent's owner or a platform admin may cancel.")
-    claimed = Execution.objects.filter(
-        pk=execution.pk, status__in=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL]
-    ).update(status=ExecutionStatus.CANCELLED, finished_at=timezone.now(), sealed_secrets="")
-    execution.refresh_from_db()
-    if not claimed:
-        raise Conflict(
-            f"Execution is {execution.status}; only queued or pending calls can be cancelled.",
-            code="not_cancellable",
-        )
-    with transaction.atomic():
+    with transaction.atomic():  # the row and its event together: no finished row without one
+        claimed = Execution.objects.filter(
+            pk=execution.pk,
+            status__in=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL],
+        ).update(status=ExecutionStatus.CANCELLED, finished_at=timezone.now(), sealed_secrets="")
+        execution.refresh_from_db()
+        if not claimed:
+            raise Conflict(
+                f"Execution is {execution.status}; only queued or pending calls can be cancelled.",
+                code="not_cancellable",
+            )
         audit_execution(execution, "execution.cancelled", actor=actor)
         # Its approval is closed too: nobody may approve a call that was cancelled.
         for approval in Approval.objects.filter(

@@ -163,26 +163,28 @@ def _audit_fields(execution: Execution, action: str, actor) -> dict:
 
 
 def altered_executions(chunk: int = 2000):
-    """Finished executions that no longer match the ``content_hash`` their latest audit
-    event recorded: a row changed behind the services' back (``audit_verify``).
+    """Executions that no longer match what their latest audit event recorded: a row
+    changed behind the services' back (``audit_verify``).
 
-    Calls still queued or running change without an event (the claim, the
-    attempts), so only finished ones are compared; a record whose events were
-    removed by retention has nothing to be compared with.
+    Compared: every execution whose latest event recorded a finished status (also
+    one set back to queued or running since), against the event's ``content_hash``;
+    and the stored arguments of an admitted call against its ``input_hash``. Calls
+    still queued or running change without an event (the claim, the attempts); a
+    record whose events retention removed has nothing to be compared with.
     """
     from executions.models import TERMINAL_STATUSES
     from registry.models import AuditEvent
     from registry.services.audit_chain import Problem
 
-    finished = Execution.objects.filter(status__in=TERMINAL_STATUSES).order_by("pk")
+    everything = Execution.objects.order_by("pk")
     last_pk = None
     while True:
-        page = finished if last_pk is None else finished.filter(pk__gt=last_pk)
+        page = everything if last_pk is None else everything.filter(pk__gt=last_pk)
         rows = list(page[:chunk])
         if not rows:
             return
         last_pk = rows[-1].pk
-        recorded: dict[str, tuple[int | None, str | None]] = {}
+        recorded: dict[str, tuple[int | None, dict]] = {}
         events = (
             AuditEvent.objects.filter(
                 target_type="executions.execution", target_id__in=[str(r.pk) for r in rows]
@@ -191,16 +193,57 @@ def altered_executions(chunk: int = 2000):
             .values_list("target_id", "sequence", "after")
         )
         for target_id, sequence, after in events.iterator(chunk_size=chunk):
-            recorded[target_id] = (sequence, (after or {}).get("content_hash"))
+            recorded[target_id] = (sequence, after or {})
         for execution in rows:
-            sequence, digest = recorded.get(str(execution.pk), (None, None))
-            if digest and execution_content_hash(execution) != digest:
-                where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
+            sequence, after = recorded.get(str(execution.pk), (None, {}))
+            if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
+                continue
+            where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
+            named = f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool})"
+            if execution_content_hash(execution) != after["content_hash"]:
                 yield Problem(
                     "record_altered",
                     sequence,
                     None,
-                    f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool}, "
-                    f"{execution.status}) no longer matches the content hash {where} recorded: "
-                    "the record was altered after it was written.",
+                    f"{named} no longer matches the content hash {where} recorded (it was "
+                    f"{after['status']}, it is {execution.status}): the record was altered "
+                    "after it was written.",
                 )
+            elif _arguments_altered(execution):
+                yield Problem(
+                    "record_altered",
+                    sequence,
+                    None,
+                    f"{named}: its stored arguments no longer match their hash: they were "
+                    "altered after the call was admitted.",
+                )
+
+
+# Refusals keep the arguments as received (and may not have parsed): only an admitted
+# call's stored arguments are exactly what its input_hash was computed from.
+_REFUSED = ("denied", "invalid")
+
+
+def _arguments_altered(execution: Execution) -> bool:
+    if execution.status in _REFUSED or not isinstance(execution.input_data, dict):
+        return False
+    if not execution.input_hash or not _round_trips(execution.input_data):
+        return False
+    return input_hash(execution.input_data) != execution.input_hash
+
+
+def _round_trips(value: Any) -> bool:
+    """Whether every number in ``value`` reads back as it was hashed (JSONB writes
+    1e+20 as 100000000000000000000, which reads back as an int)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and ("e" in repr(item) or "inf" in repr(item)):
+            return False
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**15:
+            return False
+    return True

@@ -22,6 +22,7 @@ from django.urls import reverse
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.services import access as services
 from registry.services.audit import audit_record
+from toolhub.api.params import parse_id
 
 User = get_user_model()
 
@@ -148,7 +149,8 @@ class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
             )
 
     def user_change_password(self, request, id, form_url=""):
-        if User.objects.filter(pk=id, agent__isnull=False).exists():
+        pk = parse_id(str(id))  # the route takes any text: a bad id is Django's 404
+        if pk is not None and User.objects.filter(pk=pk, agent__isnull=False).exists():
             # Agents authenticate with tokens only; a password would let one into the admin.
             messages.error(request, "Agents have no password: they authenticate with tokens.")
             return HttpResponseRedirect(reverse("admin:auth_user_change", args=[id]))

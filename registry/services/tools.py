@@ -253,17 +253,17 @@ def _carries_secrets(tool: Tool, changing: str | None) -> bool:
 def _check_namespace(tool: Tool, name: str) -> None:
     """``<server>__…`` names belong to the tools synced from that MCP server: a tool
     renamed into it would pass for one of them (and push the real one aside)."""
-    prefix, sep, _ = name.partition("__")
-    if not sep:
+    if "__" not in name:
         return
-    server = MCPServer.objects.filter(name=prefix).first()
     own = str((tool.tool_metadata or {}).get("mcp_server_id") or "")
-    if server is not None and own != str(server.pk):
-        raise PermissionDenied(
-            f"Names starting with '{prefix}__' belong to the tools of MCP server "
-            f"'{prefix}'; only platform admins give a tool such a name.",
-            details=[{"field": "name", "message": "Platform admins only."}],
-        )
+    for server in MCPServer.objects.only("pk", "name"):
+        # Server names may hold underscores themselves (gh_, my__srv): test each prefix.
+        if name.startswith(f"{server.name}__") and own != str(server.pk):
+            raise PermissionDenied(
+                f"Names starting with '{server.name}__' belong to the tools of MCP server "
+                f"'{server.name}'; only platform admins give a tool such a name.",
+                details=[{"field": "name", "message": "Platform admins only."}],
+            )
 
 
 def _check_approval_condition(tool: Tool) -> None:
@@ -629,7 +629,8 @@ def parameter_create(
     unknown = set(data) - set(PARAMETER_FIELDS)
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
-    _check_managed_change(actor, tool, part="parameter")
+    if not _creating:  # creating a tool is a platform admin's (or the system's) act
+        _check_managed_change(actor, tool, part="parameter")
     if "position" not in data and not _creating:
         # Added one at a time, parameters keep the order they were added in.
         last = (
@@ -766,7 +767,8 @@ def config_set(
     """
     _check_finite({"config_value": config_value}, _prefix)
     _check_mcp_link(actor, tool, config_key=config_key)
-    _check_managed_change(actor, tool, part="config", config_key=config_key)
+    if not _creating:
+        _check_managed_change(actor, tool, part="config", config_key=config_key)
     config = ToolConfig.objects.select_for_update().filter(tool=tool, config_key=config_key).first()
     created = config is None
     if created:

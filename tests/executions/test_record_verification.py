@@ -55,6 +55,8 @@ def calls(upstream, allow_loopback, eager_tasks):
         ("status", "failed"),
         ("principal_name", "someone-else"),
         ("error_message", "edited"),
+        ("status", "running"),  # set back to unfinished: out of the check before
+        ("input_data", '{"path": "elsewhere"}'),  # input_hash kept, the arguments changed
     ],
 )
 def test_an_edited_finished_execution_fails_verification(calls, column, value):

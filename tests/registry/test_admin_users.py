@@ -202,6 +202,8 @@ def test_an_agents_user_is_never_staff_superuser_or_given_a_password(admin_clien
     assert page.status_code == 302
     user.refresh_from_db()
     assert not user.has_usable_password()
+    # A page for an id that is no number is a 404, not a 500.
+    assert admin_client.get("/admin/auth/user/abc/password/").status_code == 404
     # Its other fields (and a person's flags) stay editable.
     renamed = admin_client.post(url, change_form(user, first_name="Analyst"))
     assert renamed.status_code == 302, renamed.content.decode()[:2000]

@@ -179,6 +179,12 @@ def test_a_manager_cannot_rename_a_tool_into_an_mcp_servers_namespace(manager, s
     )
     assert renamed.status_code == 403, renamed.content
     assert "MCP server 'mcphttp'" in renamed.json()["error"]["message"]
+    # A server whose own name holds underscores keeps its namespace too.
+    mcp_services.mcp_server_create(
+        actor=None, name="gh_", transport="streamable_http", url="https://gh.example/mcp"
+    )
+    squat = client.patch(f"/api/v1/tools/{tool.pk}", {"name": "gh___search"}, format="json")
+    assert squat.status_code == 403, squat.content
     # Other double-underscore names (no such server) stay allowed.
     other = client.patch(f"/api/v1/tools/{tool.pk}", {"name": "team__lookup"}, format="json")
     assert other.status_code == 200, other.content
