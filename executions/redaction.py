@@ -89,14 +89,16 @@ PART_MIN_CHARS = 8
 # A path segment is kept out only when it looks like a token (long, letters and
 # digits): ordinary segments ("transactions") also appear in ordinary outputs.
 _TOKENISH = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~+=-]{16,}$")
-_NOT_SECRET_DSN_KEYS = ("host", "hostaddr", "port", "sslmode", "connect_timeout")
 
 
 def secret_parts(value: str) -> list[str]:
-    """The pieces of a secret URL or connection string that are secret on their own:
-    user name and password, query values (and the words inside them), the fragment,
-    token-like path segments; ``key=value`` connection strings' values except the
-    host and port. Pieces shorter than ``PART_MIN_CHARS`` are left out."""
+    """The pieces of a secret URL or connection string that are secrets on their own:
+    the user name and password, the values of credential-named query parameters
+    (``?api_key=``), token-like path segments, and a ``key=value`` connection
+    string's user and password. Other pieces (formats, modes, database names) are
+    ordinary text an output may hold. Pieces shorter than ``PART_MIN_CHARS`` are left out."""
+    from executions.executors.configs import credential_names
+
     parts: list[str] = []
     if "://" in value or value.startswith("/"):  # an absolute URL, or a path and query
         try:
@@ -104,15 +106,15 @@ def secret_parts(value: str) -> list[str]:
             username, password = url.username, url.password
         except ValueError:
             return []
-        parts += [username or "", password or "", url.fragment]
+        parts += [username or "", password or ""]
         parts += [seg for seg in url.path.split("/") if _TOKENISH.match(unquote(seg))]
-        for _, item in parse_qsl(url.query, keep_blank_values=True):
-            parts.append(item)
-            parts += re.split(r"[\s=]+", item)
+        pairs = parse_qsl(url.query, keep_blank_values=True)
+        secret_names = set(credential_names(name for name, _ in pairs))
+        parts += [item for name, item in pairs if name in secret_names]
     elif "=" in value:
         for item in value.split():
             key, sep, item_value = item.partition("=")
-            if sep and key.lower() not in _NOT_SECRET_DSN_KEYS:
+            if sep and key.lower() in ("user", "password"):
                 parts.append(item_value.strip("'\""))
     found = {p for p in parts if len(p) >= PART_MIN_CHARS}
     found |= {unquote(p) for p in found if len(unquote(p)) >= PART_MIN_CHARS}

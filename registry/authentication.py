@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
@@ -36,6 +37,12 @@ def _load(token_hash: str):
     user = token.user
     access.role_ids_of(user)  # reads the roles now, once, onto the shared user
     return token, user, getattr(user, "agent", None)
+
+
+def _past_max_age(token) -> bool:
+    """Issued more than ``TOOLHUB_TOKEN_MAX_DAYS`` ago (tokens from before the setting)."""
+    max_days = getattr(settings, "TOOLHUB_TOKEN_MAX_DAYS", None)
+    return bool(max_days) and token.created_at < timezone.now() - timedelta(days=max_days)
 
 
 def _touch_due(token, now) -> bool:
@@ -90,7 +97,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         token, user, agent = entry
         if token.is_revoked:
             raise exceptions.AuthenticationFailed("This token has been revoked.")
-        if token.is_expired:
+        if token.is_expired or _past_max_age(token):
             raise exceptions.AuthenticationFailed("This token has expired.")
         if not user.is_active:
             raise exceptions.AuthenticationFailed("The account of this token is disabled.")

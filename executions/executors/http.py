@@ -339,6 +339,10 @@ def _headers_input_map(value: Any) -> dict[str, HeaderFromInput]:
             header = target
         else:
             raise ConfigValueError(f"{where}: {got(target)}")
+        if isinstance(header, str) and header.strip().lower() == "host":
+            raise ConfigValueError(
+                f"{where}: a Host header is not allowed (the URL names the host)"
+            )
         try:
             mapped[str(input_name)] = HeaderFromInput(_header_name(header), template)
         except ConfigValueError as exc:

@@ -553,8 +553,9 @@ def token_issue(
 ) -> tuple[ApiToken, str]:
     """Create a token for ``user``. Returns the row and the raw token: show it once, never store it.
 
-    With ``TOOLHUB_TOKEN_MAX_DAYS`` set, a token without an expiry gets one that
-    many days ahead, and a later expiry is refused.
+    With ``TOOLHUB_TOKEN_MAX_DAYS`` set, a token expires at most that many days
+    ahead (without an expiry, or with a later one, it gets that one); tokens issued
+    before the setting stop that many days after they were issued (authentication).
     """
     now = timezone.now()
     if expires_at is not None and expires_at <= now:
@@ -563,22 +564,9 @@ def token_issue(
         )
     max_days = getattr(settings, "TOOLHUB_TOKEN_MAX_DAYS", None)
     if max_days:
+        # Brought within the cap, never refused: the answer shows the expiry it got.
         latest = now + timedelta(days=max_days)
-        if expires_at is None:
-            expires_at = latest
-        elif expires_at > latest + timedelta(minutes=1):
-            raise_invalid(
-                [
-                    {
-                        "field": "expires_at",
-                        "message": (
-                            f"At most {max_days} days ahead (TOOLHUB_TOKEN_MAX_DAYS); "
-                            "issue a new token before this one expires."
-                        ),
-                        "code": "too_late",
-                    }
-                ]
-            )
+        expires_at = latest if expires_at is None else min(expires_at, latest)
     if len(name) > 100:
         raise_invalid([{"field": "name", "message": "At most 100 characters.", "code": "invalid"}])
     raw = generate_token()

@@ -165,6 +165,9 @@ MCP_LINK_CONFIGS = ("server_id", "remote_tool_name", "server")
 # Configs that lend a tool credentials the operator holds (TOOLHUB_DATABASE_ALIASES):
 # like MCP links, only platform admins set them.
 LENT_CREDENTIAL_CONFIGS = ("connection_alias",)
+# Which inputs are callers' per-call secrets and where they go: removing the map,
+# moving the destination and adding it back would send callers' secrets elsewhere.
+PER_CALL_SECRET_CONFIGS = ("headers_input_map",)
 # Metadata that decides how a tool fails when a control is down (fail closed).
 RISK_METADATA = ("risk", "safety")
 MCP_LINK_METADATA = ("mcp_server", "mcp_server_id", "remote_tool_name")
@@ -209,6 +212,12 @@ def _check_managed_change(
         raise PermissionDenied(
             f"Only platform admins set '{config_key}': it lends the tool a connection the "
             "operator holds.",
+            details=[{"field": "config_key", "message": "Platform admins only."}],
+        )
+    if config_key in PER_CALL_SECRET_CONFIGS:
+        raise PermissionDenied(
+            f"Only platform admins change '{config_key}': it decides where callers' "
+            "per-call secrets go.",
             details=[{"field": "config_key", "message": "Platform admins only."}],
         )
     if data and "tool_metadata" in data:

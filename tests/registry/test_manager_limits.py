@@ -205,6 +205,12 @@ def test_plain_settings_that_are_not_credentials_stay_plain(staff_client):
 
 def test_a_host_header_is_refused(staff_client):
     tool = tool_upsert(actor=None, name="vhost", type="http").tool
+    mapped = staff_client.post(
+        configs(tool),
+        {"config_key": "headers_input_map", "config_value": {"site": "Host"}},
+        format="json",
+    )
+    assert mapped.status_code == 400 and "Host header" in mapped.content.decode()
     refused = staff_client.post(
         configs(tool),
         {"config_key": "headers", "config_value": {"Host": "other.example"}},
@@ -247,6 +253,8 @@ def test_per_call_secrets_keep_their_destination_too(manager):
         format="json",
     )
     assert moved.status_code == 403 and "per-call secrets" in moved.json()["error"]["message"]
+    # Nor can the map be taken away first (and the destination moved, and the map put back).
+    assert client.delete(f"{configs(tool)}/headers_input_map").status_code == 403
 
 
 def test_a_manager_cannot_repoint_a_server_linked_mcp_tool(manager):

@@ -110,13 +110,22 @@ class TestTokens:
         assert token.expires_at is not None
         days = (token.expires_at - timezone.now()).total_seconds() / 86400
         assert 29.9 < days <= 30
-        with pytest.raises(Exception, match="TOOLHUB_TOKEN_MAX_DAYS"):
-            services.token_issue(
-                actor=None, user=agent.user, expires_at=timezone.now() + timedelta(days=31)
-            )
+        # A later expiry is brought within the cap (the admin's 90-day default included).
+        capped, _ = services.token_issue(
+            actor=None, user=agent.user, expires_at=timezone.now() + timedelta(days=90)
+        )
+        assert (capped.expires_at - timezone.now()).total_seconds() / 86400 <= 30
         settings.TOOLHUB_TOKEN_MAX_DAYS = None
-        forever, _ = services.token_issue(actor=None, user=agent.user)
+        forever, raw = services.token_issue(actor=None, user=agent.user)
         assert forever.expires_at is None
+        # Set later, the cap also ends tokens issued before it, counted from their issue.
+        ApiToken.objects.filter(pk=forever.pk).update(
+            created_at=timezone.now() - timedelta(days=40)
+        )
+        assert bearer(raw).get("/api/v1/tools").status_code == 200
+        settings.TOOLHUB_TOKEN_MAX_DAYS = 30
+        expired = bearer(raw).get("/api/v1/tools")
+        assert expired.status_code == 401 and "expired" in expired.json()["error"]["message"]
 
     def test_expiry_in_the_past_is_refused(self, agent):
         with pytest.raises(Exception, match="future"):
