@@ -456,6 +456,14 @@ def _server_message(text: str) -> str:
     return first[:300] or "no message"
 
 
+# What the SDK itself says with the codes a server may also use (mcp.shared and
+# mcp.client.streamable_http): its own timeouts and lost or abandoned streams.
+_SDK_TIMEOUT = re.compile(r"Request '.*' timed out$|Timed out after ")
+_SDK_CLOSED = re.compile(
+    r"Connection closed$|SSE stream (failed|ended)|server answered a request with 202 Accepted$"
+)
+
+
 def _translate(exc: BaseException, *, phase: str, status: int | None = None) -> MCPClientError:
     """Map an SDK / transport exception to one of this module's errors."""
     from mcp.shared.exceptions import MCPError
@@ -479,10 +487,14 @@ def _translate(exc: BaseException, *, phase: str, status: int | None = None) -> 
         # answer with the same codes (-32000 and -32001 are in JSON-RPC's range for
         # servers' own errors), and then it is the server's error, with its message.
         message = str(leaf.message or "")
-        if leaf.code == REQUEST_TIMEOUT and re.fullmatch(r"Request '.*' timed out", message):
+        if leaf.code == REQUEST_TIMEOUT and _SDK_TIMEOUT.match(message):
             return MCPTimeout(f"the MCP server did not answer in time ({phase})")
-        if leaf.code == CONNECTION_CLOSED and message == "Connection closed":
-            return MCPConnectionError(f"the connection to the MCP server closed ({phase})")
+        if leaf.code == CONNECTION_CLOSED and _SDK_CLOSED.match(message):
+            return MCPConnectionError(
+                f"the connection to the MCP server closed ({phase}): {_server_message(message)}"
+                if message != "Connection closed"
+                else f"the connection to the MCP server closed ({phase})"
+            )
         if leaf.message == "Session terminated":  # HTTP 404 for a session the server forgot
             return MCPConnectionError(f"the MCP server no longer knows this session ({phase})")
         if phase == "connect":

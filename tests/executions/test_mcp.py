@@ -612,3 +612,26 @@ def test_a_json_rpc_error_answer_is_the_servers_error_not_a_lost_connection(
     assert "quota exhausted for this key" in result.error_message
     # The session is still usable afterwards.
     assert run(request.getfixturevalue(spec_name), "add", {"a": 1, "b": 2}).ok
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "kind"),
+    [
+        (-32000, "Connection closed", "connection"),
+        (-32000, "SSE stream failed: ReadError", "connection"),
+        (-32000, "SSE stream ended and reconnection attempts were exhausted", "connection"),
+        (-32001, "Request 'tools/call' timed out", "timeout"),
+        (-32000, "quota exhausted for this key", "server"),
+        (-32001, "upstream busy", "server"),
+    ],
+)
+def test_the_sdks_own_failures_stay_transport_failures(code, message, kind):
+    from mcp.shared.exceptions import MCPError
+
+    error = mcp_client._translate(MCPError(code=code, message=message), phase="request")
+    expected = {
+        "connection": mcp_client.MCPConnectionError,
+        "timeout": mcp_client.MCPTimeout,
+        "server": mcp_client.MCPToolError,
+    }[kind]
+    assert type(error) is expected, (message, error)
