@@ -723,8 +723,11 @@ def _definition_changed(tool_id) -> None:
 
 
 # What a call of the tool does depends on these fields (and on the MCP link in its
-# metadata); its name, description and other metadata do not change it.
+# metadata); its description and other metadata do not change it. The name does:
+# a Python tool without a function config, or an MCP tool without a
+# remote_tool_name, calls what its name says.
 DEFINITION_FIELDS = (
+    "name",
     "type",
     "version",
     "timeout_seconds",

@@ -571,6 +571,7 @@ def test_a_cancelled_call_cannot_be_approved(gated):
         "parameter_deleted",
         "timeout",
         "owner_off",
+        "renamed",
     ],
 )
 def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
@@ -606,6 +607,9 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
         code = "tool_changed"
     elif change == "timeout":
         tool_services.tool_update(actor=None, tool=tool, data={"timeout_seconds": 3})
+        code = "tool_changed"
+    elif change == "renamed":
+        tool_services.tool_update(actor=None, tool=tool, data={"name": "pay_other"})
         code = "tool_changed"
     elif change == "owner_off":
         owner = gated["agents"][0].owner
