@@ -98,6 +98,9 @@ def test_migrate_also_makes_the_standard_roles_and_python_tools():
     names = [argv[2] for argv in steps if argv[:2] == ["python", "manage.py"]]
     assert names[:1] == ["migrate"], names  # the rest need the schema
     assert {"ensure_roles", "sync_python_tools"} <= set(names[1:]), names
+    # At every start: only missing roles are created, rights taken away stay away.
+    ensure = next(argv for argv in steps if argv[2:3] == ["ensure_roles"])
+    assert "--missing-only" in ensure, ensure
     # ensure_admin takes no credentials from the environment and prints a random
     # one: never run unattended, where it would land in the container logs.
     assert "ensure_admin" not in names

@@ -149,9 +149,25 @@ def _ensure(actor, spec: StandardRole) -> RoleOutcome:
 
 
 @transaction.atomic
-def ensure_standard_roles(*, actor=None) -> list[RoleOutcome]:
-    """Create or complete the standard roles; all or nothing. Returns what was done per role."""
-    return [_ensure(actor, spec) for spec in STANDARD_ROLES]
+def ensure_standard_roles(*, actor=None, missing_only: bool = False) -> list[RoleOutcome]:
+    """Create or complete the standard roles; all or nothing. Returns what was done per role.
+
+    ``missing_only``: create the roles that do not exist and leave existing ones as
+    they are (what a deployment runs at every start: rights an admin took away on
+    purpose stay away, and a role of the same name made by hand is not widened).
+    """
+    specs = STANDARD_ROLES
+    if missing_only:
+        existing = set(
+            Group.objects.filter(name__in=[r.name for r in specs]).values_list("name", flat=True)
+        )
+        skipped = [
+            RoleOutcome(name=r.name, all_tools_action=r.all_tools_action, permission_count=0)
+            for r in specs
+            if r.name in existing
+        ]
+        return [*skipped, *(_ensure(actor, r) for r in specs if r.name not in existing)]
+    return [_ensure(actor, spec) for spec in specs]
 
 
 def describe(outcome: RoleOutcome) -> str:

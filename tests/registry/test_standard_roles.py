@@ -151,3 +151,20 @@ def test_seed_demo_makes_the_standard_roles_through_the_same_code():
     assert AuditEvent.objects.filter(action="role.created", target_repr="platform-admin").exists()
     assert AuditEvent.objects.filter(action="role.created", target_repr="reviewer").exists()
     assert "platform-admin: unchanged" in ensure_roles()
+
+
+def test_missing_only_creates_what_is_missing_and_leaves_existing_roles_alone():
+    from django.contrib.auth.models import Group
+    from django.core.management import call_command
+
+    from registry.models import AuditEvent
+
+    call_command("ensure_roles", stdout=io.StringIO())
+    reviewer = Group.objects.get(name="reviewer")
+    reviewer.permissions.clear()  # taken away on purpose
+    Group.objects.get(name="platform-admin").delete()
+    before = AuditEvent.objects.count()
+    call_command("ensure_roles", "--missing-only", stdout=io.StringIO())
+    assert Group.objects.filter(name="platform-admin").exists()  # created again
+    assert not Group.objects.get(name="reviewer").permissions.exists()  # left alone
+    assert AuditEvent.objects.count() > before

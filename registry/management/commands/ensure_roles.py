@@ -16,9 +16,17 @@ class Command(BaseCommand):
         "changes nothing."
     )
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--missing-only",
+            action="store_true",
+            help="Only create roles that do not exist; leave existing ones as they are "
+            "(for running at every deployment start).",
+        )
+
     def handle(self, *args, **options):
         try:
-            outcomes = ensure_standard_roles(actor=None)
+            outcomes = ensure_standard_roles(actor=None, missing_only=options["missing_only"])
         except ToolHubError as exc:
             raise CommandError(f"Could not ensure the standard roles: {exc.message}") from exc
         except DatabaseError as exc:
