@@ -484,7 +484,15 @@ def _render_url(template: str, inputs: Mapping[str, Any], consumed: set[str]) ->
                 ErrorType.INPUT, f"missing value for path placeholder {{{name}}}: input {name!r}"
             )
         consumed.add(name)
-        return quote(_scalar(inputs[name]), safe="")
+        value = _scalar(inputs[name])
+        if value.strip() in (".", ".."):
+            # Slashes are encoded, but a whole "." or ".." segment still moves the path
+            # (/items/../admin): an argument never walks the upstream's tree.
+            raise _Failure(
+                ErrorType.INPUT,
+                f"path placeholder {{{name}}} may not be '.' or '..' (input {name!r})",
+            )
+        return quote(value, safe="")
 
     return _PLACEHOLDER.sub(substitute, template)
 

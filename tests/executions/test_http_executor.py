@@ -913,3 +913,10 @@ def test_an_invalid_idna_host_is_refused_at_save_and_never_crashes_a_call(settin
     assert not result.ok
     assert result.error_type != ErrorType.TOOL and "Traceback" not in result.error_message
     assert "IDNAError" not in result.error_message
+
+
+@pytest.mark.parametrize("value", ["..", ".", " .. "])
+def test_a_path_argument_never_walks_the_upstreams_tree(upstream, value):
+    result = call({"base_url": upstream.url, "endpoint": "/items/{id}/detail"}, {"id": value})
+    assert result.error_type == ErrorType.INPUT and "may not be" in result.error_message
+    assert upstream.requests == []
