@@ -897,6 +897,9 @@ class DatabaseExecutor:
             conn.set_progress_handler(progress, 1000)
             if opts.read_only:
                 conn.execute("PRAGMA query_only = ON")
+            if opts.read_only or not opts.trusted:
+                # ATTACH opens (or creates) any file the worker may write, outside
+                # TOOLHUB_SQLITE_DIRS: a tool's own database stays the one it names.
                 conn.set_authorizer(_deny_attach)
             conn.execute("BEGIN")
             cursor = conn.execute(opts.compiled.sql, opts.params)

@@ -580,8 +580,14 @@ def test_read_only_refuses_writes_postgresql_extra(pg_engine, query):
     assert pg_engine.count("items") == SEED_ROWS
 
 
-def test_read_only_sqlite_denies_attach(sqlite_engine, tmp_path):
-    result = run(sqlite_engine.url, f"ATTACH DATABASE '{tmp_path}/other.db' AS other")
+@pytest.mark.parametrize("read_only", [True, False])
+def test_sqlite_denies_attach(sqlite_engine, tmp_path, read_only):
+    """ATTACH would open or create any file the worker may write, writable or not."""
+    result = run(
+        sqlite_engine.url,
+        f"ATTACH DATABASE '{tmp_path}/other.db' AS other",
+        read_only=read_only,
+    )
     assert not result.ok
     assert not (tmp_path / "other.db").exists()
 
