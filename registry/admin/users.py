@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.forms import UserChangeForm
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpResponseRedirect
@@ -54,8 +54,32 @@ def _is_grant_right(permission) -> bool:
     return permission.content_type.app_label == "registry" and permission.codename == "grant_tool"
 
 
+AGENT_PREFIX = "agent."  # agents' users are named agent.<name> (registry.services.access)
+
+
+def _not_an_agents_name(form, username: str) -> str:
+    if username and username.lower().startswith(AGENT_PREFIX):
+        raise ValidationError(
+            f"Names starting with '{AGENT_PREFIX}' are agents' users: a person would pass "
+            "for an agent in the audit log (and take the agent's name).",
+            code="reserved",
+        )
+    return username
+
+
+class GuardedUserCreationForm(AdminUserCreationForm):
+    def clean_username(self):
+        return _not_an_agents_name(self, super().clean_username())
+
+
 class GuardedUserChangeForm(UserChangeForm):
     """Refuses the change that would leave no person able to administer the platform."""
+
+    def clean_username(self):
+        username = self.cleaned_data.get("username", "")
+        if self.instance.pk is not None and hasattr(self.instance, "agent"):
+            return username  # an agent's own user keeps its name
+        return _not_an_agents_name(self, username)
 
     def clean(self):
         cleaned = super().clean()
@@ -108,6 +132,7 @@ if admin.site.is_registered(User):
 @admin.register(User)
 class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
     form = GuardedUserChangeForm
+    add_form = GuardedUserCreationForm
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)

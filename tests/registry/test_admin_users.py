@@ -207,3 +207,23 @@ def test_an_agents_user_is_never_staff_superuser_or_given_a_password(admin_clien
     # Its other fields (and a person's flags) stay editable.
     renamed = admin_client.post(url, change_form(user, first_name="Analyst"))
     assert renamed.status_code == 302, renamed.content.decode()[:2000]
+
+
+def test_a_person_may_not_take_an_agents_name(admin_client):
+    add = admin_client.post(
+        reverse("admin:auth_user_add"),
+        {
+            "username": "agent.ghost",
+            "password1": "Ghost-pass-phrase-123",
+            "password2": "Ghost-pass-phrase-123",
+            "usable_password": "true",
+        },
+    )
+    assert add.status_code == 200 and "agents&#x27; users" in add.content.decode()
+    assert not User.objects.filter(username="agent.ghost").exists()
+    mallory = make_user("mallory")
+    url = reverse("admin:auth_user_change", args=[mallory.pk])
+    renamed = admin_client.post(url, change_form(mallory, username="agent.mallory"))
+    assert renamed.status_code == 200
+    mallory.refresh_from_db()
+    assert mallory.username == "mallory"
