@@ -12,7 +12,7 @@ from django.utils import timezone
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
 from executions.services import notify
 from executions.services.pipeline import enqueue
-from executions.services.records import audit_execution, input_hash
+from executions.services.records import audit_execution, input_hash, not_charged
 from registry import access
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
@@ -157,6 +157,7 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
                 error_type="rejected",
                 error_message=f"Rejected by {actor.get_username()}: {reason}",
                 sealed_secrets="",
+                cost=not_charged(),
             )
         execution.refresh_from_db()
         audit_record(
@@ -214,7 +215,7 @@ def _end_undecided(
             return False
         Execution.objects.filter(
             pk=approval.execution_id, status=ExecutionStatus.PENDING_APPROVAL
-        ).update(finished_at=now, sealed_secrets="", **execution_fields)
+        ).update(finished_at=now, sealed_secrets="", cost=not_charged(), **execution_fields)
         approval.refresh_from_db()
         execution = Execution.objects.get(pk=approval.execution_id)
         audit_record(

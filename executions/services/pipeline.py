@@ -42,6 +42,7 @@ from executions.services.records import (
     execution_audit_event,
     executions_audited,
     input_hash,
+    not_charged,
 )
 from executions.validation import validate_arguments
 from registry import access, crypto, snapshot
@@ -596,7 +597,12 @@ def execution_cancel(*, actor, execution: Execution) -> Execution:
         claimed = Execution.objects.filter(
             pk=execution.pk,
             status__in=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL],
-        ).update(status=ExecutionStatus.CANCELLED, finished_at=timezone.now(), sealed_secrets="")
+        ).update(
+            status=ExecutionStatus.CANCELLED,
+            finished_at=timezone.now(),
+            sealed_secrets="",
+            cost=not_charged(),
+        )
         execution.refresh_from_db()
         if not claimed:
             raise Conflict(

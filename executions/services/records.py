@@ -16,6 +16,19 @@ from registry.services.audit import audit_event, audit_written
 from toolhub.metrics import record_execution
 
 
+def not_charged():
+    """For an UPDATE ending a call that never ran (cancelled, rejected, expired,
+    denied in the queue, timed out waiting): cost 0 where the tool has one."""
+    from django.db.models import Case, Value, When
+    from django.db.models import DecimalField as _Decimal
+
+    return Case(
+        When(cost__isnull=True, then=Value(None)),
+        default=Value(Decimal(0)),
+        output_field=_Decimal(max_digits=12, decimal_places=6),
+    )
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 

@@ -39,6 +39,7 @@ from executions.services.records import (
     audit_execution,
     execution_audit_event,
     executions_audited,
+    not_charged,
 )
 from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
 from executions.services.webhooks import notify_agent
@@ -299,6 +300,7 @@ def _deny_queued(execution: Execution, reason: str, message: str) -> Execution |
             error_message=message,
             finished_at=now,
             sealed_secrets="",
+            cost=not_charged(),
         )
         if done:
             audit_execution(Execution.objects.get(pk=execution.pk), "execution.denied")
@@ -344,6 +346,7 @@ def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
                 error_message="The tool stayed at its concurrency limit until this call's queue deadline.",
                 finished_at=now,
                 sealed_secrets="",
+                cost=not_charged(),
             )
             if done:
                 audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")

@@ -575,7 +575,10 @@ def test_a_cancelled_call_cannot_be_approved(gated):
     ],
 )
 def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
+    metadata = {**gated["tool"].tool_metadata, "cost_per_call": "0.25"}
+    tool_services.tool_update(actor=None, tool=gated["tool"], data={"tool_metadata": metadata})
     pending = call(gated["clients"][0], amount=5000).json()
+    assert Execution.objects.get(pk=pending["id"]).cost == Decimal("0.25")
     approval = Approval.objects.get(execution_id=pending["id"])
     tool = gated["tool"]
     if change == "deactivated":
