@@ -96,10 +96,17 @@ class GuardedUserChangeForm(UserChangeForm):
         field = cleaned.get  # a field this user may not edit keeps its stored value
         permissions = field("user_permissions", user.user_permissions.all())
         groups = field("groups", user.groups.all())
-        stays = field("is_active", user.is_active) and (
-            field("is_superuser", user.is_superuser)
-            or any(_is_grant_right(p) for p in permissions)
-            or any(_is_grant_right(p) for g in groups for p in g.permissions.all())
+        can_act = field("is_staff", user.is_staff) or (
+            User.objects.filter(pk=user.pk).filter(services.live_token_q()).exists()
+        )
+        stays = (
+            field("is_active", user.is_active)
+            and can_act
+            and (
+                field("is_superuser", user.is_superuser)
+                or any(_is_grant_right(p) for p in permissions)
+                or any(_is_grant_right(p) for g in groups for p in g.permissions.all())
+            )
         )
         if not stays:
             raise ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")

@@ -254,8 +254,25 @@ def platform_admins_remain(*, without_users: Iterable = (), without_roles: Itera
     return (
         people.exclude(pk__in=list(without_users))
         .filter(Q(is_superuser=True) | Q(user_permissions__in=right) | Q(groups__in=roles))
+        .filter(can_act_q())
         .exists()
     )
+
+
+def live_token_q() -> Q:
+    """Users holding an API token that is neither revoked nor expired."""
+    now = timezone.now()
+    # pk not null: the join is an outer one, and a user without tokens would match.
+    return (
+        Q(api_tokens__pk__isnull=False)
+        & Q(api_tokens__revoked_at__isnull=True)
+        & (Q(api_tokens__expires_at__isnull=True) | Q(api_tokens__expires_at__gt=now))
+    )
+
+
+def can_act_q() -> Q:
+    """People who can still act: staff (the admin) or holding a live API token."""
+    return Q(is_staff=True) | live_token_q()
 
 
 def _keep_a_platform_admin(had: bool) -> None:

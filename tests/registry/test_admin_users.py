@@ -116,12 +116,12 @@ def test_the_last_platform_admin_cannot_demote_deactivate_or_delete_themselves(
     admin_client, superuser
 ):
     url = reverse("admin:auth_user_change", args=[superuser.pk])
-    for change in ({"is_superuser": ""}, {"is_active": ""}):
+    for change in ({"is_superuser": ""}, {"is_active": ""}, {"is_staff": ""}):
         response = admin_client.post(url, change_form(superuser, **change))
         assert response.status_code == 200  # the form again, with the reason
         assert "no active person who is a platform admin" in response.content.decode()
         superuser.refresh_from_db()
-        assert superuser.is_superuser and superuser.is_active
+        assert superuser.is_superuser and superuser.is_active and superuser.is_staff
     delete = reverse("admin:auth_user_delete", args=[superuser.pk])
     page = admin_client.post(delete, {"post": "yes"})
     assert "no active person who is a platform admin" in page.content.decode()
@@ -227,3 +227,18 @@ def test_a_person_may_not_take_an_agents_name(admin_client):
     assert renamed.status_code == 200
     mallory.refresh_from_db()
     assert mallory.username == "mallory"
+
+
+def test_a_platform_admin_who_cannot_act_does_not_count(admin_client, superuser):
+    """Neither staff (the admin) nor holding a live token: such a person could not
+    administer anything, so the last one who can may not step down."""
+    ghost = make_user("ghost-admin")  # not staff, no token
+    ghost.groups.add(make_role("platform", permissions=["registry.grant_tool"]))
+    url = reverse("admin:auth_user_change", args=[superuser.pk])
+    refused = admin_client.post(url, change_form(superuser, is_staff=""))
+    assert refused.status_code == 200
+    assert "no active person who is a platform admin" in refused.content.decode()
+    # With a live token the other one can act (over the API): now it is allowed.
+    access_services.token_issue(actor=None, user=ghost)
+    allowed = admin_client.post(url, change_form(superuser, is_staff=""))
+    assert allowed.status_code == 302, allowed.content.decode()[:2000]
