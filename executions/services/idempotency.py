@@ -41,6 +41,17 @@ class Claim:
     replay: str | None = None
 
 
+def _arguments(value: Any) -> Any:
+    """Arguments given as JSON text are the same call as the object (models send both)."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, dict) else value
+    return value
+
+
 class IdempotencyUnavailable(ToolHubError):
     status_code = 503
     code = "idempotency_unavailable"
@@ -52,7 +63,7 @@ NOT_PART_OF_THE_CALL = ("wait",)
 
 def _fingerprint(body: Any) -> str:
     if isinstance(body, dict):
-        body = {k: v for k, v in body.items() if k not in NOT_PART_OF_THE_CALL}
+        body = {k: _arguments(v) for k, v in body.items() if k not in NOT_PART_OF_THE_CALL}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -683,9 +683,12 @@ def test_an_idempotency_key_makes_a_retry_answer_the_first_call(world):
     )
     bad = post("spaces are not allowed")
     assert bad.status_code == 400 and "Idempotency-Key" in bad.json()["error"]["message"]
-    # How long the retry waits is not part of the call: it still replays.
+    # How long the retry waits is not part of the call: it still replays; nor is
+    # sending the arguments as JSON text instead of an object.
     patient = post("order-7781", {**body, "wait": 30})
     assert patient.status_code == 200 and patient.json()["id"] == first.json()["id"]
+    as_text = post("order-7781", {**body, "input_data": json.dumps(body["input_data"])})
+    assert as_text.status_code == 200 and as_text.json()["id"] == first.json()["id"]
 
 
 def test_without_the_shared_cache_a_keyed_request_is_refused_not_run(world, monkeypatch):
