@@ -14,7 +14,11 @@ from django.db.models import Q
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
-from executions.services.shared_state import SharedStateUnavailable, counter_incr
+from executions.services.shared_state import (
+    SharedStateUnavailable,
+    counter_incr,
+    counter_incr_after,
+)
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
 from registry.schema import NO_RETRIEVAL
@@ -72,9 +76,12 @@ def _subjects(rule: RateLimitRule, caller) -> list[str]:
 def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
     """Count this call against every applicable rule; refuse it if any is full.
 
-    Counting is atomic in the shared store (one INCR per counter), so
-    concurrent callers across processes admit exactly ``max_requests`` per
-    window. A refused call gives its increments back so it does not use up
+    Windows slide: the count is this fixed window's calls plus the previous
+    window's, weighted by how much of it still lies within the last
+    ``time_window_seconds`` (a fixed window alone let twice the limit through
+    around a boundary). Counting is atomic in the shared store (one INCR per
+    counter), so concurrent callers across processes never pass the limit
+    together. A refused call gives its increments back so it does not use up
     the other rules' quota.
     """
     rules = load_rules(tool) if rules is None else rules
@@ -89,11 +96,17 @@ def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
             window_start = math.floor(now / window) * window
             reset = max(1, math.ceil(window_start + window - now))
             tool_part = str(tool.pk) if rule.tool_id else "any"
+            # Of the previous window, the part still within the last `window` seconds.
+            carried = (window_start + window - now) / window
             for subject in _subjects(rule, caller):
-                key = f"toolhub:rl:{rule.pk}:{tool_part}:{subject}:{int(window_start)}"
-                count = counter_incr(key, window)
+                prefix = f"toolhub:rl:{rule.pk}:{tool_part}:{subject}"
+                key = f"{prefix}:{int(window_start)}"
+                count, previous = counter_incr_after(
+                    key, f"{prefix}:{int(window_start - window)}", window
+                )
                 taken.append((key, window))
-                remaining = rule.max_requests - count
+                # Rounded up: a governance limit errs on the side of refusing.
+                remaining = rule.max_requests - count - math.ceil(previous * carried)
                 quota = Quota(limit=rule.max_requests, remaining=remaining, reset_seconds=reset)
                 if remaining < 0:
                     for taken_key, taken_window in taken:

@@ -75,6 +75,31 @@ def counter_incr(key: str, window_seconds: int, delta: int = 1) -> int:
         raise _wrap(exc) from exc
 
 
+def counter_incr_after(key: str, previous_key: str, window_seconds: int) -> tuple[int, int]:
+    """Add 1 to the counter ``key`` (kept two windows, so the next window can read it)
+    and read ``previous_key``'s count, in one round trip: ``(new value, previous)``."""
+    client = redis_client()
+    if client is None:
+        now = time.monotonic()
+        with _local_lock:
+            value, expires = _local_counters.get(key, (0, now + 2 * window_seconds))
+            if expires <= now:
+                value, expires = 0, now + 2 * window_seconds
+            value += 1
+            _local_counters[key] = (value, expires)
+            previous, previous_expires = _local_counters.get(previous_key, (0, now))
+            return value, previous if previous_expires > now else 0
+    try:
+        pipe = client.pipeline(transaction=True)
+        pipe.incrby(key, 1)
+        pipe.expire(key, 2 * window_seconds + 1, nx=True)
+        pipe.get(previous_key)
+        value, _, previous = pipe.execute()
+        return int(value), int(previous or 0)
+    except Exception as exc:
+        raise _wrap(exc) from exc
+
+
 def slot_acquire(key: str, holder: str, limit: int, lease_seconds: float) -> bool:
     """Take one of ``limit`` slots for ``holder`` until the lease ends (re-entrant)."""
     now = time.time()

@@ -122,6 +122,29 @@ def test_refused_calls_get_429_headers_and_a_denied_record(world):
     assert call(world["clients"][1]).status_code == 200
 
 
+def test_the_window_slides_across_a_boundary(world, monkeypatch):
+    """A fixed window let 2x the limit through around its boundary: two calls at
+    :59 and two more at :01. The previous window now counts, weighted by how much
+    of it still lies within the last minute."""
+    import types
+
+    from executions.services import governance
+
+    clock = [1_800_000_000 - 1.0]  # a second before a minute boundary
+    monkeypatch.setattr(governance, "time", types.SimpleNamespace(time=lambda: clock[0]))
+    limit_services.rate_limit_create(
+        actor=None, tool=world["tool"], scope="agent", max_requests=2, time_window_seconds=60
+    )
+    client = world["clients"][0]
+    assert [call(client).status_code for _ in range(2)] == [200, 200]
+    clock[0] += 2.0  # a second after the boundary
+    assert call(client).status_code == 429
+    clock[0] += 30.0  # half the previous window still within the last minute: 1 of 2 counts
+    assert [call(client).status_code for _ in range(2)] == [200, 429]
+    clock[0] += 60.0  # the first window is out of reach
+    assert call(client).status_code == 200
+
+
 def test_all_rules_must_pass_and_global_scope_counts_everyone(world):
     limit_services.rate_limit_create(
         actor=None, scope="agent", max_requests=5, time_window_seconds=60
@@ -144,7 +167,9 @@ def test_window_resets(world):
     # Tasks run in-process here: an admitted call answers finished (200).
     assert call(client, wait=False).status_code == 200
     assert call(client, wait=False).status_code == 429
-    time.sleep(1.05)
+    # Windows slide (the previous one still counts, weighted): a whole window after
+    # the first one ended, the call is admitted again.
+    time.sleep(2.05)
     assert call(client, wait=False).status_code == 200
 
 
