@@ -351,15 +351,8 @@ class RoleForm(forms.ModelForm):
         cleaned = super().clean()
         if self.instance._state.adding or "permissions" not in cleaned:
             return cleaned
-        gives_admin = any(
-            p.content_type.app_label == "registry" and p.codename == "grant_tool"
-            for p in cleaned["permissions"]
-        )
-        if (
-            not gives_admin
-            and services.platform_admins_remain()
-            and not services.platform_admins_remain(without_roles=[self.instance.pk])
-        ):
+        gives_admin = any(services.is_platform_admin_right(p) for p in cleaned["permissions"])
+        if not gives_admin and services.leaves_no_platform_admin(without_roles=[self.instance.pk]):
             raise forms.ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")
         return cleaned
 
@@ -434,10 +427,7 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        ids = [role.pk for role in objs]
-        if services.platform_admins_remain() and not services.platform_admins_remain(
-            without_roles=ids
-        ):
+        if services.leaves_no_platform_admin(without_roles=[role.pk for role in objs]):
             protected = [*protected, services.LAST_PLATFORM_ADMIN]
         return deleted, counts, perms_needed, protected
 

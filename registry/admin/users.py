@@ -50,17 +50,11 @@ def user_snapshot(user) -> dict:
     }
 
 
-def _is_grant_right(permission) -> bool:
-    return permission.content_type.app_label == "registry" and permission.codename == "grant_tool"
-
-
-AGENT_PREFIX = "agent."  # agents' users are named agent.<name> (registry.services.access)
-
-
-def _not_an_agents_name(form, username: str) -> str:
-    if username and username.lower().startswith(AGENT_PREFIX):
+def _not_an_agents_name(username: str) -> str:
+    prefix = services.AGENT_USERNAME_PREFIX
+    if username and username.lower().startswith(prefix):
         raise ValidationError(
-            f"Names starting with '{AGENT_PREFIX}' are agents' users: a person would pass "
+            f"Names starting with '{prefix}' are agents' users: a person would pass "
             "for an agent in the audit log (and take the agent's name).",
             code="reserved",
         )
@@ -69,7 +63,7 @@ def _not_an_agents_name(form, username: str) -> str:
 
 class GuardedUserCreationForm(AdminUserCreationForm):
     def clean_username(self):
-        return _not_an_agents_name(self, super().clean_username())
+        return _not_an_agents_name(super().clean_username())
 
 
 class GuardedUserChangeForm(UserChangeForm):
@@ -79,7 +73,7 @@ class GuardedUserChangeForm(UserChangeForm):
         username = self.cleaned_data.get("username", "")
         if self.instance.pk is not None and hasattr(self.instance, "agent"):
             return username  # an agent's own user keeps its name
-        return _not_an_agents_name(self, username)
+        return _not_an_agents_name(username)
 
     def clean(self):
         cleaned = super().clean()
@@ -89,10 +83,8 @@ class GuardedUserChangeForm(UserChangeForm):
             return cleaned
         if user.pk is None:
             return cleaned
-        if services.platform_admins_remain(without_users=[user.pk]):
-            return cleaned  # someone else still is one
-        if not services.platform_admins_remain():
-            return cleaned  # nobody is one now either: nothing to keep
+        if not services.leaves_no_platform_admin(without_users=[user.pk]):
+            return cleaned  # someone else still is one, or nobody is one now either
         field = cleaned.get  # a field this user may not edit keeps its stored value
         permissions = field("user_permissions", user.user_permissions.all())
         groups = field("groups", user.groups.all())
@@ -104,8 +96,10 @@ class GuardedUserChangeForm(UserChangeForm):
             and can_act
             and (
                 field("is_superuser", user.is_superuser)
-                or any(_is_grant_right(p) for p in permissions)
-                or any(_is_grant_right(p) for g in groups for p in g.permissions.all())
+                or any(services.is_platform_admin_right(p) for p in permissions)
+                or any(
+                    services.is_platform_admin_right(p) for g in groups for p in g.permissions.all()
+                )
             )
         )
         if not stays:
@@ -143,10 +137,7 @@ class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        ids = [user.pk for user in objs]
-        if services.platform_admins_remain() and not services.platform_admins_remain(
-            without_users=ids
-        ):
+        if services.leaves_no_platform_admin(without_users=[user.pk for user in objs]):
             protected = [*protected, services.LAST_PLATFORM_ADMIN]
         return deleted, counts, perms_needed, protected
 

@@ -22,6 +22,7 @@ from registry.exports import (
     export_format,
 )
 from registry.models import AuditEvent
+from registry.services import access as access_services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import query_datetime, query_id, reject_unknown
@@ -75,7 +76,8 @@ def filter_audit_events(queryset, params, *, also=()):
     if params.get("actor"):
         # An agent acts as its user "agent.<name>"; executions name it by its own name.
         name = params["actor"]
-        queryset = queryset.filter(Q(actor_name=name) | Q(actor_name=f"agent.{name}"))
+        agent_user = f"{access_services.AGENT_USERNAME_PREFIX}{name}"
+        queryset = queryset.filter(Q(actor_name=name) | Q(actor_name=agent_user))
     actor_id = query_id(params, "actor_id", what="a user id")
     if actor_id is not None:
         queryset = queryset.filter(actor_id=actor_id)

@@ -95,21 +95,24 @@ INERT_PERMISSIONS = (
 )
 
 
+def _labels_q(labels: Iterable[str]) -> Q:
+    """The permissions named ``app_label.codename`` in ``labels``, as one filter."""
+    found = Q()
+    for label in labels:
+        app_label, codename = label.split(".", 1)
+        found |= Q(content_type__app_label=app_label, codename=codename)
+    return found
+
+
 def role_permission_choices():
     """The permissions a role may carry: ToolHub's own (not rights on tools, which are
     grants) and the extras above. What the admin's role form offers."""
-    extras = Q()
-    for label in ROLE_PERMISSION_EXTRAS:
-        app_label, codename = label.split(".", 1)
-        extras |= Q(content_type__app_label=app_label, codename=codename)
-    inert = Q()
-    for label in INERT_PERMISSIONS:
-        app_label, codename = label.split(".", 1)
-        inert |= Q(content_type__app_label=app_label, codename=codename)
     return (
-        Permission.objects.filter(Q(content_type__app_label__in=ROLE_PERMISSION_APPS) | extras)
+        Permission.objects.filter(
+            Q(content_type__app_label__in=ROLE_PERMISSION_APPS) | _labels_q(ROLE_PERMISSION_EXTRAS)
+        )
         .exclude(content_type__app_label="registry", codename__in=TOOL_ACCESS_CODENAMES)
-        .exclude(inert)
+        .exclude(_labels_q(INERT_PERMISSIONS))
         .select_related("content_type")
     )
 
@@ -245,10 +248,19 @@ LAST_PLATFORM_ADMIN = (
 )
 
 
+# The right that makes a platform admin (besides being a superuser).
+PLATFORM_ADMIN_RIGHT = ("registry", "grant_tool")
+
+
+def is_platform_admin_right(permission: Permission) -> bool:
+    return (permission.content_type.app_label, permission.codename) == PLATFORM_ADMIN_RIGHT
+
+
 def platform_admins_remain(*, without_users: Iterable = (), without_roles: Iterable = ()) -> bool:
     """Whether an active person other than ``without_users`` is a platform admin
     once the roles ``without_roles`` no longer give ``registry.grant_tool``."""
-    right = Permission.objects.filter(content_type__app_label="registry", codename="grant_tool")
+    app_label, codename = PLATFORM_ADMIN_RIGHT
+    right = Permission.objects.filter(content_type__app_label=app_label, codename=codename)
     roles = Group.objects.filter(permissions__in=right).exclude(pk__in=list(without_roles))
     people = get_user_model().objects.filter(is_active=True, agent__isnull=True)
     return (
@@ -256,6 +268,14 @@ def platform_admins_remain(*, without_users: Iterable = (), without_roles: Itera
         .filter(Q(is_superuser=True) | Q(user_permissions__in=right) | Q(groups__in=roles))
         .filter(can_act_q())
         .exists()
+    )
+
+
+def leaves_no_platform_admin(*, without_users: Iterable = (), without_roles: Iterable = ()):
+    """Whether there is a platform admin now, but none without ``without_users`` and
+    with ``without_roles`` no longer giving the right: the change would lock out."""
+    return platform_admins_remain() and not platform_admins_remain(
+        without_users=without_users, without_roles=without_roles
     )
 
 
@@ -329,6 +349,9 @@ def role_delete(*, actor, role: Group) -> None:
 
 
 # Agents
+
+# An agent acts as a user of its own, named after it with this prefix.
+AGENT_USERNAME_PREFIX = "agent."
 
 
 def agent_snapshot(agent: Agent) -> dict:
@@ -500,7 +523,7 @@ def agent_create(
     agent = Agent(name=name, owner=owner, description=description, is_active=is_active)
     _apply_webhook(agent, {"webhook_url": webhook_url, "webhook_secret": webhook_secret})
     full_clean(agent, exclude=["user", "owner"])
-    username = f"agent.{name}"[:150]
+    username = f"{AGENT_USERNAME_PREFIX}{name}"[:150]
     if Agent.objects.filter(name=name).exists() or User.objects.filter(username=username).exists():
         raise Conflict(
             f"An agent named '{name}' already exists.",
@@ -694,6 +717,7 @@ __all__ = [
     "audit_membership",
     "grant_create",
     "grant_revoke",
+    "leaves_no_platform_admin",
     "platform_admins_remain",
     "role_create",
     "role_delete",
