@@ -14,11 +14,7 @@ from django.db.models import Q
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
-from executions.services.shared_state import (
-    SharedStateUnavailable,
-    counter_incr,
-    counter_incr_after,
-)
+from executions.services.shared_state import SharedStateUnavailable, counter_incr
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
 from registry.schema import NO_RETRIEVAL
@@ -101,16 +97,18 @@ def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
             for subject in _subjects(rule, caller):
                 prefix = f"toolhub:rl:{rule.pk}:{tool_part}:{subject}"
                 key = f"{prefix}:{int(window_start)}"
-                count, previous = counter_incr_after(
-                    key, f"{prefix}:{int(window_start - window)}", window
+                # Kept two windows: the next window reads this one as its previous.
+                lifetime = 2 * window
+                count, previous = counter_incr(
+                    key, lifetime, read=f"{prefix}:{int(window_start - window)}"
                 )
-                taken.append((key, window))
+                taken.append((key, lifetime))
                 # Rounded up: a governance limit errs on the side of refusing.
                 remaining = rule.max_requests - count - math.ceil(previous * carried)
                 quota = Quota(limit=rule.max_requests, remaining=remaining, reset_seconds=reset)
                 if remaining < 0:
-                    for taken_key, taken_window in taken:
-                        counter_incr(taken_key, taken_window, delta=-1)
+                    for taken_key, lifetime in taken:
+                        counter_incr(taken_key, lifetime, delta=-1)
                     error = RateLimited(
                         f"Rate limit reached: {rule.max_requests} calls per {window} s "
                         f"({rule.get_scope_display().lower()}). Retry in {reset} s.",

@@ -9,23 +9,23 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Case, DecimalField, Value, When
 
-from executions.models import Execution
+from executions.models import TERMINAL_STATUSES, Execution, ExecutionStatus
 from registry.services.audit import ROWS as AUDIT_ROWS
 from registry.services.audit import audit_event, audit_written
 from toolhub.metrics import record_execution
 
 
-def not_charged():
+def not_charged() -> Case:
     """For an UPDATE ending a call that never ran (cancelled, rejected, expired,
     denied in the queue, timed out waiting): cost 0 where the tool has one."""
-    from django.db.models import Case, Value, When
-    from django.db.models import DecimalField as _Decimal
-
     return Case(
         When(cost__isnull=True, then=Value(None)),
         default=Value(Decimal(0)),
-        output_field=_Decimal(max_digits=12, decimal_places=6),
+        output_field=DecimalField(
+            max_digits=_COST_FIELD.max_digits, decimal_places=_COST_FIELD.decimal_places
+        ),
     )
 
 
@@ -185,7 +185,6 @@ def altered_executions(chunk: int = 2000):
     still queued or running change without an event (the claim, the attempts); a
     record whose events retention removed has nothing to be compared with.
     """
-    from executions.models import TERMINAL_STATUSES
     from registry.models import AuditEvent
     from registry.services.audit_chain import Problem
 
@@ -234,7 +233,7 @@ def altered_executions(chunk: int = 2000):
 
 # Refusals keep the arguments as received (and may not have parsed): only an admitted
 # call's stored arguments are exactly what its input_hash was computed from.
-_REFUSED = ("denied", "invalid")
+_REFUSED = (ExecutionStatus.DENIED, ExecutionStatus.INVALID)
 
 
 def _arguments_altered(execution: Execution) -> bool:

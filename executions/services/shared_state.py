@@ -53,49 +53,31 @@ def _wrap(exc: Exception) -> SharedStateUnavailable:
     return SharedStateUnavailable(f"{exc.__class__.__name__}: {exc}")
 
 
-def counter_incr(key: str, window_seconds: int, delta: int = 1) -> int:
-    """Add ``delta`` to a counter that lives ``window_seconds``; return the new value."""
+def counter_incr(
+    key: str, lifetime_seconds: int, delta: int = 1, *, read: str | None = None
+) -> tuple[int, int]:
+    """Add ``delta`` to a counter that lives ``lifetime_seconds`` from its first count,
+    and read the counter ``read`` (0 when absent), in one round trip:
+    ``(new value, value read)``."""
     client = redis_client()
     if client is None:
         now = time.monotonic()
         with _local_lock:
-            value, expires = _local_counters.get(key, (0, now + window_seconds))
+            value, expires = _local_counters.get(key, (0, now + lifetime_seconds))
             if expires <= now:
-                value, expires = 0, now + window_seconds
+                value, expires = 0, now + lifetime_seconds
             value += delta
             _local_counters[key] = (value, expires)
-            return value
+            other, other_expires = _local_counters.get(read, (0, now)) if read else (0, now)
+            return value, other if other_expires > now else 0
     try:
         pipe = client.pipeline(transaction=True)
         pipe.incrby(key, delta)
-        pipe.expire(key, window_seconds + 1, nx=True)
-        value, _ = pipe.execute()
-        return int(value)
-    except Exception as exc:
-        raise _wrap(exc) from exc
-
-
-def counter_incr_after(key: str, previous_key: str, window_seconds: int) -> tuple[int, int]:
-    """Add 1 to the counter ``key`` (kept two windows, so the next window can read it)
-    and read ``previous_key``'s count, in one round trip: ``(new value, previous)``."""
-    client = redis_client()
-    if client is None:
-        now = time.monotonic()
-        with _local_lock:
-            value, expires = _local_counters.get(key, (0, now + 2 * window_seconds))
-            if expires <= now:
-                value, expires = 0, now + 2 * window_seconds
-            value += 1
-            _local_counters[key] = (value, expires)
-            previous, previous_expires = _local_counters.get(previous_key, (0, now))
-            return value, previous if previous_expires > now else 0
-    try:
-        pipe = client.pipeline(transaction=True)
-        pipe.incrby(key, 1)
-        pipe.expire(key, 2 * window_seconds + 1, nx=True)
-        pipe.get(previous_key)
-        value, _, previous = pipe.execute()
-        return int(value), int(previous or 0)
+        pipe.expire(key, lifetime_seconds + 1, nx=True)
+        if read:
+            pipe.get(read)
+        value, _, *other = pipe.execute()
+        return int(value), int(other[0] or 0) if other else 0
     except Exception as exc:
         raise _wrap(exc) from exc
 

@@ -198,11 +198,14 @@ def _check_managed_change(
 ) -> None:
     """What a per-tool ``manage`` right does not cover (platform admins and the system may):
 
+    * a name in a registered MCP server's namespace (``_check_namespace``);
+    * configs that lend the operator's connections or route callers' per-call
+      secrets, and the risk metadata that decides whether calls fail closed;
     * the parameters, configs and type of a tool under human approval: whether a
       call needs approval, and what an approved call does, depend on them (renaming
       the parameter an approval condition reads let every call through);
-    * where a tool holding secret configs sends its calls (``destination`` keys,
-      its type): its credentials would go along, to a server of the manager's choice.
+    * where a tool carrying secrets sends its calls (``destination`` keys, its
+      type): the secrets would go along, to a server of the manager's choice.
     """
     if actor is None or access.is_platform_admin(actor):
         return
@@ -256,7 +259,7 @@ def _carries_secrets(tool: Tool, changing: str | None) -> bool:
     """Whether calls of ``tool`` carry secrets: secret configs (other than the one being
     replaced) or per-call secret inputs (``headers_input_map``)."""
     configs = tool.configs.exclude(config_key=changing) if changing else tool.configs.all()
-    return configs.filter(Q(is_secret=True) | Q(config_key="headers_input_map")).exists()
+    return configs.filter(Q(is_secret=True) | Q(config_key__in=PER_CALL_SECRET_CONFIGS)).exists()
 
 
 def _check_namespace(tool: Tool, name: str) -> None:

@@ -9,27 +9,15 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 
 from executions.models import Execution
 from executions.services.pipeline import execution_request
 from registry.services.audit_chain import audit_seal_all, audit_verify
 from tests.executions.conftest import echo_caller
+from tests.registry.test_audit_chain import tamper
 from toolhub.exceptions import ToolHubError
 
 pytestmark = pytest.mark.django_db
-
-
-def tamper(sql: str, params=()) -> None:
-    """Change a row behind the application's back (triggers off, as a DBA could)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET session_replication_role = replica")
-        try:
-            cursor.execute(sql, params)
-        finally:
-            if connection.vendor == "postgresql":
-                cursor.execute("SET session_replication_role = origin")
 
 
 @pytest.fixture
