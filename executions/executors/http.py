@@ -339,7 +339,7 @@ def _headers_input_map(value: Any) -> dict[str, HeaderFromInput]:
             header = target
         else:
             raise ConfigValueError(f"{where}: {got(target)}")
-        if isinstance(header, str) and header.strip().lower() == "host":
+        if _is_host(header):
             raise ConfigValueError(
                 f"{where}: a Host header is not allowed (the URL names the host)"
             )
@@ -377,11 +377,15 @@ def _no_plain_url_password(value: Any) -> None:
         )
 
 
+def _is_host(name: Any) -> bool:
+    return isinstance(name, str) and name.strip().lower() == "host"
+
+
 def _no_host_header(value: Any) -> None:
     """The URL names the host; a Host header would send the call (and its credentials)
     to another site behind the same address."""
     names = json_object(value) if not isinstance(value, dict) else value
-    if any(isinstance(n, str) and n.strip().lower() == "host" for n in names):
+    if any(_is_host(n) for n in names):
         raise ConfigValueError("a Host header is not allowed: the URL names the host")
 
 
