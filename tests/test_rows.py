@@ -150,3 +150,73 @@ def test_a_preset_auto_now_add_time_is_kept():
     execution = Execution(**execution_fields(), created_at=when)
     RowWriter(Execution).insert(execution)
     assert Execution.objects.get(pk=execution.pk).created_at == when
+
+
+def _prepared_statements() -> list[str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_the_call_path_statements_are_prepared_on_the_connection(postgresql_only):
+    """PostgreSQL parses and plans the hot writes once per connection, not per call."""
+    from toolhub.rows import insert_together, update_then_insert
+
+    for _ in range(2):
+        execution = Execution(**execution_fields())
+        insert_together(execution, _audit())
+        changes = {"status": "succeeded", "finished_at": timezone.now()}
+        assert update_then_insert(
+            Execution, execution.pk, changes, where={"status": "running"}, then=_audit()
+        )
+    prepared = _prepared_statements()
+    assert any(
+        s.startswith('WITH first_row AS (INSERT INTO "executions_execution"') for s in prepared
+    )
+    assert any(s.startswith('WITH changed AS (UPDATE "executions_execution"') for s in prepared)
+
+
+def test_preparing_can_be_turned_off(postgresql_only, settings):
+    """TOOLHUB_DB_PREPARE_THRESHOLD applies to each new connection; 0 never prepares."""
+    from django.db import connection
+
+    def threshold_of_a_new_connection():
+        raw = connection.get_new_connection(connection.get_connection_params())
+        try:
+            return raw.prepare_threshold
+        finally:
+            raw.close()
+
+    assert threshold_of_a_new_connection() == 1
+    settings.TOOLHUB_DB_PREPARE_THRESHOLD = 0
+    assert threshold_of_a_new_connection() is None
+    settings.TOOLHUB_DB_PREPARE_THRESHOLD = 5
+    assert threshold_of_a_new_connection() == 5
+
+
+def test_a_value_too_long_for_its_column_is_refused_not_cut(postgresql_only):
+    """The combined UPDATE + INSERT casts values in its SELECT list: never to a
+    length that would cut them silently."""
+    from django.db import DataError, transaction
+
+    from toolhub.rows import update_then_insert
+
+    execution = Execution.objects.create(**execution_fields())
+    event = AuditEvent(
+        actor_name="x" * 151,  # the column holds 150
+        action="x.done",
+        target_type="t",
+        target_id="1",
+        after={},
+    )
+    with pytest.raises(DataError), transaction.atomic():
+        update_then_insert(
+            Execution,
+            execution.pk,
+            {"status": "succeeded"},
+            where={"status": "running"},
+            then=event,
+        )
+    assert Execution.objects.get(pk=execution.pk).status == "running"

@@ -12,10 +12,16 @@ converts values exactly as the ORM does (``Field.pre_save`` and
 Not for general use: model ``save()`` overrides and ``pre_save``/``post_save``
 signals do not run, so it is only used for models that have neither
 (``Execution`` and ``AuditEvent``; the test checks that too).
+
+On PostgreSQL the statements run on the backend's ``bound_cursor()``: values are
+bound on the server and each statement is prepared once per connection
+(``toolhub/db/postgresql/base.py``), instead of being quoted into the SQL text
+by Python and parsed and planned again by PostgreSQL on every call.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,6 +39,20 @@ if (
     and getattr(_psycopg_queries, "MAX_CACHED_STATEMENT_PARAMS", 0) < 128
 ):
     _psycopg_queries.MAX_CACHED_STATEMENT_PARAMS = 128
+
+
+def _cursor(connection):
+    """The backend's server-side binding cursor when it has one (ToolHub's PostgreSQL
+    backend), else Django's usual cursor."""
+    bound = getattr(connection, "bound_cursor", None)
+    return bound() if bound is not None else connection.cursor()
+
+
+def _cast(field, connection) -> str:
+    """The type a bound value is cast to where the statement gives it no column to
+    take its type from (a SELECT list). Without the length or precision: a cast to
+    ``varchar(64)`` would cut a longer value silently, where the column refuses it."""
+    return re.sub(r"\(.*\)", "", field.cast_db_type(connection)).strip()
 
 
 def can_combine(using: str = "default") -> bool:
@@ -54,7 +74,7 @@ def insert_together(first: models.Model, then: models.Model, using: str = "defau
     b_sql, b_params, b_generated = writer_for(type(then))._insert_statement(then, connection)
     if a_generated:
         raise ValueError("insert_together: the first row needs its primary key set")
-    with connection.cursor() as cursor:
+    with _cursor(connection) as cursor:
         cursor.execute(f"WITH first_row AS ({a_sql}) {b_sql}", a_params + b_params)
         if b_generated:
             then.pk = cursor.fetchone()[0]
@@ -83,14 +103,20 @@ def update_then_insert(
         return True
     connection = connections[using]
     update_sql, update_params = writer._update_statement(connection, pk, values, where)
-    b_fields, b_sql, b_generated = writer_for(type(then))._insert_plan(connection)
-    head, _, _ = b_sql.partition(" VALUES ")
-    marks = ", ".join(["%s"] * len(b_fields))
-    returning = f" RETURNING {connection.ops.quote_name(then._meta.pk.column)}"
-    # Built from the plans (quoted identifiers); values are bound.
-    sql = f"WITH changed AS ({update_sql} RETURNING 1) {head} SELECT {marks}"
-    sql += f" WHERE EXISTS (SELECT 1 FROM changed){returning}"  # noqa: S608
-    with connection.cursor() as cursor:
+    then_writer = writer_for(type(then))
+    b_fields, b_sql, b_generated = then_writer._insert_plan(connection)
+    key = (update_sql, type(then))
+    sql = _combined.get(key)
+    if sql is None:
+        head, _, _ = b_sql.partition(" VALUES ")
+        # A SELECT list gives bound values no column type: each is cast to its column's.
+        marks = ", ".join(f"%s::{_cast(f, connection)}" for f in b_fields)
+        returning = f" RETURNING {connection.ops.quote_name(then._meta.pk.column)}"
+        # Built from the plans (quoted identifiers); values are bound.
+        sql = f"WITH changed AS ({update_sql} RETURNING 1) {head} SELECT {marks}"
+        sql += f" WHERE EXISTS (SELECT 1 FROM changed){returning}"  # noqa: S608
+        _combined[key] = sql
+    with _cursor(connection) as cursor:
         cursor.execute(sql, update_params + _insert_values(then, b_fields, connection))
         row = cursor.fetchone()
     if row is None:
@@ -122,6 +148,9 @@ def _insert_values(obj: models.Model, fields: list, connection) -> list:
 
 
 _writers: dict[type, RowWriter] = {}
+# update_then_insert's statements, by their UPDATE's text (which names the table and
+# columns) and the inserted model's.
+_combined: dict[tuple[str, type], str] = {}
 
 
 def writer_for(model: type[models.Model]) -> RowWriter:
@@ -162,7 +191,7 @@ class RowWriter:
         """INSERT ``obj`` as one row (auto_now_add and defaults applied as ``save()`` would)."""
         connection = connections[using]
         sql, values, generated = self._insert_statement(obj, connection)
-        with connection.cursor() as cursor:
+        with _cursor(connection) as cursor:
             cursor.execute(sql, values)
             if generated:
                 obj.pk = cursor.fetchone()[0]
@@ -180,7 +209,7 @@ class RowWriter:
         """``UPDATE … SET values WHERE pk = pk AND where…``; returns the rows changed (0 or 1)."""
         connection = connections[using]
         sql, params = self._update_statement(connection, pk, values, where or {})
-        with connection.cursor() as cursor:
+        with _cursor(connection) as cursor:
             cursor.execute(sql, params)
             return cursor.rowcount
 

@@ -342,6 +342,12 @@ TOOLHUB_INLINE_WAIT = inline_wait_kinds(env_list("TOOLHUB_INLINE_WAIT", ["http"]
 # (registry/snapshot.py). Off: every call reads the database.
 TOOLHUB_REGISTRY_CACHE = env_bool("TOOLHUB_REGISTRY_CACHE", default=True)
 
+# PostgreSQL: the fixed statements of the call path (the Execution row and its audit
+# events, the generation read) are prepared on a connection after this many runs
+# (toolhub/db/postgresql/base.py); 0 never prepares them, for a pooler in transaction
+# mode that cannot keep prepared statements.
+TOOLHUB_DB_PREPARE_THRESHOLD = env_int("TOOLHUB_DB_PREPARE_THRESHOLD", 1, minimum=0)
+
 # How long an admitted call may wait in the queue for a concurrency slot.
 TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=1)
 
