@@ -36,6 +36,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AsyncExitStack
@@ -999,6 +1000,31 @@ def _prepare(
     return spec
 
 
+# Sessions that have listed every page of their server's tools. The SDK checks a
+# result's structured content against the tool's output schema only when the
+# session knows that schema, and on its own it re-reads only the first page of a
+# paginated listing: a tool on a later page went unchecked on a fresh session.
+# By id: the SDK's Client is not hashable; the identity check covers a reused id.
+_fully_listed: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+async def _all_tools(client: Any, budget: float) -> list[Any]:
+    """Every page of ``tools/list`` (the session keeps each tool's output schema)."""
+    tools: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(_MAX_LIST_PAGES):
+        with anyio.fail_after(budget):
+            page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor or cursor in seen:
+            break
+        seen.add(cursor)
+    _fully_listed[id(client)] = client
+    return tools
+
+
 def list_tools(
     spec: MCPServerSpec | Mapping[str, Any],
     *,
@@ -1010,25 +1036,14 @@ def list_tools(
     budget = float(timeout or spec.timeout_seconds)
 
     async def op(client: Any) -> list[dict[str, Any]]:
-        tools: list[dict[str, Any]] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(_MAX_LIST_PAGES):
-            with anyio.fail_after(budget):
-                page = await client.list_tools(cursor=cursor)
-            for tool in page.tools:
-                tools.append(
-                    {
-                        "name": tool.name,
-                        "description": tool.description or "",
-                        "input_schema": tool.input_schema or {"type": "object"},
-                    }
-                )
-            cursor = page.next_cursor
-            if not cursor or cursor in seen:
-                break
-            seen.add(cursor)
-        return tools
+        return [
+            {
+                "name": tool.name,
+                "description": tool.description or "",
+                "input_schema": tool.input_schema or {"type": "object"},
+            }
+            for tool in await _all_tools(client, budget)
+        ]
 
     runtime = _get_runtime()
     total = spec.timeout_seconds + budget * 2 + _SYNC_GRACE_SECONDS
@@ -1057,11 +1072,13 @@ def call_tool(
     args = dict(arguments or {})
 
     async def op(client: Any) -> CallOutcome:
+        if _fully_listed.get(id(client)) is not client:
+            await _all_tools(client, budget)
         result = await client.call_tool(tool_name, args, read_timeout_seconds=budget)
         return _outcome_from_result(result, max_inline_binary_bytes)
 
     runtime = _get_runtime()
-    total = spec.timeout_seconds * 2 + budget + _SYNC_GRACE_SECONDS
+    total = spec.timeout_seconds * 2 + budget * 2 + _SYNC_GRACE_SECONDS
     outcome, meta = runtime.run(_dispatch(runtime, spec, op, idempotent=False), timeout=total)
     outcome.metadata.update(meta)
     return outcome

@@ -292,6 +292,17 @@ def test_structured_content_breaking_the_output_schema_is_upstream_error(http_sp
     assert after["sessions_discarded"] == before["sessions_discarded"]  # the session is fine
 
 
+def test_the_output_schema_is_checked_on_a_fresh_session_for_a_tool_on_a_later_page(http_spec):
+    """The test server lists three tools a page; bad_structured is on a later one.
+    A session that never listed it must still hold its result to its schema."""
+    mcp_client.shutdown()  # no cached session: the next call opens one
+    result = run(http_spec, "bad_structured")
+    assert not result.ok
+    assert result.error_type == ErrorType.UPSTREAM
+    assert result.metadata.get("session_reused") is not True
+    assert "bad_structured" in result.error_message
+
+
 def test_remote_tool_name_derived_from_prefix(http_spec):
     result = run(http_spec, "echo", {"text": "x"}, remote_tool_name=None, tool_name="web__echo")
     assert result.ok and result.output["text"] == "x"
