@@ -13,11 +13,13 @@ class ExecutionsConfig(AppConfig):
 
         mcp_sync_handler_register(mcp_server_sync)
 
-        # audit_verify compares each finished execution with its latest event's hash.
-        from executions.services.records import altered_executions
+        # audit_verify compares each finished execution with its latest event's hash
+        # (and finds records written without one), then finds deleted records.
+        from executions.services.records import altered_executions, deleted_executions
         from registry.services.audit_chain import record_check_register
 
         record_check_register(altered_executions)
+        record_check_register(deleted_executions)
 
         load_python_tool_modules(settings.TOOLHUB_PYTHON_TOOL_MODULES)
 

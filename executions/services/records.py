@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import uuid
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import Any
@@ -15,6 +18,10 @@ from executions.models import TERMINAL_STATUSES, Execution, ExecutionStatus
 from registry.services.audit import ROWS as AUDIT_ROWS
 from registry.services.audit import audit_event, audit_written
 from toolhub.metrics import record_execution
+
+# A row and its first audit event are written in one statement, microseconds apart:
+# retention's cut is only trusted this far from either side (audit_verify's checks).
+_RETENTION_MARGIN = timedelta(seconds=1)
 
 
 def not_charged() -> Case:
@@ -184,10 +191,17 @@ def altered_executions(chunk: int = 2000):
     and the stored arguments of an admitted call against its ``input_hash``. Calls
     still queued or running change without an event (the claim, the attempts); a
     record whose events retention removed has nothing to be compared with.
+
+    Also named: a record with no audit event at all, created after the latest
+    retention cut: every call's row is written together with its first event, so
+    it was written behind the services' back. (Retention may have removed the
+    first event of an older call that was still open at the cut.)
     """
-    from registry.models import AuditEvent
+    from registry.models import AuditCheckpoint, AuditEvent
     from registry.services.audit_chain import Problem
 
+    newest_cut = max(AuditCheckpoint.objects.values_list("removed_before", flat=True), default=None)
+    held_from = newest_cut + _RETENTION_MARGIN if newest_cut is not None else None
     everything = Execution.objects.order_by("pk")
     last_pk = None
     while True:
@@ -204,10 +218,22 @@ def altered_executions(chunk: int = 2000):
             .order_by("id")
             .values_list("target_id", "sequence", "after")
         )
-        for target_id, sequence, after in events.iterator(chunk_size=chunk):
+        # A plain query, not .iterator(): on PostgreSQL that is a cursor, planned for its
+        # first rows, which walked the whole event table in id order for every chunk.
+        for target_id, sequence, after in events:
             recorded[target_id] = (sequence, after or {})
         for execution in rows:
-            sequence, after = recorded.get(str(execution.pk), (None, {}))
+            if str(execution.pk) not in recorded:
+                if held_from is None or execution.created_at >= held_from:
+                    yield Problem(
+                        "record_unaudited",
+                        None,
+                        None,
+                        f"Execution {execution.pk} has no audit event: its record was written "
+                        "behind ToolHub's back (every call is recorded with its first event).",
+                    )
+                continue
+            sequence, after = recorded[str(execution.pk)]
             if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
                 continue
             where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
@@ -259,3 +285,48 @@ def _round_trips(value: Any) -> bool:
         elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**15:
             return False
     return True
+
+
+def deleted_executions(chunk: int = 2000):
+    """Execution records deleted behind the services' back (``audit_verify``): an
+    execution the audit log has an event of after the latest retention run, but
+    no row. Retention removes only calls finished before it runs, and nothing
+    else ToolHub does removes a record (its foreign keys protect it or are set to
+    null). A call whose events all predate that run may have gone with retention;
+    the retention export holds those.
+
+    One pass over the event index in target order, checked in chunks.
+    """
+    from registry.models import AuditCheckpoint, AuditEvent
+    from registry.services.audit_chain import Problem
+
+    events = AuditEvent.objects.filter(target_type="executions.execution")
+    last_run = max(AuditCheckpoint.objects.values_list("created_at", flat=True), default=None)
+    if last_run is not None:
+        events = events.filter(occurred_at__gt=last_run + _RETENTION_MARGIN)
+    mentioned = (
+        events.order_by("target_id").values_list("target_id", flat=True).distinct()
+    ).iterator(chunk_size=chunk)
+    while batch := list(itertools.islice(mentioned, chunk)):
+        wanted: dict[str, uuid.UUID | None] = {}
+        for target_id in batch:
+            try:
+                wanted[target_id] = uuid.UUID(target_id)
+            except ValueError:  # no execution could have this id
+                wanted[target_id] = None
+        ids = [pk for pk in wanted.values() if pk is not None]
+        found = set(Execution.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        for target_id, pk in wanted.items():
+            if pk in found:
+                continue
+            event = events.filter(target_id=target_id).order_by("id").first()
+            if event is None:  # its events went while this ran (retention)
+                continue
+            yield Problem(
+                "record_deleted",
+                event.sequence,
+                event.pk,
+                f"Execution {target_id} is in the audit log (event id {event.pk}, "
+                f"{event.action}) but its record is gone: it was deleted behind ToolHub's "
+                "back (retention removes only calls finished before it runs).",
+            )

@@ -114,7 +114,9 @@ def audit_seal_all(**kwargs) -> int:
 
 @dataclass
 class Problem:
-    kind: str  # altered | broken_link | missing | unsealed | record_altered
+    # altered | broken_link | missing | unsealed | record_altered | record_deleted
+    # | record_unaudited
+    kind: str
     sequence: int | None
     event_id: int | None
     message: str

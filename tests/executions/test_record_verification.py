@@ -96,3 +96,65 @@ def test_retention_removing_a_cache_source_keeps_the_cache_hits_verifiable(tmp_p
     audit_seal_all(grace=timedelta(0))
     report = audit_verify()
     assert report.ok, report.problem
+
+
+def test_a_deleted_execution_record_fails_verification(calls):
+    tamper("DELETE FROM executions_execution WHERE id = %s", [calls.pk])
+    report = audit_verify()
+    assert not report.ok
+    assert report.problem.kind == "record_deleted"
+    assert str(calls.pk) in report.problem.message
+    with pytest.raises(CommandError) as failed:
+        call_command("audit_verify", stdout=io.StringIO())
+    assert failed.value.returncode == 1 and str(calls.pk) in str(failed.value)
+
+
+def test_a_record_written_without_its_audit_event_fails_verification(calls):
+    forged = Execution.objects.create(
+        status="succeeded", tool_name="echo_verify", principal_name="nobody"
+    )
+    report = audit_verify()
+    assert not report.ok
+    assert report.problem.kind == "record_unaudited"
+    assert str(forged.pk) in report.problem.message
+
+
+def test_calls_retention_removed_or_cut_through_still_verify(tmp_path):
+    """A call finished before the cut goes with its events; one that started before
+    the cut and finished after it keeps its later event and its row; one still
+    open at the cut keeps its row without its first event. None is a problem."""
+    from django.utils import timezone
+
+    from executions.services.records import audit_execution
+    from executions.services.retention import audit_retention
+
+    long_ago = timezone.now() - timedelta(days=400)
+    old_done = Execution.objects.create(
+        status="succeeded", tool_name="x", principal_name="p", created_at=long_ago
+    )
+    audit_execution(old_done, "execution.succeeded")
+    spanning = Execution.objects.create(
+        status="pending_approval", tool_name="x", principal_name="p", created_at=long_ago
+    )
+    audit_execution(spanning, "execution.pending_approval")
+    still_open = Execution.objects.create(
+        status="pending_approval", tool_name="x", principal_name="p", created_at=long_ago
+    )
+    audit_execution(still_open, "execution.pending_approval")
+    tamper("UPDATE registry_auditevent SET occurred_at = %s", [long_ago])
+    tamper("UPDATE executions_execution SET created_at = %s", [long_ago])  # not auto_now_add's
+    audit_seal_all(grace=timedelta(0))
+    # The spanning call finishes now, long after it was admitted.
+    tamper(
+        "UPDATE executions_execution SET status = 'rejected', finished_at = %s WHERE id = %s",
+        [timezone.now(), spanning.pk],
+    )
+    spanning.refresh_from_db()
+    audit_execution(spanning, "execution.rejected")
+    audit_seal_all(grace=timedelta(0))
+
+    audit_retention(before=timezone.now() - timedelta(days=30), export_dir=tmp_path)
+    assert not Execution.objects.filter(pk__in=[old_done.pk, spanning.pk]).exists()
+    assert Execution.objects.filter(pk=still_open.pk).exists()
+    report = audit_verify()
+    assert report.ok, report.problem
