@@ -14,12 +14,18 @@ class ExecutionsConfig(AppConfig):
         mcp_sync_handler_register(mcp_server_sync)
 
         # audit_verify compares each finished execution with its latest event's hash
-        # (and finds records written without one), then finds deleted records.
-        from executions.services.records import altered_executions, deleted_executions
+        # (and finds records written without one), finds deleted records, and
+        # compares each decided approval with its latest event.
+        from executions.services.records import (
+            altered_approvals,
+            altered_executions,
+            deleted_executions,
+        )
         from registry.services.audit_chain import record_check_register
 
         record_check_register(altered_executions)
         record_check_register(deleted_executions)
+        record_check_register(altered_approvals)
 
         load_python_tool_modules(settings.TOOLHUB_PYTHON_TOOL_MODULES)
 

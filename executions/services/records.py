@@ -14,7 +14,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Case, DecimalField, Value, When
 
-from executions.models import TERMINAL_STATUSES, Execution, ExecutionStatus
+from executions.models import (
+    TERMINAL_STATUSES,
+    Approval,
+    ApprovalStatus,
+    Execution,
+    ExecutionStatus,
+)
 from registry.services.audit import ROWS as AUDIT_ROWS
 from registry.services.audit import audit_event, audit_written
 from toolhub.metrics import record_execution
@@ -330,3 +336,83 @@ def deleted_executions(chunk: int = 2000):
                 f"{event.action}) but its record is gone: it was deleted behind ToolHub's "
                 "back (retention removes only calls finished before it runs).",
             )
+
+
+# What an approval's decision event records, as the row's fields: an edit of any of
+# them behind the services' back (who decided, why, the outcome, the arguments it
+# was bound to) makes the row disagree with its latest event.
+_APPROVAL_FIELDS = {
+    "status": "status",
+    "decided_by": "decided_by_name",
+    "reason": "reason",
+    "input_hash": "input_hash",
+    "execution_id": "execution_id",
+}
+
+
+def altered_approvals(chunk: int = 2000):
+    """Approvals that no longer say what their latest audit event recorded, or that no
+    longer bind the arguments of their call (``audit_verify``).
+
+    Every decision and every close (approved, rejected, expired, cancelled) writes
+    an event with the approval's state; a pending approval has none yet, but its
+    ``input_hash`` must still be its call's (a changed hash would let a person
+    approve other arguments than the call carries).
+    """
+    from registry.models import AuditEvent
+    from registry.services.audit_chain import Problem
+
+    everything = Approval.objects.select_related("execution").order_by("pk")
+    last_pk = None
+    while True:
+        page = everything if last_pk is None else everything.filter(pk__gt=last_pk)
+        rows = list(page[:chunk])
+        if not rows:
+            return
+        last_pk = rows[-1].pk
+        recorded: dict[str, tuple[int | None, dict]] = {}
+        events = (
+            AuditEvent.objects.filter(
+                target_type=Approval._meta.label_lower, target_id__in=[str(r.pk) for r in rows]
+            )
+            .order_by("id")
+            .values_list("target_id", "sequence", "after")
+        )
+        for target_id, sequence, after in events:  # not .iterator(): see altered_executions
+            recorded[target_id] = (sequence, after or {})
+        for approval in rows:
+            named = f"Approval {approval.pk} of execution {approval.execution_id}"
+            if approval.input_hash != approval.execution.input_hash:
+                yield Problem(
+                    "record_altered",
+                    None,
+                    None,
+                    f"{named} is bound to other arguments than its call carries: its "
+                    "input_hash was altered.",
+                )
+                continue
+            sequence, after = recorded.get(str(approval.pk), (None, None))
+            if after is None:
+                if approval.status != ApprovalStatus.PENDING:
+                    yield Problem(
+                        "record_unaudited",
+                        None,
+                        None,
+                        f"{named} is {approval.status} but no event records its decision: "
+                        "it was decided behind ToolHub's back.",
+                    )
+                continue
+            changed = [
+                key
+                for key, field in _APPROVAL_FIELDS.items()
+                if key in after and str(getattr(approval, field) or "") != str(after[key] or "")
+            ]
+            if changed:
+                where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
+                yield Problem(
+                    "record_altered",
+                    sequence,
+                    None,
+                    f"{named} no longer matches {where} ({', '.join(changed)} changed): "
+                    "the record was altered after it was decided.",
+                )

@@ -22,6 +22,7 @@ from registry.models import AuditEvent, RateLimitRule, ToolGrant
 from registry.services import access as access_services
 from registry.services import limits as limit_services
 from registry.services import tools as tool_services
+from registry.services.audit_chain import audit_verify
 from tests.conftest import token_client
 from tests.factories import make_user
 from tests.workers import _database_url, celery_worker, require_broker
@@ -818,3 +819,40 @@ def test_a_call_waiting_for_a_slot_polls_less_as_it_waits(world, eager_tasks, mo
     runner._wait_for_slot(execution, world["tool"])
     assert Execution.objects.get(pk=execution.pk).heartbeat_at > execution.heartbeat_at
     assert sent[-1] == runner.SLOT_RETRY_MAX_SECONDS  # long waits poll every 2 s
+
+
+@pytest.fixture
+def decided(gated):
+    """One approved, one rejected and one pending approval, all verified intact."""
+    from executions.services.approvals import approval_decide
+
+    client = gated["clients"][0]
+    ids = [call(client, amount=5000 + i).json()["id"] for i in range(3)]
+    approved, rejected, pending = (Approval.objects.get(execution_id=i) for i in ids)
+    approval_decide(actor=gated["approver"], approval=approved, approve=True)
+    approval_decide(actor=gated["approver"], approval=rejected, approve=False, reason="Too much")
+    report = audit_verify()
+    assert report.ok, report.problem
+    return {"approved": approved, "rejected": rejected, "pending": pending}
+
+
+@pytest.mark.parametrize(
+    ("which", "column", "value"),
+    [
+        ("approved", "decided_by_name", "someone-else"),
+        ("rejected", "reason", "Looked fine"),
+        ("rejected", "status", "approved"),
+        ("approved", "status", "pending"),  # set back, to be decided again
+        ("pending", "input_hash", "0" * 64),  # would bind other arguments
+        ("pending", "status", "approved"),  # decided without any event
+    ],
+)
+def test_an_approval_edited_behind_toolhubs_back_fails_verification(decided, which, column, value):
+    from tests.registry.test_audit_chain import tamper
+
+    approval = decided[which]
+    tamper(f"UPDATE executions_approval SET {column} = %s WHERE id = %s", [value, approval.pk])  # noqa: S608
+    report = audit_verify()
+    assert not report.ok
+    assert report.problem.kind in ("record_altered", "record_unaudited")
+    assert str(approval.pk) in report.problem.message
