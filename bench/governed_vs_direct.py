@@ -606,6 +606,16 @@ def report(results: list[RunResult], args, meta: dict) -> str:
                 f"governed p99 - direct p99 = {fmt(g.pct(99) - d.pct(99))} ms; "
                 f"governed rps / direct rps = {g.rps / d.rps:.4f} ({d.rps / g.rps:.1f}x fewer)"
             )
+        for kind, what in (
+            ("noop", "GET /healthz (Django, no database)"),
+            ("read", "GET one execution (DRF, token auth, one row)"),
+        ):
+            f = by.get((kind, c))
+            if f and d:
+                lines.append(
+                    f"- c={c}: {what}: p50 - direct p50 = {fmt(f.pct(50) - d.pct(50))} ms; "
+                    f"rps / direct rps = {f.rps / d.rps:.4f}"
+                )
     lines += [
         "",
         "CPU ms per call, by component, during the measured calls (`other` = the rest of the"
@@ -775,6 +785,13 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="resilience check: terminate every connection to the bench database after the "
         "warm-up (as a PostgreSQL restart would); the governed calls must still succeed",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure, with the same client, what the web stack costs before any "
+        "governance: GET /healthz (Django, no database) and GET /api/v1/executions/{id} "
+        "(DRF, token authentication, one row read)",
     )
     parser.add_argument("--profile-calls", type=int, default=300)
     parser.add_argument(
@@ -997,6 +1014,20 @@ def main() -> int:
                 return True, body["id"], ""
             return False, "", f"HTTP {response.status_code}: {json.dumps(body)[:200]}"
 
+        def noop(client: httpx.Client, x: int) -> tuple[bool, str, str]:
+            response = client.get("/healthz")
+            if response.status_code == 200 and response.json().get("status") == "ok":
+                return True, "", ""
+            return False, "", f"HTTP {response.status_code}: {response.text[:200]}"
+
+        read_path: list[str] = []  # one finished execution's URL, set after the warm-up
+
+        def read(client: httpx.Client, x: int) -> tuple[bool, str, str]:
+            response = client.get(read_path[0])
+            if response.status_code == 200 and response.json().get("status") == "succeeded":
+                return True, "", ""
+            return False, "", f"HTTP {response.status_code}: {response.text[:200]}"
+
         def direct(client: httpx.Client, x: int) -> tuple[bool, str, str]:
             response = client.get("/ping", params={"x": x})
             if response.status_code == 200 and response.json().get("x") == x:
@@ -1009,7 +1040,9 @@ def main() -> int:
                 "celery worker (first governed call)", lambda: governed(client, 0)[0], 60, procs
             )
             for x in range(args.warmup):
-                governed(client, x)
+                ok_, ident, _ = governed(client, x)
+                if ok_ and not read_path:
+                    read_path.append(f"/api/v1/executions/{ident}")
         with direct_client() as client:
             for x in range(args.warmup * 5):
                 direct(client, x)
@@ -1026,11 +1059,11 @@ def main() -> int:
 
         results: list[RunResult] = []
         phases: dict[int, dict] = {}
+        modes = [("direct", direct_client, direct), ("governed", governed_client, governed)]
+        if args.floor:
+            modes += [("noop", governed_client, noop), ("read", governed_client, read)]
         for c in concurrencies:
-            for kind, make, call in (
-                ("direct", direct_client, direct),
-                ("governed", governed_client, governed),
-            ):
+            for kind, make, call in modes:
                 print(f"running {kind} c={c} n={args.n} ...", flush=True)
                 result = run_load(
                     kind=kind,
