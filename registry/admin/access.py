@@ -19,6 +19,7 @@ from registry.admin.forms import IdMultipleChoiceField
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Agent, ApiToken, Role, RoleProfile, ToolGrant
 from registry.services import access as services
+from toolhub.exceptions import Conflict
 
 admin.site.unregister(Group)
 
@@ -321,7 +322,11 @@ class ApiTokenAdmin(GuardedChangeListMixin, admin.ModelAdmin):
         count = 0
         for token in queryset:
             if not token.is_revoked:
-                services.token_revoke(actor=request.user, token=token)
+                try:
+                    services.token_revoke(actor=request.user, token=token)
+                except Conflict as exc:  # the last platform admin's only way in
+                    self.message_user(request, f"{token}: {exc.message}", messages.ERROR)
+                    continue
                 count += 1
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 

@@ -13,7 +13,11 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.contrib.auth.forms import (
+    AdminPasswordChangeForm,
+    AdminUserCreationForm,
+    UserChangeForm,
+)
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpResponseRedirect
@@ -88,8 +92,8 @@ class GuardedUserChangeForm(UserChangeForm):
         field = cleaned.get  # a field this user may not edit keeps its stored value
         permissions = field("user_permissions", user.user_permissions.all())
         groups = field("groups", user.groups.all())
-        can_act = field("is_staff", user.is_staff) or (
-            User.objects.filter(pk=user.pk).filter(services.live_token_q()).exists()
+        can_act = (field("is_staff", user.is_staff) and user.has_usable_password()) or (
+            _holds_live_token(user)
         )
         stays = (
             field("is_active", user.is_active)
@@ -126,6 +130,30 @@ class GuardedUserChangeForm(UserChangeForm):
             )
 
 
+def _holds_live_token(user) -> bool:
+    return User.objects.filter(pk=user.pk).filter(services.live_token_q()).exists()
+
+
+class GuardedPasswordChangeForm(AdminPasswordChangeForm):
+    """Refuses to turn off password login for the last platform admin who could only
+    act through it (no live API token): nobody could administer the platform."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if (
+            cleaned.get("set_usable_password") is False
+            and self.user.is_staff
+            and services.leaves_no_platform_admin(without_users=[self.user.pk])
+            and not _holds_live_token(self.user)
+        ):
+            # On the field: the admin's password page shows no form-wide errors.
+            self.add_error(
+                "usable_password",
+                ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin"),
+            )
+        return cleaned
+
+
 if admin.site.is_registered(User):
     admin.site.unregister(User)
 
@@ -134,6 +162,7 @@ if admin.site.is_registered(User):
 class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
     form = GuardedUserChangeForm
     add_form = GuardedUserCreationForm
+    change_password_form = GuardedPasswordChangeForm
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
@@ -178,9 +207,12 @@ class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
             messages.error(request, "Agents have no password: they authenticate with tokens.")
             return HttpResponseRedirect(reverse("admin:auth_user_change", args=[id]))
         with transaction.atomic():
+            stored = User.objects.filter(pk=pk).values_list("password", flat=True).first()
             response = super().user_change_password(request, id, form_url)
-            if request.method == "POST" and response.status_code == 302:
-                user = User.objects.get(pk=id)
+            user = User.objects.filter(pk=pk).first() if request.method == "POST" else None
+            # Only a change that happened: Django also redirects a refused submission
+            # ("Conflicting form data") back to the form.
+            if user is not None and user.password != stored:
                 audit_record(
                     actor=request.user,
                     action="user.password_changed",

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
@@ -290,9 +291,15 @@ def live_token_q() -> Q:
     )
 
 
+def usable_password_q() -> Q:
+    """Users who can log in with a password (Django marks an unusable one with '!')."""
+    return ~Q(password="") & ~Q(password__startswith=UNUSABLE_PASSWORD_PREFIX)
+
+
 def can_act_q() -> Q:
-    """People who can still act: staff (the admin) or holding a live API token."""
-    return Q(is_staff=True) | live_token_q()
+    """People who can still act: staff who can log in to the admin, or holding a live
+    API token."""
+    return (Q(is_staff=True) & usable_password_q()) | live_token_q()
 
 
 def _keep_a_platform_admin(had: bool) -> None:
@@ -623,10 +630,15 @@ def token_issue(
 
 
 @transaction.atomic
+@transaction.atomic
 def token_revoke(*, actor, token: ApiToken) -> ApiToken:
+    """Revoke ``token`` (once); refused when it is the last way the last platform admin
+    who cannot log in to the admin could act."""
+    had_admins = platform_admins_remain()
     claimed = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
         revoked_at=timezone.now()
     )
+    _keep_a_platform_admin(had_admins)
     token.refresh_from_db()
     if claimed:
         audit_record(actor=actor, action="token.revoked", target=token, after=token_snapshot(token))

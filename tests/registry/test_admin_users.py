@@ -242,3 +242,75 @@ def test_a_platform_admin_who_cannot_act_does_not_count(admin_client, superuser)
     access_services.token_issue(actor=None, user=ghost)
     allowed = admin_client.post(url, change_form(superuser, is_staff=""))
     assert allowed.status_code == 302, allowed.content.decode()[:2000]
+
+
+def test_the_last_platform_admin_keeps_password_login_unless_a_token_lets_them_act(
+    admin_client, superuser
+):
+    url = reverse("admin:auth_user_password_change", args=[superuser.pk])
+    off = {"usable_password": "false", "password1": "", "password2": "", "unset-password": "1"}
+    page = admin_client.post(url, off)
+    assert page.status_code == 200
+    assert "no active person who is a platform admin" in page.content.decode()
+    superuser.refresh_from_db()
+    assert superuser.has_usable_password()
+
+    # With a live API token they can still act: password login may go.
+    from tests.factories import make_token
+
+    make_token(superuser)
+    assert admin_client.post(url, off).status_code == 302
+    superuser.refresh_from_db()
+    assert not superuser.has_usable_password()
+    changed = AuditEvent.objects.get(action="user.password_changed", target_id=str(superuser.pk))
+    assert changed.after == {"has_usable_password": False}
+
+
+def test_a_refused_password_submission_is_not_audited_as_a_change(admin_client, superuser):
+    url = reverse("admin:auth_user_password_change", args=[superuser.pk])
+    make_user("erin", is_staff=True, is_superuser=True)  # the guard does not apply
+    # Django redirects a request to disable the password without its button back to the form.
+    response = admin_client.post(url, {"usable_password": "false"})
+    assert response.status_code == 302
+    superuser.refresh_from_db()
+    assert superuser.has_usable_password()
+    assert not AuditEvent.objects.filter(action="user.password_changed").exists()
+
+
+def test_the_last_way_in_of_the_last_platform_admin_cannot_be_revoked(superuser):
+    from registry.models import ApiToken
+    from tests.factories import make_token
+    from toolhub.exceptions import Conflict
+
+    superuser.set_unusable_password()  # no admin login: the token is how they act
+    superuser.save()
+    make_token(superuser)
+    token = ApiToken.objects.get(user=superuser)
+    with pytest.raises(Conflict):
+        access_services.token_revoke(actor=superuser, token=token)
+    token.refresh_from_db()
+    assert not token.is_revoked
+    assert not AuditEvent.objects.filter(action="token.revoked").exists()
+
+    # The admin's bulk action says so instead of failing.
+    other = make_user("ops-root", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(other)
+    other.set_unusable_password()  # no admin login either: the token is still the only way
+    other.save()
+    client.force_login(other)
+    response = client.post(
+        reverse("admin:registry_apitoken_changelist"),
+        {"action": "revoke_tokens", "_selected_action": [str(token.pk)]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "no active person who is a platform admin" in response.content.decode()
+    token.refresh_from_db()
+    assert not token.is_revoked
+
+    # A second admin who can log in lets it go.
+    make_user("erin", is_staff=True, is_superuser=True)
+    access_services.token_revoke(actor=superuser, token=token)
+    token.refresh_from_db()
+    assert token.is_revoked
