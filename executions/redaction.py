@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from executions.jsonsafe import CIRCULAR
 
@@ -16,6 +17,42 @@ _MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words
 def _usable(secrets: Iterable[str]) -> list[str]:
     values = {str(s) for s in secrets if s is not None and len(str(s)) >= _MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)  # longest first: no partial leftovers
+
+
+# Encoded forms are looked for only for secrets at least this long, and re-cased
+# ones (and the base64 of a secret inside a longer base64 text, whose encoding
+# depends on where it starts) from the longer length: shorter ones would match
+# ordinary text once lowercased or cut to the aligned part.
+ENCODED_MIN_CHARS = 8
+_ALIGNED_MIN_CHARS = 12
+
+
+def with_encoded_forms(secrets: Iterable[str]) -> list[str]:
+    """``secrets`` and the forms an upstream may echo them in: URL-encoded, base64
+    (standard and URL-safe, padded or not, and the part of its encoding that is
+    the same wherever it starts inside a longer base64 text, as in
+    ``Basic base64(user:password)``), and all lower or upper case."""
+    forms: set[str] = set()
+    for secret in secrets:
+        if not secret:
+            continue
+        secret = str(secret)
+        forms.update((secret, quote(secret, safe=""), quote_plus(secret)))
+        if len(secret) < ENCODED_MIN_CHARS:
+            continue
+        long_enough = len(secret) >= _ALIGNED_MIN_CHARS
+        if long_enough:
+            forms.update((secret.lower(), secret.upper()))
+        raw = secret.encode("utf-8", "surrogatepass")
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            whole = encode(raw).decode("ascii")
+            forms.update((whole, whole.rstrip("=")))
+            if long_enough:
+                for skip in range(3):  # the secret starts 0, 2 or 1 bytes into a group
+                    part = raw[skip:]
+                    part = part[: len(part) - len(part) % 3]
+                    forms.add(encode(part).decode("ascii"))
+    return sorted(forms, key=len, reverse=True)
 
 
 def redact_text(text: str, secrets: Iterable[str]) -> str:

@@ -54,7 +54,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import quote, quote_plus, urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -78,7 +78,7 @@ from executions.executors.configs import (
     url_credentials,
 )
 from executions.executors.wire import HEADER_NAME, IDEMPOTENT_METHODS, PinnedTransport
-from executions.redaction import redact, redact_text
+from executions.redaction import redact, redact_text, with_encoded_forms
 
 MAX_REDIRECTS = 5
 ERROR_EXCERPT_CHARS = 2000
@@ -624,12 +624,7 @@ def _prepare(call: ToolCall, secrets: list[str]) -> _Prepared:
 
 
 def _secret_variants(secrets: Iterable[str]) -> list[str]:
-    variants: set[str] = set()
-    for secret in secrets:
-        if not secret:
-            continue
-        variants.update({secret, quote(secret, safe=""), quote_plus(secret)})
-    return sorted(variants, key=len, reverse=True)
+    return with_encoded_forms(secrets)
 
 
 def _trim_partial_secret(text: str, secrets: Iterable[str]) -> str:

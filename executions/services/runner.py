@@ -31,7 +31,7 @@ from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
-from executions.redaction import redact, redact_text, secret_parts
+from executions.redaction import redact, redact_text, secret_parts, with_encoded_forms
 from executions.services import notify
 from executions.services.governance import store_result
 from executions.services.pipeline import enqueue, total_budget_seconds
@@ -427,9 +427,10 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
                 result.error_message += f" (the upstream asks to retry after {retry_after:g} s)"
             break
         time.sleep(pause)
-    result.output = redact(json_safe(result.output), secrets)
+    forms = with_encoded_forms(secrets)
+    result.output = redact(json_safe(result.output), forms)
     if result.error_message:
-        result.error_message = redact_text(result.error_message, secrets)
+        result.error_message = redact_text(result.error_message, forms)
     return result, attempt, (time.monotonic() - started) * 1000
 
 

@@ -333,6 +333,29 @@ def test_secret_echoed_in_error_body_is_redacted(upstream, configs, inputs, head
     assert base64.b64encode(f"svc:{CANARY}".encode()).decode() not in serialized
 
 
+def test_a_secret_echoed_encoded_or_recased_is_redacted(upstream):
+    """An upstream quoting the key as base64 (alone, in Basic-style user:key, inside a
+    longer encoded text), upper case or URL-encoded gives none of it away."""
+    result = call(
+        {"base_url": upstream.url, "endpoint": "/echo-encoded/X-API-Key", "api_key": CANARY}
+        | {"auth_type": "api_key"}
+    )
+    assert result.ok
+    data = result.output["data"]
+    assert set(data) == {"b64", "b64url_unpadded", "in_basic", "in_longer", "upper", "quoted"}
+    serialized = dump(result)
+    raw = CANARY.encode()
+    for form in (
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        base64.b64encode(b"user:" + raw).decode(),
+        base64.b64encode(b"xy" + raw + b"tail").decode(),
+        CANARY.upper(),
+    ):
+        assert form not in serialized, form
+    assert all("[REDACTED]" in value for value in data.values()), data
+
+
 def test_call_secret_values_redacted_everywhere(upstream):
     result = call(
         {"base_url": upstream.url, "endpoint": "/echo/{key}"},

@@ -379,6 +379,37 @@ def test_a_secret_urls_own_secret_parts_are_redacted_where_echoed(world):
     assert "[REDACTED]" in json.dumps(body["output_data"])
 
 
+def test_a_secret_echoed_base64_encoded_never_reaches_the_record(world):
+    import base64
+
+    key = "CANARY_B64KEY_90210"
+    for config_key, value in (("auth_type", "api_key"), ("endpoint", "/echo-encoded/X-API-Key")):
+        tool_services.config_set(
+            actor=None, tool=world["tool"], config_key=config_key, config_value=value
+        )
+    tool_services.config_set(
+        actor=None, tool=world["tool"], config_key="api_key", config_value=key, is_secret=True
+    )
+    body = run(world["client"], tool="echo_tool", input_data={"path": "echo"}, wait=True).json()
+    assert body["status"] == "succeeded", (body["error_type"], body["error_message"])
+    stored = json.dumps(Execution.objects.get(pk=body["id"]).output_data)
+    for text in (json.dumps(body), stored):
+        assert key not in text and key.lower() not in text
+        assert base64.b64encode(key.encode()).decode().rstrip("=") not in text
+        assert base64.b64encode(b"user:" + key.encode()).decode() not in text
+
+
+def test_encoded_forms_of_short_secrets_stay_narrow():
+    from executions.redaction import with_encoded_forms
+
+    assert with_encoded_forms(["abc"]) == ["abc"]  # too short to be looked for encoded
+    eight = with_encoded_forms(["Pa55word"])
+    assert "pa55word" not in eight and "PA55WORD" not in eight  # re-cased only from 12
+    assert "UGE1NXdvcmQ=" in eight and "UGE1NXdvcmQ" in eight
+    long = with_encoded_forms(["Token-4f8a9b2c7d"])
+    assert "token-4f8a9b2c7d" in long and "TOKEN-4F8A9B2C7D" in long
+
+
 def test_secret_parts_of_urls_and_connection_strings():
     from executions.redaction import secret_parts
 

@@ -27,13 +27,14 @@ client port) and tracks how many requests were in flight at once. Routes:
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 
 @dataclass
@@ -230,6 +231,21 @@ class _Handler(BaseHTTPRequestHandler):
                 int(q.get("status", "401")),
                 {"error": f"invalid credential {value!s} for this resource", "got": value},
                 headers=[("X-Echo", value)],
+            )
+        elif head == "echo-encoded":
+            # A debugging service quoting a header in the forms services do: base64
+            # (alone and inside a longer encoded text), re-cased, URL-encoded.
+            value = req.headers.get(segments[1].lower(), "").encode()
+            self._send(
+                200,
+                {
+                    "b64": base64.b64encode(value).decode(),
+                    "b64url_unpadded": base64.urlsafe_b64encode(value).decode().rstrip("="),
+                    "in_basic": base64.b64encode(b"user:" + value).decode(),
+                    "in_longer": base64.b64encode(b"xy" + value + b"tail").decode(),
+                    "upper": value.decode().upper(),
+                    "quoted": quote(value.decode(), safe=""),
+                },
             )
         elif head == "large":
             size = int(q.get("size", "1000"))
