@@ -142,6 +142,28 @@ def test_audit_refuses_dates_outside_utc(reviewer_client, name, value):
     assert_names(reviewer_client.get("/api/v1/audit/export", {name: value}), name)
 
 
+@pytest.mark.parametrize("offset", ["+16:00", "-20:00", "+23:59"])
+def test_offsets_postgresql_cannot_store_are_read_in_utc(
+    reviewer_client, one_execution, tool, offset
+):
+    """ISO 8601 offsets go to ±23:59, PostgreSQL's to ±15:59: the value is compared in UTC."""
+    when = f"2000-01-01T00:00:00{offset}"
+    checks = [
+        ("/api/v1/executions", {"created_after": when}),
+        ("/api/v1/executions", {"created_before": "2999-01-01T00:00:00" + offset}),
+        (f"/api/v1/executions/tool/{tool.pk}", {"created_after": when}),
+        ("/api/v1/executions/export", {"format": "jsonl", "created_after": when}),
+        ("/api/v1/audit", {"occurred_after": when}),
+        ("/api/v1/audit/export", {"format": "jsonl", "occurred_before": when}),
+        ("/api/v1/stats", {"from": when, "to": "2000-01-05T00:00:00" + offset}),
+    ]
+    for url, params in checks:
+        response = reviewer_client.get(url, params)
+        assert response.status_code == 200, (url, params, response.content[:300])
+    listed = reviewer_client.get("/api/v1/executions", {"created_after": when}).json()
+    assert [row["id"] for row in listed["results"]] == [str(one_execution.pk)]
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [
@@ -212,6 +234,22 @@ def test_admin_time_filter_up_to_the_last_day_of_the_calendar(admin_client, one_
     )
     assert export.status_code == 200
     assert str(one_execution.pk) in b"".join(export.streaming_content).decode()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "created_from=2000-01-01T00:00:00%2B16:00",
+        "created_to=2999-01-01T00:00:00-20:00",
+    ],
+)
+def test_admin_dates_with_offsets_postgresql_cannot_store(admin_client, one_execution, query):
+    response = admin_client.get(f"{EXECUTIONS_ADMIN}?{query}")
+    assert response.status_code == 200
+    assert [e.pk for e in response.context["cl"].result_list] == [one_execution.pk]
+    # The column's own lookup (Django's) is refused as an invalid filter, never a 500.
+    own = admin_client.get(f"{EXECUTIONS_ADMIN}?created_at__gte=2000-01-01T00:00:00%2B16:00")
+    assert own.status_code == 302 and own["Location"].endswith("?e=1")
 
 
 def test_admin_audit_dates_outside_utc_are_an_invalid_lookup(admin_client):

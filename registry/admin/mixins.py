@@ -408,7 +408,8 @@ def _parse_bound(raw: str, *, end: bool) -> dt.datetime | None:
         raise IncorrectLookupParameters(
             f"'{raw}' is out of range: in UTC it falls outside the years 1 to 9999."
         )
-    return value
+    # In UTC: PostgreSQL takes offsets up to 15:59 only, ISO 8601 (and Python) up to 23:59.
+    return value.astimezone(dt.UTC)
 
 
 class TimeRangeFilter(admin.ListFilter):

@@ -138,7 +138,8 @@ def query_datetime(
     """An ISO 8601 date-time (or, with ``allow_date``, a date: its midnight), made aware in UTC.
 
     Naive values are taken as UTC; a value that leaves the years 1-9999 once
-    converted to UTC is refused (400), since no query can use it.
+    converted to UTC is refused (400), since no query can use it. The value is
+    returned in UTC whatever its offset.
 
     ``plus_as_space`` repairs an offset whose '+' arrived as a space because the
     client did not encode the query string.
@@ -165,4 +166,5 @@ def query_datetime(
         raise ValidationError(
             {name: [f"'{raw}' is out of range: in UTC it falls outside the years 1 to 9999."]}
         )
-    return value
+    # In UTC: PostgreSQL takes offsets up to 15:59 only, ISO 8601 (and Python) up to 23:59.
+    return value.astimezone(UTC)
