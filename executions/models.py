@@ -17,13 +17,19 @@ class ExecutionStatus(models.TextChoices):
     State machine (every transition is a conditional UPDATE that claims the row)::
 
         (admitted) ─► pending_approval ─► queued ─► running ─► succeeded
-                            │   │            │         └─────► failed
-                            │   └► rejected  └► cancelled
-                            └► expired
+                            │  │  │          │  │       └────► failed
+                            │  │  │          │  └► cancelled | denied | failed
+                            │  │  └► rejected | expired        (queue timeout)
+                            │  └► cancelled
+                            └► denied (the agent or tool was stopped meanwhile)
         (refused at admission) ─► denied | invalid
+        (answered from the result cache) ─► succeeded
 
     ``succeeded``, ``failed``, ``denied``, ``invalid``, ``rejected``,
     ``expired`` and ``cancelled`` are terminal: the row never changes again.
+    On PostgreSQL a trigger holds every row to this (``STATUS_TRANSITIONS``,
+    migration 0006): an UPDATE that skips a step, such as a call waiting for
+    approval set straight to ``succeeded``, is refused.
     """
 
     PENDING_APPROVAL = "pending_approval", "Pending approval"
@@ -49,6 +55,29 @@ TERMINAL_STATUSES = frozenset(
         ExecutionStatus.CANCELLED,
     }
 )
+
+
+# Where a status may go by UPDATE (the trigger of migration 0006 holds the same list).
+STATUS_TRANSITIONS = {
+    ExecutionStatus.PENDING_APPROVAL: frozenset(
+        {
+            ExecutionStatus.QUEUED,
+            ExecutionStatus.REJECTED,
+            ExecutionStatus.EXPIRED,
+            ExecutionStatus.CANCELLED,
+            ExecutionStatus.DENIED,
+        }
+    ),
+    ExecutionStatus.QUEUED: frozenset(
+        {
+            ExecutionStatus.RUNNING,
+            ExecutionStatus.CANCELLED,
+            ExecutionStatus.DENIED,
+            ExecutionStatus.FAILED,
+        }
+    ),
+    ExecutionStatus.RUNNING: frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED}),
+}
 
 
 class ExecutionQuerySet(models.QuerySet):

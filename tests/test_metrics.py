@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from executions.models import Approval, Execution
 from tests.factories import make_user
 from toolhub import metrics
+from toolhub.rows import RowWriter
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics_urls")]
 
@@ -201,10 +202,9 @@ def test_database_gauges(client, token):
     Approval.objects.create(execution=waiting, input_hash="x", expires_at=now + timedelta(hours=1))
     Execution.objects.create(tool_name="t", status="running")
     Execution.objects.create(tool_name="t", status="succeeded")
-    old = Execution.objects.create(tool_name="t", status="queued")
-    # Written while still queued: a finished execution can no longer be changed.
-    Execution.objects.filter(pk=old.pk).update(
-        created_at=now - timedelta(hours=2), status="succeeded"
+    # Two hours ago (toolhub.rows keeps a preset created_at; a finished row can't be changed).
+    RowWriter(Execution).insert(
+        Execution(tool_name="t", status="succeeded", created_at=now - timedelta(hours=2))
     )
     values = scraped(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}"))
     assert values[("toolhub_approvals_pending", ())] == 1

@@ -194,6 +194,7 @@ def altered_executions(chunk: int = 2000):
 
     Compared: every execution whose latest event recorded a finished status (also
     one set back to queued or running since), against the event's ``content_hash``;
+    a finished execution whose latest event recorded it unfinished is named too;
     and the stored arguments of an admitted call against its ``input_hash``. Calls
     still queued or running change without an event (the claim, the attempts); a
     record whose events retention removed has nothing to be compared with.
@@ -240,10 +241,24 @@ def altered_executions(chunk: int = 2000):
                     )
                 continue
             sequence, after = recorded[str(execution.pk)]
-            if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
-                continue
             where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
             named = f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool})"
+            if (
+                execution.status in TERMINAL_STATUSES
+                and after.get("status") not in TERMINAL_STATUSES
+            ):
+                # Every finish is written with its event: this one was not.
+                yield Problem(
+                    "record_altered",
+                    sequence,
+                    None,
+                    f"{named} is {execution.status}, but {where} recorded it "
+                    f"{after.get('status') or 'without a status'}: it was finished behind "
+                    "ToolHub's back.",
+                )
+                continue
+            if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
+                continue
             if execution_content_hash(execution) != after["content_hash"]:
                 yield Problem(
                     "record_altered",

@@ -158,3 +158,25 @@ def test_calls_retention_removed_or_cut_through_still_verify(tmp_path):
     assert Execution.objects.filter(pk=still_open.pk).exists()
     report = audit_verify()
     assert report.ok, report.problem
+
+
+def test_an_unfinished_call_finished_in_the_database_fails_verification(calls):
+    """A call waiting for approval, set to succeeded with a made-up output step by step
+    (each step one the state machine allows) has no event of its finish."""
+    from django.utils import timezone
+
+    waiting = Execution.objects.create(
+        status="pending_approval", tool_name="echo_verify", principal_name="p"
+    )
+    from executions.services.records import audit_execution
+
+    audit_execution(waiting, "execution.pending_approval")
+    for status in ("queued", "running"):
+        Execution.objects.filter(pk=waiting.pk).update(status=status)
+    Execution.objects.filter(pk=waiting.pk).update(
+        status="succeeded", output_data={"paid": True}, finished_at=timezone.now()
+    )
+    report = audit_verify()
+    assert not report.ok
+    assert report.problem.kind == "record_altered"
+    assert str(waiting.pk) in report.problem.message and "behind" in report.problem.message

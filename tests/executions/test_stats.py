@@ -17,6 +17,7 @@ from executions.svg_charts import Series, line_chart, stacked_bars
 from registry.services import access as access_services
 from tests.conftest import token_client
 from tests.factories import ToolFactory, make_user
+from toolhub.rows import RowWriter
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics_urls")]
 
@@ -35,23 +36,19 @@ def expected_percentile(values, fraction):
 
 
 def seed(rows):
-    """Insert the rows as queued, then set created_at and the final status in one update.
+    """Insert the rows as they ended, at their time in the past.
 
-    auto_now_add overrides created_at on insert, and a finished execution can
-    no longer be changed (a database trigger refuses it), so the past is
-    written while the row is still queued.
+    ``toolhub.rows`` keeps a preset ``created_at`` (``auto_now_add`` would override
+    it on a plain save), and a finished row needs no later UPDATE, which the
+    database trigger would refuse.
     """
-    made = Execution.objects.bulk_create(
-        [
-            Execution(
-                **{k: v for k, v in row.items() if k not in ("at", "status")}, status="queued"
-            )
-            for row in rows
-        ]
-    )
-    for execution, row in zip(made, rows, strict=True):
-        Execution.objects.filter(pk=execution.pk).update(created_at=row["at"], status=row["status"])
-    return made
+    writer = RowWriter(Execution)
+    return [
+        writer.insert(
+            Execution(**{k: v for k, v in row.items() if k != "at"}, created_at=row["at"])
+        )
+        for row in rows
+    ]
 
 
 def run(tool, agent, principal, status, at, ms=None, reason="", cost=None):

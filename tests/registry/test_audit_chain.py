@@ -410,3 +410,23 @@ def test_embedded_mode_seals_once_per_transaction(settings, django_capture_on_co
     assert [cb for cb in callbacks if cb is _seal_now] == [_seal_now]
     sealed = AuditEvent.objects.filter(pk__in=[e.pk for e in events], sequence__isnull=False)
     assert sealed.count() == 3
+
+
+@PG
+def test_the_trigger_holds_unfinished_rows_to_the_state_machine():
+    """Every status change the trigger allows is one STATUS_TRANSITIONS lists, and back."""
+    from executions.models import STATUS_TRANSITIONS, Execution, ExecutionStatus
+
+    for old, allowed in STATUS_TRANSITIONS.items():
+        for new in ExecutionStatus:
+            if new == old:
+                continue
+            execution = Execution.objects.create(status=old, tool_name="x", principal_name="p")
+            try:
+                with transaction.atomic():
+                    Execution.objects.filter(pk=execution.pk).update(status=new)
+                moved = True
+            except (InternalError, ProgrammingError, IntegrityError) as refused:
+                assert "may not go from" in str(refused)
+                moved = False
+            assert moved == (new in allowed), (old, new)
