@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import uuid
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
@@ -21,6 +20,7 @@ from executions.models import (
     Execution,
     ExecutionStatus,
 )
+from registry.canonical import address_form, canonical_json, stored_form, time_form
 from registry.services.audit import ROWS as AUDIT_ROWS
 from registry.services.audit import audit_event, audit_written
 from toolhub.metrics import record_execution
@@ -40,10 +40,6 @@ def not_charged() -> Case:
             max_digits=_COST_FIELD.max_digits, decimal_places=_COST_FIELD.decimal_places
         ),
     )
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def input_hash(value: Any) -> str:
@@ -67,35 +63,22 @@ def cost_of(tool) -> Decimal | None:
     return cost if cost.is_finite() and abs(cost) < _COST_LIMIT else None
 
 
-def _as_stored(value: Any) -> Any:
-    """``value`` with numbers as a JSON column gives them back (for hashing).
-
-    PostgreSQL's jsonb keeps numbers as decimals: ``1e16`` comes back as the
-    integer ``10000000000000000``, ``-0.0`` as ``0``, ``1.0`` as ``1.0``. Hashing
-    each number as its normalized decimal makes the hash of an output computed
-    before it is written equal to the hash of the row read back.
-    """
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-        return "0" if number == 0 else format(number.normalize(), "f")
-    if isinstance(value, dict):
-        return {k: _as_stored(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_as_stored(v) for v in value]
-    return value
+# What an execution event's content_hash covers. Version 2 (events say
+# "content_version": 2) adds the call's request id, client address, timings,
+# sizes, what was asked for and the stored arguments of every record (refusals
+# included). Events written before keep their version-1 hash, checked as such.
+CONTENT_VERSION = 2
 
 
-def execution_content_hash(execution: Execution) -> str:
+def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION) -> str:
     """A hash of everything the execution record says, so the audit chain covers it.
 
-    Numbers in the output are hashed as normalized decimals (``_as_stored``) and
-    the cost at the column's scale, so the hash is the same whether computed
-    from the values being written or from the stored row.
+    Numbers are hashed as normalized decimals (``stored_form``), the cost at the
+    column's scale and addresses as their bytes, so the hash is the same whether
+    computed from the values being written or from the stored row.
     """
     output = (
-        canonical_json(_as_stored(execution.output_data))
+        canonical_json(stored_form(execution.output_data))
         if execution.output_data is not None
         else ""
     )
@@ -127,6 +110,24 @@ def execution_content_hash(execution: Execution) -> str:
         if execution.cost is not None
         else None,
     }
+    if version >= 2:
+        arguments = (
+            canonical_json(stored_form(execution.input_data))
+            if execution.input_data is not None
+            else ""
+        )
+        content.update(
+            requested_tool=execution.requested_tool,
+            tool_type=execution.tool_type,
+            request_id=execution.request_id,
+            client_address=address_form(execution.client_address),
+            queued_at=time_form(execution.queued_at),
+            execution_time_ms=stored_form(execution.execution_time_ms),
+            chars_in=execution.chars_in,
+            chars_out=execution.chars_out,
+            output_size=execution.output_size,
+            input_sha256=hashlib.sha256(arguments.encode("utf-8", "surrogatepass")).hexdigest(),
+        )
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
@@ -144,7 +145,12 @@ def execution_summary(execution: Execution) -> dict:
         "error_type": execution.error_type,
         "input_hash": execution.input_hash,
         "attempts": execution.attempts,
+        "content_version": CONTENT_VERSION,
         "content_hash": execution_content_hash(execution),
+        # Outside the hash: set to null, legitimately, when the user or role is
+        # deleted; otherwise they must still be these (``altered_executions``).
+        "principal_id": execution.principal_id,
+        "role_id": execution.role_id,
     }
 
 
@@ -259,7 +265,24 @@ def altered_executions(chunk: int = 2000):
                 continue
             if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
                 continue
-            if execution_content_hash(execution) != after["content_hash"]:
+            moved = [
+                name
+                for name in ("principal_id", "role_id")
+                if getattr(execution, name) is not None
+                and name in after
+                and getattr(execution, name) != after[name]
+            ]
+            if moved:
+                yield Problem(
+                    "record_altered",
+                    sequence,
+                    None,
+                    f"{named} now names another {' and '.join(moved)} than {where} "
+                    "recorded: the record was altered after it was written.",
+                )
+                continue
+            version = after.get("content_version", 1)
+            if execution_content_hash(execution, version) != after["content_hash"]:
                 yield Problem(
                     "record_altered",
                     sequence,

@@ -4,6 +4,7 @@ latest audit event recorded (its content_hash), not only that the events are int
 from __future__ import annotations
 
 import io
+import json
 from datetime import timedelta
 
 import pytest
@@ -45,6 +46,16 @@ def calls(upstream, allow_loopback, eager_tasks):
         ("error_message", "edited"),
         ("status", "running"),  # set back to unfinished: out of the check before
         ("input_data", '{"path": "elsewhere"}'),  # input_hash kept, the arguments changed
+        # Covered since content_version 2:
+        ("client_address", "10.6.6.6"),
+        ("request_id", "forged-request"),
+        ("execution_time_ms", "1.5"),
+        ("chars_in", "999"),
+        ("chars_out", "1"),
+        ("requested_tool", "another_tool"),
+        ("tool_type", "database"),
+        ("queued_at", "2020-01-01T00:00:00Z"),
+        ("output_size", "5"),
     ],
 )
 def test_an_edited_finished_execution_fails_verification(calls, column, value):
@@ -180,3 +191,62 @@ def test_an_unfinished_call_finished_in_the_database_fails_verification(calls):
     assert not report.ok
     assert report.problem.kind == "record_altered"
     assert str(waiting.pk) in report.problem.message and "behind" in report.problem.message
+
+
+def test_a_refused_calls_arguments_and_a_records_caller_are_covered(calls):
+    """What an agent tried (a refusal's arguments) and who made the call (the user's
+    id, which only a deleted user may clear) cannot be changed unnoticed."""
+    refused = Execution.objects.get(status="invalid")
+    tamper(
+        "UPDATE executions_execution SET input_data = %s WHERE id = %s",
+        ['{"path": "innocent"}', refused.pk],
+    )
+    report = audit_verify()
+    assert not report.ok and str(refused.pk) in report.problem.message
+    tamper(
+        "UPDATE executions_execution SET input_data = %s WHERE id = %s",
+        [json.dumps(refused.input_data), refused.pk],
+    )
+    assert audit_verify().ok
+
+    from tests.factories import make_user
+
+    other = make_user("someone-else")
+    tamper("UPDATE executions_execution SET principal_id = %s WHERE id = %s", [other.pk, calls.pk])
+    report = audit_verify()
+    assert not report.ok and "principal_id" in report.problem.message
+    # Cleared, as deleting the user does: allowed.
+    tamper("UPDATE executions_execution SET principal_id = NULL WHERE id = %s", [calls.pk])
+    assert audit_verify().ok
+
+
+def test_records_written_before_content_version_2_still_verify(calls):
+    """An event from before version 2 carries a version-1 hash: checked as such."""
+    from django.utils import timezone
+
+    from executions.services.records import execution_content_hash, execution_summary
+    from registry.services.audit import audit_record
+
+    old = Execution.objects.create(
+        status="succeeded",
+        tool_name="echo_verify",
+        principal_name="p",
+        request_id="r-1",
+        client_address="10.0.0.1",
+        finished_at=timezone.now(),
+    )
+    summary = {
+        k: v
+        for k, v in execution_summary(old).items()
+        if k not in ("content_version", "principal_id", "role_id")
+    }
+    summary["content_hash"] = execution_content_hash(old, 1)
+    audit_record(actor=None, action="execution.succeeded", target=old, after=summary)
+    audit_seal_all(grace=timedelta(0))
+    assert audit_verify().ok
+    # Version 1 did not cover the client address: such an edit goes unseen there...
+    tamper("UPDATE executions_execution SET client_address = '10.9.9.9' WHERE id = %s", [old.pk])
+    assert audit_verify().ok
+    # ...but the fields it covered still are.
+    tamper("UPDATE executions_execution SET error_message = 'x' WHERE id = %s", [old.pk])
+    assert not audit_verify().ok
