@@ -162,13 +162,15 @@ def export_response(
     return response
 
 
-# The audit log's columns: the chain's content fields under their own names, plus the
-# chain itself (sequence, prev_hash, hash), so a JSON Lines export can be re-verified.
+# The audit log's columns: the chain's content fields under their own names, the
+# event's MAC and actor id, plus the chain itself (sequence, prev_hash, hash), so a JSON
+# Lines export can be re-verified.
 AUDIT_COLUMNS = [
     Column("id", "id"),
     Column("sequence", "sequence"),
     Column("occurred_at", "occurred_at"),
     Column("actor_id", "actor_id"),
+    Column("actor_ref", "actor_ref"),
     Column("actor_name", "actor_name"),
     Column("action", "action"),
     Column("target_type", "target_type"),
@@ -178,6 +180,7 @@ AUDIT_COLUMNS = [
     Column("after", "after", is_json=True),
     Column("request_id", "request_id"),
     Column("client_address", "client_address"),
+    Column("mac", "mac"),
     Column("prev_hash", "prev_hash"),
     Column("hash", "hash"),
     Column("sealed_at", "sealed_at"),

@@ -263,6 +263,7 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         "client_address",
         "before_pretty",
         "after_pretty",
+        "mac",
         "prev_hash",
         "hash",
         "sealed_at",

@@ -38,6 +38,9 @@ class AuditEvent(models.Model):
         db_index=False,  # audit_actor_time_idx leads with it
     )
     actor_name = models.CharField(max_length=150, blank=True)
+    # The actor's id as written, covered by ``mac`` (``actor`` is cleared when the user
+    # is deleted, so it cannot be): a changed ``actor_id`` is found by comparing.
+    actor_ref = models.BigIntegerField(null=True, blank=True)
     action = models.CharField(max_length=64)
     target_type = models.CharField(max_length=64, blank=True)
     target_id = models.CharField(max_length=64, blank=True)
@@ -46,6 +49,9 @@ class AuditEvent(models.Model):
     after = models.JSONField(null=True, blank=True)
     request_id = models.CharField(max_length=128, blank=True)
     client_address = models.GenericIPAddressField(null=True, blank=True)
+    # HMAC of the content under TOOLHUB_AUDIT_SIGNING_KEY, made when the event is
+    # written (registry.services.audit_auth): the sealer seals only authentic events.
+    mac = models.CharField(max_length=64, blank=True, default="", db_default="")
     # The hash chain, filled in by the sealer (registry.services.audit_chain):
     # each sealed event's hash covers its content and the previous event's hash.
     sequence = models.BigIntegerField(null=True, blank=True, unique=True)
@@ -93,6 +99,9 @@ class AuditChainHead(models.Model):
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     sequence = models.BigIntegerField(default=0)
     hash = models.CharField(max_length=64, blank=True)
+    # The sequence of the first event sealed with a MAC: from there on the sealer
+    # seals no event without one.
+    authenticated_since = models.BigIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

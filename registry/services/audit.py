@@ -9,8 +9,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from registry.models import AuditEvent
+from registry.services.audit_auth import MAC_FIELDS, event_mac
 from toolhub import context
 from toolhub.rows import writer_for
 
@@ -84,8 +86,11 @@ def audit_event(
         target_id = target_id or str(target.pk)
         target_repr = target_repr or str(target)
     real_actor = actor if getattr(actor, "is_authenticated", False) and actor.pk else None
-    return AuditEvent(
+    event = AuditEvent(
+        # Set here, not by auto_now_add at the INSERT: the MAC covers it.
+        occurred_at=timezone.now(),
         actor=real_actor,
+        actor_ref=real_actor.pk if real_actor is not None else None,
         actor_name=actor_label(real_actor),
         action=action,
         target_type=target_type or "",
@@ -96,6 +101,8 @@ def audit_event(
         request_id=ctx.request_id,
         client_address=ctx.client_address,
     )
+    event.mac = event_mac({name: getattr(event, name) for name in MAC_FIELDS})
+    return event
 
 
 def audit_written() -> None:

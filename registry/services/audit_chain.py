@@ -8,6 +8,13 @@ runs every few seconds (beat) and in-process after each commit in the
 embedded mode. ``audit_verify`` recomputes the chain from the start or from
 the latest retention checkpoint and names the first event that does not fit;
 ``audit_head_check`` runs the same walk up to a signed head kept outside.
+
+Events carry a MAC made when they are written (``audit_auth``); an
+authenticated event's hash also covers its MAC and ``actor_ref``. The sealer
+refuses an event whose MAC does not verify, or that has none once the chain
+holds authenticated events: such a row was written behind ToolHub's back. It
+marks it (``sealed_at`` set, no ``sequence``), never seals it, and
+``audit_verify`` names it.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
+from registry.services.audit_auth import mac_valid, signing_keys
 
 logger = logging.getLogger(__name__)
 GENESIS = "0" * 64
@@ -50,10 +57,17 @@ def _iso(value) -> str:
     return str(value)
 
 
+# What the walk and the sealer read of each event besides its content.
+AUTH_FIELDS = ("mac", "actor_ref", "actor_id")
+
+
 def canonical_content(row: dict, sequence: int) -> str:
     content = {name: row[name] for name in CONTENT_FIELDS}
     content["occurred_at"] = _iso(row["occurred_at"])
     content["sequence"] = sequence
+    if row.get("mac"):  # an authenticated event: its MAC and actor id are chained too
+        content["mac"] = row["mac"]
+        content["actor_ref"] = row.get("actor_ref")
     return json.dumps(
         content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
@@ -68,24 +82,37 @@ def event_hash(prev_hash: str, row: dict, sequence: int) -> str:
 
 
 def audit_seal(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None) -> int:
-    """Append unsealed events (older than ``grace``) to the chain. Returns how many were sealed."""
+    """Append unsealed events (older than ``grace``) to the chain. Returns how many were
+    sealed; events that are not authentic are refused (marked, never sealed)."""
+    return _seal_batch(batch=batch, grace=grace, now=now)[0]
+
+
+def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
+    """(sealed, refused) of one batch."""
     now = now or timezone.now()
-    sealed = 0
     with transaction.atomic():
         head, _ = AuditChainHead.objects.select_for_update().get_or_create(
             pk=1, defaults={"sequence": 0, "hash": GENESIS}
         )
         rows = list(
-            AuditEvent.objects.filter(sequence__isnull=True, occurred_at__lte=now - grace)
+            AuditEvent.objects.filter(
+                sequence__isnull=True, sealed_at__isnull=True, occurred_at__lte=now - grace
+            )
             .order_by("id")
-            .values(*CONTENT_FIELDS)[:batch]
+            .values(*CONTENT_FIELDS, *AUTH_FIELDS)[:batch]
         )
         if not rows:
-            return 0
+            return 0, 0
         sequence, prev = head.sequence, head.hash or GENESIS
-        updates = []
+        authenticated_since = head.authenticated_since
+        updates, refused = [], []
         for row in rows:
+            if not _authentic(row, chain_authenticated=authenticated_since is not None):
+                refused.append((now, row["id"]))
+                continue
             sequence += 1
+            if row["mac"] and authenticated_since is None:
+                authenticated_since = sequence
             digest = event_hash(prev, row, sequence)
             updates.append((sequence, prev, digest, now, row["id"]))
             prev = digest
@@ -93,29 +120,52 @@ def audit_seal(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None) ->
         with connection.cursor() as cursor:
             # Raw UPDATE: the model refuses updates on purpose; sealing is the one exception,
             # and the PostgreSQL trigger only lets it fill the chain columns of unsealed rows.
-            cursor.executemany(
-                f"UPDATE {table} SET sequence = %s, prev_hash = %s, hash = %s, sealed_at = %s "  # noqa: S608
-                "WHERE id = %s AND sequence IS NULL",
-                updates,
-            )
-        AuditChainHead.objects.filter(pk=1).update(sequence=sequence, hash=prev)
-        sealed = len(updates)
-    return sealed
+            if updates:
+                cursor.executemany(
+                    f"UPDATE {table} SET sequence = %s, prev_hash = %s, hash = %s, "  # noqa: S608
+                    "sealed_at = %s WHERE id = %s AND sequence IS NULL",
+                    updates,
+                )
+            if refused:
+                # Marked as looked at (sealed_at without a sequence): never sealed, named
+                # by audit_verify, and not read again by the next batch.
+                cursor.executemany(
+                    f"UPDATE {table} SET sealed_at = %s WHERE id = %s AND sequence IS NULL",  # noqa: S608
+                    refused,
+                )
+                logger.error(
+                    "audit sealer: refused %d event(s) that are not authentic (ids %s): they "
+                    "were written behind ToolHub's back",
+                    len(refused),
+                    ", ".join(str(event_id) for _, event_id in refused[:20]),
+                )
+        AuditChainHead.objects.filter(pk=1).update(
+            sequence=sequence, hash=prev, authenticated_since=authenticated_since
+        )
+    return len(updates), len(refused)
 
 
-def audit_seal_all(**kwargs) -> int:
+def _authentic(row: dict, *, chain_authenticated: bool) -> bool:
+    """An event with a MAC that verifies, or one without while the chain has none yet
+    (events from before MACs existed)."""
+    if row.get("mac"):
+        return mac_valid(row)
+    return not chain_authenticated
+
+
+def audit_seal_all(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None) -> int:
     total = 0
     while True:
-        count = audit_seal(**kwargs)
-        total += count
-        if count == 0:
+        sealed, refused = _seal_batch(batch=batch, grace=grace, now=now)
+        total += sealed
+        if sealed == 0 and refused == 0:
             return total
 
 
 @dataclass
 class Problem:
-    # altered | broken_link | missing | unsealed | record_altered | record_deleted
-    # | record_unaudited
+    # altered | broken_link | missing | unsealed | forged | record_altered
+    # | record_deleted | record_unaudited
     kind: str
     sequence: int | None
     event_id: int | None
@@ -142,7 +192,9 @@ def _rows_from(sequence: int, chunk: int = 5000, *, until: int | None = None) ->
     qs = AuditEvent.objects.filter(sequence__gt=sequence)
     if until is not None:
         qs = qs.filter(sequence__lte=until)
-    qs = qs.order_by("sequence").values("sequence", "prev_hash", "hash", *CONTENT_FIELDS)
+    qs = qs.order_by("sequence").values(
+        "sequence", "prev_hash", "hash", *CONTENT_FIELDS, *AUTH_FIELDS
+    )
     return qs.iterator(chunk_size=chunk)
 
 
@@ -165,6 +217,7 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
     """
     walk = Walk(last_sequence=start_sequence, last_hash=start_hash)
     expected_prev, expected_sequence = start_hash, start_sequence + 1
+    authenticated = False  # once an event carries a MAC, every later one must
     for row in _rows_from(start_sequence, until=until):
         sequence = row["sequence"]
         if sequence != expected_sequence:
@@ -195,11 +248,70 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
                 "longer matches its hash.",
             )
             break
+        walk.problem = _not_authentic(row, authenticated)
+        if walk.problem is not None:
+            break
+        authenticated = authenticated or bool(row["mac"])
         expected_prev = row["hash"]
         expected_sequence += 1
         walk.checked += 1
     walk.last_sequence, walk.last_hash = expected_sequence - 1, expected_prev
     return walk
+
+
+def _not_authentic(row: dict, authenticated: bool) -> Problem | None:
+    """Why a sealed event whose hash fits is still not what ToolHub wrote, if it is not."""
+    sequence, event_id = row["sequence"], row["id"]
+    named = f"Event #{sequence} (id {event_id}, {row['action']})"
+    if row["mac"] and not mac_valid(row):
+        return Problem(
+            "altered",
+            sequence,
+            event_id,
+            f"{named} does not match its authentication code: it was altered (and the "
+            "chain recomputed after it), or the key that signed it is no longer in "
+            "TOOLHUB_AUDIT_SIGNING_KEY.",
+        )
+    if not row["mac"] and authenticated:
+        return Problem(
+            "forged",
+            sequence,
+            event_id,
+            f"{named} has no authentication code although the events before it have: it "
+            "was written and chained behind ToolHub's back.",
+        )
+    if row["mac"] and row["actor_id"] is not None and row["actor_id"] != row["actor_ref"]:
+        return Problem(
+            "altered",
+            sequence,
+            event_id,
+            f"{named} now points at another user (actor_id {row['actor_id']}) than the "
+            f"one it recorded ({row['actor_ref']}).",
+        )
+    return None
+
+
+def unsealed_forgeries() -> Iterator[Problem]:
+    """Events the sealer refused, and unsealed ones it will refuse: not written by ToolHub."""
+    head = AuditChainHead.objects.filter(pk=1).first()
+    chain_authenticated = head is not None and head.authenticated_since is not None
+    pending = (
+        AuditEvent.objects.filter(sequence__isnull=True)
+        .order_by("id")
+        .values("sealed_at", *CONTENT_FIELDS, *AUTH_FIELDS)
+    )
+    for row in pending.iterator(chunk_size=1000):
+        refused = row["sealed_at"] is not None
+        if refused or not _authentic(row, chain_authenticated=chain_authenticated):
+            yield Problem(
+                "forged",
+                None,
+                row["id"],
+                f"Event id {row['id']} ({row['action']}, {_iso(row['occurred_at'])}) is not "
+                "authentic: its authentication code is missing or wrong, so it was written "
+                "behind ToolHub's back"
+                + (" and the sealer refused it." if refused else " and will not be sealed."),
+            )
 
 
 # Records whose audit events carry a hash of their content (executions: their
@@ -258,6 +370,8 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
             f"{stale} event(s) older than five minutes are not sealed yet: is the sealer running?"
         )
     if report.problem is None:
+        report.problem = next(unsealed_forgeries(), None)
+    if report.problem is None:
         for check in _record_checks:
             report.problem = next(iter(check()), None)
             if report.problem is not None:
@@ -269,15 +383,17 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
 # The head, signed so it can be stored outside the database and checked later.
 
 
-def _signing_key() -> bytes:
-    key = settings.TOOLHUB_AUDIT_SIGNING_KEY
-    return key.encode()
+def _signature(sequence: int, digest: str, at: str, key: bytes | None = None) -> str:
+    key = key if key is not None else (signing_keys() or [b""])[0]
+    return hmac.new(key, f"{sequence}:{digest}:{at}".encode(), hashlib.sha256).hexdigest()
 
 
-def _signature(sequence: int, digest: str, at: str) -> str:
-    return hmac.new(
-        _signing_key(), f"{sequence}:{digest}:{at}".encode(), hashlib.sha256
-    ).hexdigest()
+def _signed(sequence: int, digest: str, at: str, signature: str) -> bool:
+    """Whether one of the signing keys made ``signature`` (keys rotate: all verify)."""
+    return any(
+        hmac.compare_digest(_signature(sequence, digest, at, key), signature)
+        for key in signing_keys()
+    )
 
 
 def audit_head() -> dict:
@@ -327,7 +443,7 @@ def audit_head_check(head: dict) -> tuple[bool, str]:
         )
     except (KeyError, TypeError, ValueError):
         return False, "Not a head: it needs sequence, hash, at and signature."
-    if not hmac.compare_digest(_signature(sequence, digest, at), signature):
+    if not _signed(sequence, digest, at, signature):
         return (
             False,
             "The signature does not match: the head was altered or signed with another key.",

@@ -15,7 +15,7 @@ from executions.models import Execution
 from executions.services.pipeline import execution_request
 from registry.services.audit_chain import audit_seal_all, audit_verify
 from tests.executions.conftest import echo_caller
-from tests.registry.test_audit_chain import tamper
+from tests.registry.test_audit_chain import backdate, tamper
 from toolhub.exceptions import ToolHubError
 
 pytestmark = pytest.mark.django_db
@@ -90,7 +90,7 @@ def test_retention_removing_a_cache_source_keeps_the_cache_hits_verifiable(tmp_p
         status="succeeded", tool_name="x", principal_name="p", created_at=long_ago
     )
     audit_execution(source, "execution.succeeded")
-    tamper("UPDATE registry_auditevent SET occurred_at = %s", [long_ago])
+    backdate(long_ago)
     tamper("UPDATE executions_execution SET created_at = %s", [long_ago])
     audit_seal_all(grace=timedelta(0))
     hit = Execution.objects.create(
@@ -152,7 +152,7 @@ def test_calls_retention_removed_or_cut_through_still_verify(tmp_path):
         status="pending_approval", tool_name="x", principal_name="p", created_at=long_ago
     )
     audit_execution(still_open, "execution.pending_approval")
-    tamper("UPDATE registry_auditevent SET occurred_at = %s", [long_ago])
+    backdate(long_ago)
     tamper("UPDATE executions_execution SET created_at = %s", [long_ago])  # not auto_now_add's
     audit_seal_all(grace=timedelta(0))
     # The spanning call finishes now, long after it was admitted.

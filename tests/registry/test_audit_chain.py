@@ -15,6 +15,7 @@ from django.utils import timezone
 from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
 from registry.services.audit import audit_record
 from registry.services.audit_chain import (
+    CONTENT_FIELDS,
     audit_head,
     audit_head_check,
     audit_seal_all,
@@ -48,6 +49,21 @@ def tamper(sql: str, params=()) -> None:
         finally:
             if connection.vendor == "postgresql":
                 cursor.execute("SET session_replication_role = origin")
+
+
+def backdate(when, ids=None) -> None:
+    """Move events back to ``when`` as if written then: the time and the MAC the
+    application would have made (tests of retention need old events)."""
+    from registry.services.audit_auth import MAC_FIELDS, event_mac
+
+    rows = AuditEvent.objects.all() if ids is None else AuditEvent.objects.filter(pk__in=ids)
+    for row in rows.values("id", "mac", *MAC_FIELDS):
+        row["occurred_at"] = when
+        mac = event_mac(row) if row["mac"] else ""
+        tamper(
+            "UPDATE registry_auditevent SET occurred_at = %s, mac = %s WHERE id = %s",
+            [when, mac, row["id"]],
+        )
 
 
 def seq_id(sequence: int) -> int:
@@ -153,8 +169,8 @@ def test_an_inserted_event_is_found_even_with_a_well_formed_hash():
     write_events()
     insert_forged_event_after(5)
     problem = audit_verify().problem
-    # The forged event itself chains correctly; the next real one no longer does.
-    assert (problem.kind, problem.sequence) == ("broken_link", 7)
+    # The forged event chains correctly, but it carries no authentication code.
+    assert (problem.kind, problem.sequence) == ("forged", 6)
 
 
 def test_verify_command_exit_status_and_api(reviewer_client, plain_client):
@@ -247,8 +263,8 @@ def test_head_verify_names_an_inserted_event(tmp_path):
     saved = save_head(tmp_path)
     insert_forged_event_after(5)
     message = head_verify_failure(saved)
-    # The forged #6 chains from #5; the real event after it (now #7) no longer does.
-    assert f"Event #7 (id {seq_id(7)}) does not follow event #6" in message
+    # The forged #6 chains from #5, but carries no authentication code.
+    assert "#6" in message and "no authentication code" in message
 
 
 def test_head_verify_names_the_first_of_the_events_cut_before_the_head(tmp_path):
@@ -325,12 +341,11 @@ def test_triggers_let_sealing_and_user_deletion_through(django_user_model):
 def test_retention_exports_checkpoints_and_keeps_verification_green(tmp_path):
     old = write_events(6)
     long_ago = timezone.now() - timedelta(days=400)
-    for event in old:
-        tamper(
-            "UPDATE registry_auditevent SET occurred_at = %s WHERE id = %s", [long_ago, event.pk]
-        )
+    backdate(long_ago, [event.pk for event in old])
     # Re-seal from scratch is not possible: the chain covers occurred_at; rebuild it for the test.
-    tamper("UPDATE registry_auditevent SET sequence = NULL, prev_hash = '', hash = ''")
+    tamper(
+        "UPDATE registry_auditevent SET sequence = NULL, prev_hash = '', hash = '', sealed_at = NULL"
+    )
     tamper("DELETE FROM registry_auditchainhead")
     audit_seal_all(grace=timedelta(0))
     write_events(4)
@@ -430,3 +445,100 @@ def test_the_trigger_holds_unfinished_rows_to_the_state_machine():
                 assert "may not go from" in str(refused)
                 moved = False
             assert moved == (new in allowed), (old, new)
+
+
+# --------------------------------------------------------------------------- authenticity
+
+
+def _plain_insert(mac: str = "", action: str = "approval.approved") -> int:
+    """An event inserted with plain SQL, as anyone with write access to the table can."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO registry_auditevent (occurred_at, actor_name, action, target_type,"
+            " target_id, target_repr, request_id, prev_hash, hash, mac)"
+            " VALUES (%s, 'approver', %s, 'executions.approval', 'x', 'x', '', '', '', %s)"
+            " RETURNING id",
+            [timezone.now() - timedelta(seconds=5), action, mac],
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize("mac", ["", "0" * 64])
+def test_an_event_inserted_behind_toolhubs_back_is_never_sealed(mac):
+    write_events(3)
+    forged = _plain_insert(mac)
+    write_events(2)  # later real events are sealed past it
+    row = AuditEvent.objects.get(pk=forged)
+    assert row.sequence is None and row.sealed_at is not None  # refused, marked
+    assert AuditChainHead.objects.get().sequence == 5
+    report = audit_verify()
+    assert not report.ok
+    assert (report.problem.kind, report.problem.event_id) == ("forged", forged)
+    assert "approval.approved" in report.problem.message
+
+
+def test_every_written_event_is_authenticated_and_verifies():
+    from registry.services.audit_auth import MAC_FIELDS, mac_valid
+
+    events = write_events(4)
+    for row in AuditEvent.objects.filter(pk__in=[e.pk for e in events]).values("mac", *MAC_FIELDS):
+        assert len(row["mac"]) == 64 and mac_valid(row)
+    assert AuditChainHead.objects.get().authenticated_since == 1
+    assert audit_verify().ok
+
+
+def test_a_rewritten_chain_is_found_by_the_authentication_codes():
+    """Editing an event and recomputing every later hash (and the head) fooled the chain
+    alone; the edited event's MAC no longer matches."""
+    write_events(5)
+    tamper("UPDATE registry_auditevent SET after = %s WHERE sequence = 3", ['{"i": 99}'])
+    prev = AuditEvent.objects.get(sequence=2).hash
+    for sequence in range(3, 6):
+        row = AuditEvent.objects.filter(sequence=sequence).values(
+            *CONTENT_FIELDS, "mac", "actor_ref"
+        )
+        digest = event_hash(prev, row.get(), sequence)
+        tamper(
+            "UPDATE registry_auditevent SET prev_hash = %s, hash = %s WHERE sequence = %s",
+            [prev, digest, sequence],
+        )
+        prev = digest
+    tamper("UPDATE registry_auditchainhead SET hash = %s", [prev])
+    report = audit_verify()
+    assert not report.ok
+    assert (report.problem.kind, report.problem.sequence) == ("altered", 3)
+    assert "authentication code" in report.problem.message
+
+
+def test_moving_an_event_to_another_user_is_found(django_user_model):
+    alice = django_user_model.objects.create_user("alice")
+    mallory = django_user_model.objects.create_user("mallory")
+    audit_record(actor=alice, action="grant.created", target_type="t", target_id="1")
+    audit_seal_all(grace=timedelta(0))
+    assert audit_verify().ok
+    tamper("UPDATE registry_auditevent SET actor_id = %s", [mallory.pk])
+    report = audit_verify()
+    assert not report.ok and "another user" in report.problem.message
+
+
+def test_signing_keys_rotate(settings):
+    settings.TOOLHUB_AUDIT_SIGNING_KEY = "old-key-0123456789"
+    write_events(2)
+    settings.TOOLHUB_AUDIT_SIGNING_KEY = "new-key-9876543210,old-key-0123456789"
+    write_events(2)  # signed with the new key
+    assert audit_verify().ok
+    settings.TOOLHUB_AUDIT_SIGNING_KEY = "new-key-9876543210"  # the old key dropped too soon
+    report = audit_verify()
+    assert not report.ok and "TOOLHUB_AUDIT_SIGNING_KEY" in report.problem.message
+
+
+def test_events_from_before_authentication_stay_valid():
+    """Events written by a release without MACs are sealed and verify as before; the
+    first authenticated event switches the sealer to refusing MAC-less ones."""
+    legacy = [_plain_insert(action=f"legacy.{i}") for i in range(2)]
+    audit_seal_all(grace=timedelta(0))
+    assert all(AuditEvent.objects.get(pk=pk).sequence for pk in legacy)
+    assert AuditChainHead.objects.get().authenticated_since is None
+    write_events(2)
+    assert AuditChainHead.objects.get().authenticated_since == 3
+    assert audit_verify().ok
