@@ -169,6 +169,45 @@ def test_non_finite_numbers_in_json_text_arguments_are_a_recorded_422(world, tok
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ('{"tool": "unit_convert", "tool": "text_stats", "input_data": {}}', '"tool"'),
+        ('{"tool": "text_stats", "input_data": {"text": "a", "text": "b"}}', '"text"'),
+    ],
+)
+def test_a_key_given_twice_is_a_400_naming_it(world, body, named):
+    """Parsers disagree on which value wins: a proxy in front could read another call."""
+    response = post_raw(world["client"], body)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "parse_error"
+    assert named in error["message"] and "twice" in error["message"]
+    assert not Execution.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_given_twice_in_json_text_arguments_is_a_recorded_422(world):
+    text = '{"text": "a", "text": "b"}'
+    response = world["client"].post(
+        URL, {"tool": "text_stats", "input_data": text, "wait": True}, format="json"
+    )
+    assert response.status_code == 422, response.content
+    [problem] = response.json()["error"]["details"]
+    assert "twice" in problem["message"]
+    assert refusal(response).raw_input == text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_integer_too_long_to_read_is_a_400_in_plain_words(world):
+    body = '{"tool": "unit_convert", "input_data": {"value": ' + "9" * 5000 + "}}"
+    response = post_raw(world["client"], body)
+    assert response.status_code == 400, response.content
+    message = response.json()["error"]["message"]
+    assert "5000 digits" in message and "sys." not in message
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_number_string_beyond_float_range_is_not_coerced_to_infinity(world):
     response = world["client"].post(
         URL,

@@ -2,7 +2,11 @@
 number literals beyond a float's range (``1e999`` becomes infinity), which no JSON
 column stores and no client of ours can read back. Used for request bodies
 (``toolhub/api/parsers.py``) and for arguments given as JSON text
-(``executions/validation.py``)."""
+(``executions/validation.py``).
+
+An object naming a key twice is refused too: parsers disagree on which value
+wins (Python takes the last), so a proxy or a filter in front of ToolHub could
+read another request than ToolHub does."""
 
 from __future__ import annotations
 
@@ -13,6 +17,14 @@ from typing import Any
 
 class NotJSONNumber(ValueError):
     """A number JSON cannot carry: ``NaN``, ``Infinity`` or a literal beyond a float's range."""
+
+
+class DuplicateKey(ValueError):
+    """An object names the same key twice."""
+
+
+# Python's own cap on the digits of an integer read from text (sys.int_info).
+MAX_INT_DIGITS = 4300
 
 
 def _refuse_constant(name: str):
@@ -29,12 +41,38 @@ def _finite_float(text: str) -> float:
     return number
 
 
-def loads(text: str) -> Any:
-    """``json.loads`` refusing what JSON has no place for: ``NaN``, ``Infinity``, ``1e999``.
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise NotJSONNumber(
+            f"an integer of {digits} digits is too long (at most {MAX_INT_DIGITS} digits)"
+        )
+    return int(text)
 
-    Raises ``ValueError`` (``NotJSONNumber`` for those numbers) or ``RecursionError``.
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        shown = twice if len(twice) <= 60 else twice[:57] + "..."
+        raise DuplicateKey(f"the key {json.dumps(shown)} appears twice in one object")
+    return obj
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` refusing what JSON has no place for: ``NaN``, ``Infinity``, ``1e999``,
+    integers too long to read, and objects that name a key twice.
+
+    Raises ``ValueError`` (``NotJSONNumber``, ``DuplicateKey``) or ``RecursionError``.
     """
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    return json.loads(
+        text,
+        parse_constant=_refuse_constant,
+        parse_float=_finite_float,
+        parse_int=_bounded_int,
+        object_pairs_hook=_unique_keys,
+    )
 
 
 def nested_deeper_than(value: Any, limit: int, *, level: int = 1) -> bool:
