@@ -188,16 +188,25 @@ class GrantOutputSerializer(serializers.ModelSerializer):
         return obj.granted_by.username if obj.granted_by_id else None
 
 
+# An explicit null is refused rather than read as "all tools": a client whose tool
+# lookup failed must not grant on every tool by accident.
+ALL_TOOLS_BY_OMISSION = {
+    "null": "May not be null: omit tool_id to mean all tools, or give a tool's id."
+}
+
+
 class GrantInputSerializer(StrictSerializer):
     tool_id = serializers.UUIDField(
-        required=False, allow_null=True, help_text="Omit for all tools."
+        required=False, help_text="Omit for all tools.", error_messages=ALL_TOOLS_BY_OMISSION
     )
     role_id = serializers.IntegerField()
     action = serializers.ChoiceField(choices=Action.choices)
 
 
 class BulkGrantInputSerializer(StrictSerializer):
-    tool_id = serializers.UUIDField(required=False, allow_null=True)
+    tool_id = serializers.UUIDField(
+        required=False, help_text="Omit for all tools.", error_messages=ALL_TOOLS_BY_OMISSION
+    )
     role_ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
     action = serializers.ChoiceField(choices=Action.choices)
 

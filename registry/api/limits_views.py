@@ -42,7 +42,12 @@ class RateLimitOutputSerializer(serializers.ModelSerializer):
 
 class RateLimitInputSerializer(StrictSerializer):
     tool_id = serializers.UUIDField(
-        required=False, allow_null=True, help_text="Omit for all tools."
+        required=False,
+        help_text="Omit for all tools.",
+        # Null is refused rather than read as "all tools" (see the grants' serializer).
+        error_messages={
+            "null": "May not be null: omit tool_id to mean all tools, or give a tool's id."
+        },
     )
     scope = serializers.ChoiceField(choices=RateLimitScope.choices, default=RateLimitScope.AGENT)
     max_requests = serializers.IntegerField(min_value=1)

@@ -347,6 +347,30 @@ class TestGrants:
         )
         assert bad.status_code == 400
 
+    @pytest.mark.parametrize(
+        ("path", "body"),
+        [
+            ("/api/v1/permissions", {"role_id": 0, "action": "read"}),
+            ("/api/v1/permissions/bulk", {"role_ids": [0], "action": "read"}),
+            ("/api/v1/rate-limits", {"max_requests": 5, "time_window_seconds": 60}),
+        ],
+    )
+    def test_an_explicit_null_tool_id_is_refused_not_read_as_all_tools(
+        self, staff_client, path, body
+    ):
+        """A client whose tool lookup came back empty must not grant or limit every tool."""
+        role = services.role_create(actor=None, name="nulls")
+        body = {**body, "tool_id": None}
+        body = {
+            k: ([role.pk] if k == "role_ids" else role.pk if k == "role_id" else v)
+            for k, v in body.items()
+        }
+        response = staff_client.post(path, body, format="json")
+        assert response.status_code == 400, response.content
+        [detail] = response.json()["error"]["details"]
+        assert detail["field"] == "tool_id" and "omit tool_id" in detail["message"]
+        assert not role.permissions.exists()
+
     def test_grant_errors(self, staff_client, tool):
         role = services.role_create(actor=None, name="x")
         cases = [
