@@ -95,6 +95,9 @@ class ConfigKey:
     # Where the tool's calls (and with them its credentials) go: only platform
     # admins change it on a tool that holds secrets (registry.services.tools).
     destination: bool = False
+    # How the tool's credentials are sent (the scheme, the header carrying them):
+    # held like ``destination`` on a tool that holds secrets.
+    sends_credentials: bool = False
 
 
 class ExecutorConfigs:
@@ -129,7 +132,15 @@ class ExecutorConfigs:
         For a secret config the message says what is expected, never what was given.
         """
         key = self.keys.get(name)
-        if key is None or is_unset(value):
+        if key is None:
+            known = next((k for k in self.keys if k.lower() == name.lower()), None)
+            if known is not None:  # "ENDPOINT": saved, it would do nothing
+                return (
+                    f"Config '{name}' is not one the {self.kind} executor reads: config keys "
+                    f"are case-sensitive. Did you mean '{known}'?"
+                )
+            return None
+        if is_unset(value):
             return None
         try:
             parsed = key.parse(value)

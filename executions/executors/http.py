@@ -437,11 +437,21 @@ CONFIGS = ExecutorConfigs(
             {},
             plain_check=_no_plain_credential_params,
         ),
-        ConfigKey("auth_type", f"one of {choice_words(AUTH_TYPES)}", one_of(AUTH_TYPES), "none"),
+        ConfigKey(
+            "auth_type",
+            f"one of {choice_words(AUTH_TYPES)}",
+            one_of(AUTH_TYPES),
+            "none",
+            sends_credentials=True,
+        ),
         ConfigKey("bearer_token", _CREDENTIAL, _credential, plain_check=plain_credential),
         ConfigKey("api_key", _CREDENTIAL, _credential, plain_check=plain_credential),
         ConfigKey(
-            "api_key_header", "a valid HTTP header name", _header_name, DEFAULT_API_KEY_HEADER
+            "api_key_header",
+            "a valid HTTP header name",
+            _header_name,
+            DEFAULT_API_KEY_HEADER,
+            sends_credentials=True,
         ),
         ConfigKey("username", "a string without ':'", _username),
         ConfigKey("password", "a string", _password, plain_check=plain_credential),

@@ -205,7 +205,9 @@ def _check_managed_change(
       call needs approval, and what an approved call does, depend on them (renaming
       the parameter an approval condition reads let every call through);
     * where a tool carrying secrets sends its calls (``destination`` keys, its
-      type): the secrets would go along, to a server of the manager's choice.
+      type): the secrets would go along, to a server of the manager's choice; and
+      how it sends them (``sends_credentials`` keys: ``auth_type``, the API key's
+      header).
     """
     if actor is None or access.is_platform_admin(actor):
         return
@@ -241,17 +243,20 @@ def _check_managed_change(
             f"'{tool.name}' requires human approval: only platform admins change its "
             "parameters, configs and type, since what needs approval depends on them."
         )
+    resends = False
     if config_key is not None:
         spec = executor_configs(tool.type)
         key = spec.keys.get(config_key) if spec is not None else None
         moves = key is not None and key.destination
+        resends = key is not None and key.sends_credentials
     else:
         moves = retyped
-    if moves and _carries_secrets(tool, config_key):
+    if (moves or resends) and _carries_secrets(tool, config_key):
         what = f"config '{config_key}'" if config_key else "type"
+        how = "how its credentials are sent" if resends else "where its calls go"
         raise PermissionDenied(
             f"'{tool.name}' holds secret configs or takes per-call secrets: only platform "
-            f"admins change where its calls go ({what}), since the secrets go with them."
+            f"admins change {how} ({what}), since the secrets go with them."
         )
 
 

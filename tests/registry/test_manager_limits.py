@@ -85,6 +85,9 @@ def test_a_tool_holding_secrets_keeps_its_destination_from_managers(manager, sta
     for key, value in (
         ("base_url", "http://collector.example"),
         ("endpoint", "https://collector.example/x"),
+        # How the key is sent: a header the upstream logs, or another scheme.
+        ("api_key_header", "X-Forwarded-Host"),
+        ("auth_type", "basic_auth"),
     ):
         moved = client.post(
             configs(tool), {"config_key": key, "config_value": value}, format="json"
@@ -281,3 +284,17 @@ def test_a_manager_cannot_repoint_a_server_linked_mcp_tool(manager):
         format="json",
     )
     assert inline.status_code == 403, inline.content
+
+
+def test_a_config_key_differing_only_in_case_from_a_known_one_is_refused(staff_client):
+    """'ENDPOINT' would be saved and do nothing: the executor reads 'endpoint'."""
+    tool = tool_upsert(actor=None, type="http", name="cased").tool
+    response = staff_client.post(
+        configs(tool), {"config_key": "ENDPOINT", "config_value": "/x"}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "Did you mean 'endpoint'" in response.json()["error"]["details"][0]["message"]
+    custom = staff_client.post(
+        configs(tool), {"config_key": "x_team", "config_value": "ops"}, format="json"
+    )
+    assert custom.status_code == 201, custom.content  # keys it does not know stay allowed
