@@ -11,7 +11,9 @@ from django.db import migrations
 
 TERMINAL = "('succeeded', 'failed', 'denied', 'invalid', 'rejected', 'expired', 'cancelled')"
 
-INSTALL = f"""
+# 0003's function, with ``{transitions}`` where an unfinished row's status change is
+# checked (nothing there in 0003).
+FUNCTION = f"""
 CREATE OR REPLACE FUNCTION toolhub_execution_guard() RETURNS trigger AS $$
 DECLARE
   fk_cols text[] := ARRAY['principal_id', 'role_id', 'cached_from_id'];
@@ -35,7 +37,13 @@ BEGIN
     END IF;
     RAISE EXCEPTION 'finished executions are immutable: UPDATE refused'
       USING ERRCODE = 'insufficient_privilege';
-  END IF;
+  END IF;{{transitions}}
+  RETURN NEW;
+END;
+$$ LANGUAGE plpgsql;
+"""
+
+TRANSITIONS = """
   IF NEW.status IS DISTINCT FROM OLD.status AND NOT (
        (OLD.status = 'pending_approval'
         AND NEW.status IN ('queued', 'rejected', 'expired', 'cancelled', 'denied'))
@@ -44,42 +52,10 @@ BEGIN
      ) THEN
     RAISE EXCEPTION 'an execution''s status may not go from % to %', OLD.status, NEW.status
       USING ERRCODE = 'insufficient_privilege';
-  END IF;
-  RETURN NEW;
-END;
-$$ LANGUAGE plpgsql;
-"""
+  END IF;"""
 
-# 0003's function, as it was.
-PREVIOUS = f"""
-CREATE OR REPLACE FUNCTION toolhub_execution_guard() RETURNS trigger AS $$
-DECLARE
-  fk_cols text[] := ARRAY['principal_id', 'role_id', 'cached_from_id'];
-BEGIN
-  IF TG_OP = 'DELETE' THEN
-    IF current_setting('toolhub.retention', true) = 'on' THEN
-      RETURN OLD;
-    END IF;
-    IF OLD.status IN {TERMINAL} THEN
-      RAISE EXCEPTION 'finished executions are immutable: DELETE refused'
-        USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    RETURN OLD;
-  END IF;
-  IF OLD.status IN {TERMINAL} THEN
-    IF (to_jsonb(NEW) - fk_cols) = (to_jsonb(OLD) - fk_cols)
-       AND (NEW.principal_id IS NULL OR NEW.principal_id IS NOT DISTINCT FROM OLD.principal_id)
-       AND (NEW.role_id IS NULL OR NEW.role_id IS NOT DISTINCT FROM OLD.role_id)
-       AND (NEW.cached_from_id IS NULL OR NEW.cached_from_id IS NOT DISTINCT FROM OLD.cached_from_id) THEN
-      RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'finished executions are immutable: UPDATE refused'
-      USING ERRCODE = 'insufficient_privilege';
-  END IF;
-  RETURN NEW;
-END;
-$$ LANGUAGE plpgsql;
-"""
+INSTALL = FUNCTION.replace("{transitions}", TRANSITIONS)
+PREVIOUS = FUNCTION.replace("{transitions}", "")
 
 
 def install(apps, schema_editor):

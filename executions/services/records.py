@@ -194,6 +194,34 @@ def _audit_fields(execution: Execution, action: str, actor) -> dict:
     }
 
 
+def _with_latest_events(ordered, chunk: int):
+    """``ordered`` (a queryset by primary key) in chunks, each with the latest audit event
+    of each of its rows: ``(rows, {target id: (sequence, after)})``."""
+    from registry.models import AuditEvent
+
+    last_pk = None
+    while True:
+        page = ordered if last_pk is None else ordered.filter(pk__gt=last_pk)
+        rows = list(page[:chunk])
+        if not rows:
+            return
+        last_pk = rows[-1].pk
+        events = (
+            AuditEvent.objects.filter(
+                target_type=ordered.model._meta.label_lower,
+                target_id__in=[str(r.pk) for r in rows],
+            )
+            .order_by("id")
+            .values_list("target_id", "sequence", "after")
+        )
+        recorded: dict[str, tuple[int | None, dict]] = {}
+        # A plain query, not .iterator(): on PostgreSQL that is a cursor, planned for its
+        # first rows, which walked the whole event table in id order for every chunk.
+        for target_id, sequence, after in events:
+            recorded[target_id] = (sequence, after or {})
+        yield rows, recorded
+
+
 def altered_executions(chunk: int = 2000):
     """Executions that no longer match what their latest audit event recorded: a row
     changed behind the services' back (``audit_verify``).
@@ -210,31 +238,12 @@ def altered_executions(chunk: int = 2000):
     it was written behind the services' back. (Retention may have removed the
     first event of an older call that was still open at the cut.)
     """
-    from registry.models import AuditCheckpoint, AuditEvent
+    from registry.models import AuditCheckpoint
     from registry.services.audit_chain import Problem
 
     newest_cut = max(AuditCheckpoint.objects.values_list("removed_before", flat=True), default=None)
     held_from = newest_cut + _RETENTION_MARGIN if newest_cut is not None else None
-    everything = Execution.objects.order_by("pk")
-    last_pk = None
-    while True:
-        page = everything if last_pk is None else everything.filter(pk__gt=last_pk)
-        rows = list(page[:chunk])
-        if not rows:
-            return
-        last_pk = rows[-1].pk
-        recorded: dict[str, tuple[int | None, dict]] = {}
-        events = (
-            AuditEvent.objects.filter(
-                target_type="executions.execution", target_id__in=[str(r.pk) for r in rows]
-            )
-            .order_by("id")
-            .values_list("target_id", "sequence", "after")
-        )
-        # A plain query, not .iterator(): on PostgreSQL that is a cursor, planned for its
-        # first rows, which walked the whole event table in id order for every chunk.
-        for target_id, sequence, after in events:
-            recorded[target_id] = (sequence, after or {})
+    for rows, recorded in _with_latest_events(Execution.objects.order_by("pk"), chunk):
         for execution in rows:
             if str(execution.pk) not in recorded:
                 if held_from is None or execution.created_at >= held_from:
@@ -397,27 +406,10 @@ def altered_approvals(chunk: int = 2000):
     ``input_hash`` must still be its call's (a changed hash would let a person
     approve other arguments than the call carries).
     """
-    from registry.models import AuditEvent
     from registry.services.audit_chain import Problem
 
-    everything = Approval.objects.select_related("execution").order_by("pk")
-    last_pk = None
-    while True:
-        page = everything if last_pk is None else everything.filter(pk__gt=last_pk)
-        rows = list(page[:chunk])
-        if not rows:
-            return
-        last_pk = rows[-1].pk
-        recorded: dict[str, tuple[int | None, dict]] = {}
-        events = (
-            AuditEvent.objects.filter(
-                target_type=Approval._meta.label_lower, target_id__in=[str(r.pk) for r in rows]
-            )
-            .order_by("id")
-            .values_list("target_id", "sequence", "after")
-        )
-        for target_id, sequence, after in events:  # not .iterator(): see altered_executions
-            recorded[target_id] = (sequence, after or {})
+    ordered = Approval.objects.select_related("execution").order_by("pk")
+    for rows, recorded in _with_latest_events(ordered, chunk):
         for approval in rows:
             named = f"Approval {approval.pk} of execution {approval.execution_id}"
             if approval.input_hash != approval.execution.input_hash:
