@@ -633,10 +633,6 @@ def _prepare(call: ToolCall, secrets: list[str]) -> _Prepared:
     return _Prepared(method, url, headers, content, timeout, limit, sensitive)
 
 
-def _secret_variants(secrets: Iterable[str]) -> list[str]:
-    return with_encoded_forms(secrets)
-
-
 def _trim_partial_secret(text: str, secrets: Iterable[str]) -> str:
     """Cut the end of a truncated text when it ends with the beginning of a secret."""
     for secret in secrets:
@@ -720,7 +716,7 @@ class HTTPExecutor:
 
     @staticmethod
     def _redacted(result: ExecutorResult, secrets: list[str]) -> ExecutorResult:
-        variants = _secret_variants(secrets)
+        variants = with_encoded_forms(secrets)
         if not variants:
             return result
         result.output = redact(result.output, variants)
@@ -886,7 +882,7 @@ class HTTPExecutor:
             text, undecodable = body.decode(charset), False
         except UnicodeDecodeError:
             text, undecodable = body.decode(charset, errors="replace"), True
-        variants = _secret_variants(secrets)
+        variants = with_encoded_forms(secrets)
         if truncated:
             text = _trim_partial_secret(text, variants)
 

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from registry.canonical import canonical_json, time_form
 from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
 from registry.services.audit_auth import mac_valid, signing_keys
 
@@ -51,26 +51,18 @@ CONTENT_FIELDS = (
 )
 
 
-def _iso(value) -> str:
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat(timespec="microseconds")
-    return str(value)
-
-
 # What the walk and the sealer read of each event besides its content.
 AUTH_FIELDS = ("mac", "actor_ref", "actor_id")
 
 
 def canonical_content(row: dict, sequence: int) -> str:
     content = {name: row[name] for name in CONTENT_FIELDS}
-    content["occurred_at"] = _iso(row["occurred_at"])
+    content["occurred_at"] = time_form(row["occurred_at"])
     content["sequence"] = sequence
     if row.get("mac"):  # an authenticated event: its MAC and actor id are chained too
         content["mac"] = row["mac"]
         content["actor_ref"] = row.get("actor_ref")
-    return json.dumps(
-        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-    )
+    return canonical_json(content)
 
 
 def event_hash(prev_hash: str, row: dict, sequence: int) -> str:
@@ -307,7 +299,7 @@ def unsealed_forgeries() -> Iterator[Problem]:
                 "forged",
                 None,
                 row["id"],
-                f"Event id {row['id']} ({row['action']}, {_iso(row['occurred_at'])}) is not "
+                f"Event id {row['id']} ({row['action']}, {time_form(row['occurred_at'])}) is not "
                 "authentic: its authentication code is missing or wrong, so it was written "
                 "behind ToolHub's back"
                 + (" and the sealer refused it." if refused else " and will not be sealed."),
