@@ -22,6 +22,16 @@ GRANTS = [
     ("customer-support", "read", "transaction_insights"),
 ]
 
+# The built-in Python tools run without any network, so a first call succeeds offline.
+# They are registered by `sync_python_tools` (scripts/demo runs it before seed_demo);
+# a grant whose tool is not registered yet is skipped.
+BUILTIN_GRANTS = [
+    ("fintech-analyst", "execute", "calculator"),
+    ("fintech-analyst", "execute", "unit_convert"),
+    ("customer-support", "execute", "current_time"),
+    ("customer-support", "execute", "text_stats"),
+]
+
 TOOLS: list[dict] = [
     {
         "name": "earnings_call_transcript_fetcher",

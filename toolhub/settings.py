@@ -1,4 +1,4 @@
-"""ToolHub settings, read from the environment (see README "Configuration").
+"""ToolHub settings, read from the environment (see docs/operations.md "Configuration").
 
 With nothing set, ToolHub runs embedded: SQLite under ``var/``, a local-memory
 cache, Celery tasks run in-process, DEBUG on and a development secret

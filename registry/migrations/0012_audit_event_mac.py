@@ -4,7 +4,7 @@
 trigger keeps them as written); events already there have none and stay as
 the chain proved them. ``mac`` defaults to "" in the database too, so a
 process of the previous release still writing during an upgrade is not
-refused (its events have no MAC: see the README on upgrading).
+refused (its events have no MAC: see docs/audit.md on upgrading).
 ``authenticated_since`` on the head marks where the sealer starts to refuse
 events without one.
 """

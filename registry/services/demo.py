@@ -39,6 +39,11 @@ def demo_seed(*, actor=None) -> dict[str, int]:
         role = Group.objects.get(name=role_name)
         tool = Tool.objects.get(name=tool_name) if tool_name else None
         access_services.grant_create(actor=actor, role=role, action=action, tool=tool)
+    for role_name, action, tool_name in demo.BUILTIN_GRANTS:
+        tool = Tool.objects.filter(name=tool_name).first()
+        if tool is not None:
+            role = Group.objects.get(name=role_name)
+            access_services.grant_create(actor=actor, role=role, action=action, tool=tool)
     return counts
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -71,3 +72,14 @@ def test_ensure_admin_prints_password_once(capsys):
     call_command("ensure_admin", username="boss")
     second = capsys.readouterr().out
     assert "already exists" in second and "password:" not in second
+
+
+def test_the_demo_lets_an_analyst_run_the_builtin_calculator_offline():
+    from registry import access
+
+    call_command("sync_python_tools", stdout=io.StringIO())
+    call_command("seed_demo", stdout=io.StringIO())
+    analyst = Group.objects.get(name="fintech-analyst")
+    for name in ("calculator", "unit_convert"):
+        tool = Tool.objects.get(name=name)
+        assert access.role_can(analyst, "execute", tool), name
