@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
 
 from executions import selectors, stats
@@ -183,3 +183,7 @@ def dashboard_view(request):
         "charts": _charts(series, interval, range_key),
     }
     return TemplateResponse(request, "admin/toolhub_dashboard.html", context)
+
+
+# Included at /admin/dashboard/ by the project's URLs, behind the admin's login.
+urlpatterns = [path("", admin.site.admin_view(dashboard_view), name="toolhub-dashboard")]

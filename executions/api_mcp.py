@@ -16,9 +16,9 @@ from rest_framework.response import Response
 
 from executions.mcp_sync import UPSTREAM_ERRORS, mcp_server_sync
 from registry.api.access_views import require_platform_admin
+from registry.api.base import BaseAPIView
 from registry.api.mcp_views import get_mcp_server
 from toolhub.api.exceptions import error_body
-from toolhub.api.views import BaseAPIView
 
 
 class MCPServerSyncView(BaseAPIView):

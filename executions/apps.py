@@ -13,6 +13,23 @@ class ExecutionsConfig(AppConfig):
 
         mcp_sync_handler_register(mcp_server_sync)
 
+        # Config checks at save time use the executors' own declarations; a key
+        # rotation re-encrypts the per-call secrets sealed on calls not yet run.
+        from executions.executors import executor_configs
+        from executions.models import Execution
+        from registry.hooks import EncryptedField, config_specs_register, encrypted_field_register
+
+        config_specs_register(executor_configs)
+
+        # /metrics reads the execution gauges from the database at each scrape.
+        from executions.metrics import DatabaseCollector
+        from toolhub.metrics import scrape_collector_register
+
+        scrape_collector_register(DatabaseCollector())
+        encrypted_field_register(
+            EncryptedField("sealed call secrets", Execution.objects.all, "sealed_secrets")
+        )
+
         # audit_verify compares each finished execution with its latest event's hash
         # (and finds records written without one), finds deleted records, and
         # compares each decided approval with its latest event.

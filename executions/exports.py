@@ -39,7 +39,6 @@ EXECUTION_COLUMNS = [
     Column("started_at", "started_at"),
     Column("finished_at", "finished_at"),
 ]
-NEVER_EXPORTED = frozenset({"sealed_secrets", "raw_input"})
 # Outputs can be large (up to a tool's max_response_bytes each): read fewer rows at a time.
 CHUNK_SIZE = 500
 

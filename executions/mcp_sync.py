@@ -249,10 +249,3 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
         meta = {**(tool.tool_metadata or {}), mcp_services.META_SYNC_STATE: state}
         tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})
         report.deactivated.append(tool.name)
-
-
-def mcp_servers_sync_all(*, actor) -> list[SyncReport]:
-    return [
-        mcp_server_sync(actor=actor, server=server)
-        for server in MCPServer.objects.filter(is_enabled=True).order_by("name")
-    ]

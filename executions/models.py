@@ -80,11 +80,6 @@ STATUS_TRANSITIONS = {
 }
 
 
-class ExecutionQuerySet(models.QuerySet):
-    def terminal(self):
-        return self.filter(status__in=TERMINAL_STATUSES)
-
-
 class Execution(models.Model):
     """One call of a tool by a principal, with what was asked, decided and returned.
 
@@ -175,8 +170,6 @@ class Execution(models.Model):
     request_id = models.CharField(max_length=128, blank=True)
     client_address = models.GenericIPAddressField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
-
-    objects = ExecutionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

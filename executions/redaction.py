@@ -14,6 +14,18 @@ REDACTED = "[REDACTED]"
 _MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words
 
 
+_CREDENTIAL_NAME = re.compile(
+    r"token|secret|passw|^pwd$|api[-_]?key|apikey|^(x-)?key$|access[-_]?key|signature|^sig$"
+    r"|auth|session|cookie|credential",
+    re.IGNORECASE,
+)
+
+
+def credential_names(names: Iterable[Any]) -> list[str]:
+    """The names among ``names`` that say their value is a credential."""
+    return sorted(str(n) for n in names if isinstance(n, str) and _CREDENTIAL_NAME.search(n))
+
+
 def _usable(secrets: Iterable[str]) -> list[str]:
     values = {str(s) for s in secrets if s is not None and len(str(s)) >= _MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)  # longest first: no partial leftovers
@@ -134,8 +146,6 @@ def secret_parts(value: str) -> list[str]:
     (``?api_key=``), token-like path segments, and a ``key=value`` connection
     string's user and password. Other pieces (formats, modes, database names) are
     ordinary text an output may hold. Pieces shorter than ``PART_MIN_CHARS`` are left out."""
-    from executions.executors.configs import credential_names
-
     parts: list[str] = []
     if "://" in value or value.startswith("/"):  # an absolute URL, or a path and query
         try:

@@ -22,6 +22,11 @@ _OWNED_KEYS = {"type", "description", "default"}
 _REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
+# A parameter's kind (the values of ``registry.models.tools.ParameterKind``).
+INPUT_KIND = "input"
+OUTPUT_KIND = "output"
+
+
 def _reference(fragment: dict) -> str | None:
     """Where the first reference keyword of ``fragment`` sits (a JSON pointer), if any."""
     stack: list[tuple[Any, str]] = [(fragment, "")]
@@ -129,28 +134,11 @@ def schema_from_parameters(parameters) -> dict:
 
 
 def tool_input_schema(tool) -> dict:
-    from registry.models.tools import ParameterKind
-
     params = getattr(tool, "_prefetched_objects_cache", {}).get("parameters")
     if params is None:
         params = tool.parameters.all()
     inputs = sorted(
-        (p for p in params if p.parameter_type == ParameterKind.INPUT),
+        (p for p in params if p.parameter_type == INPUT_KIND),
         key=lambda p: (p.position, p.name),
     )
     return schema_from_parameters(inputs)
-
-
-def tool_output_schema(tool) -> dict:
-    from registry.models.tools import ParameterKind
-
-    params = getattr(tool, "_prefetched_objects_cache", {}).get("parameters")
-    if params is None:
-        params = tool.parameters.all()
-    outputs = sorted(
-        (p for p in params if p.parameter_type == ParameterKind.OUTPUT),
-        key=lambda p: (p.position, p.name),
-    )
-    schema = schema_from_parameters(outputs)
-    schema["additionalProperties"] = True
-    return schema

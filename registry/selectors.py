@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from registry.models import AuditEvent, Tool, ToolConfig, ToolParameter
+from registry.models import RateLimitRule, Tool, ToolConfig, ToolParameter
+
+
+def rate_limit_rules_for(tool: Tool) -> list[RateLimitRule]:
+    """The active rules that apply to ``tool`` (its own and the all-tools ones), tightest window first."""
+    return list(
+        RateLimitRule.objects.filter(Q(tool=tool) | Q(tool__isnull=True), is_active=True).order_by(
+            "time_window_seconds"
+        )
+    )
 
 
 def tool_list(
@@ -37,7 +46,3 @@ def parameter_list(*, tool: Tool, parameter_type: str | None = None) -> QuerySet
 
 def config_list(*, tool: Tool) -> QuerySet[ToolConfig]:
     return tool.configs.all().order_by("config_key")
-
-
-def audit_events_for(obj) -> QuerySet[AuditEvent]:
-    return AuditEvent.objects.filter(target_type=obj._meta.label_lower, target_id=str(obj.pk))

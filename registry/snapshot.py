@@ -28,11 +28,11 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-GENERATION_SQL = "SELECT value FROM toolhub_registry_generation WHERE id = 1"
+from toolhub.db.generation import GENERATION_SQL, NOT_CHECKED
+
 MAX_ENTRIES = 50_000
 _MISSING = object()
 UNREAD = object()  # "no entries read yet": callers read the generation themselves
-NOT_CHECKED = object()  # no health check read the generation in this request
 
 
 class _Store:
@@ -135,9 +135,9 @@ class ToolSpec:
 
 
 def _load_spec(**lookup) -> ToolSpec | None:
-    from executions.services.governance import load_rules
     from registry.formats import secret_parameters
     from registry.models import Tool
+    from registry.selectors import rate_limit_rules_for
 
     tool = Tool.objects.prefetch_related("parameters", "configs").filter(**lookup).first()
     if tool is None:
@@ -146,7 +146,7 @@ def _load_spec(**lookup) -> ToolSpec | None:
         tool=tool,
         input_schema=tool.input_schema(),
         secret_names=frozenset(secret_parameters(tool)) if tool.type == "http" else frozenset(),
-        rules=tuple(load_rules(tool)),
+        rules=tuple(rate_limit_rules_for(tool)),
     )
 
 

@@ -41,11 +41,9 @@ import hmac
 import logging
 import os
 import time
-from datetime import timedelta
 
 from django.conf import settings
 from django.http import HttpResponse
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import (
@@ -55,7 +53,6 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
 
 logger = logging.getLogger(__name__)
 
@@ -169,62 +166,24 @@ def record_execution(execution) -> None:
         logger.exception("metrics: could not record an execution")
 
 
-class DatabaseCollector:
-    """Gauges read from the database at scrape time: a few indexed, grouped counts."""
+# Collectors read at scrape time (the apps' database gauges), registered by the
+# apps at start-up: toolhub imports no app.
+_scrape_collectors: list = []
 
-    def collect(self):
-        from django.db.models import Count
 
-        from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
+def scrape_collector_register(collector) -> None:
+    if collector not in _scrape_collectors:
+        _scrape_collectors.append(collector)
 
-        up = GaugeMetricFamily(
-            "toolhub_metrics_database_up", "1 when the database answered this scrape's queries."
-        )
-        last_hour = GaugeMetricFamily(
-            "toolhub_executions_last_hour",
-            "Executions created in the last hour, by current status.",
-            labels=["status"],
-        )
-        in_flight = GaugeMetricFamily(
-            "toolhub_executions_in_flight",
-            "Executions waiting for approval, queued or running (any age).",
-            labels=["status"],
-        )
-        pending = GaugeMetricFamily(
-            "toolhub_approvals_pending", "Approvals waiting for a human decision."
-        )
-        open_statuses = [
-            ExecutionStatus.PENDING_APPROVAL,
-            ExecutionStatus.QUEUED,
-            ExecutionStatus.RUNNING,
-        ]
-        try:
-            since = timezone.now() - timedelta(hours=1)
-            recent = dict(
-                Execution.objects.filter(created_at__gte=since)
-                .order_by()
-                .values_list("status")
-                .annotate(n=Count("pk"))
-            )
-            open_now = dict(
-                Execution.objects.filter(status__in=open_statuses)
-                .order_by()
-                .values_list("status")
-                .annotate(n=Count("pk"))
-            )
-            waiting = Approval.objects.filter(status=ApprovalStatus.PENDING).count()
-        except Exception as exc:
-            logger.warning("metrics: database gauges unavailable: %s", exc.__class__.__name__)
-            up.add_metric([], 0)
-            yield up
-            return
-        up.add_metric([], 1)
-        for status in ExecutionStatus.values:
-            last_hour.add_metric([status], recent.get(status, 0))
-        for status in open_statuses:
-            in_flight.add_metric([str(status)], open_now.get(status, 0))
-        pending.add_metric([], waiting)
-        yield from (up, last_hour, in_flight, pending)
+
+# Who may scrape with an admin session (reviewers and platform admins), decided
+# by the registry's access rules and registered by it at start-up. Until then, nobody.
+_session_may_scrape = None
+
+
+def session_scrape_check_register(check) -> None:
+    global _session_may_scrape
+    _session_may_scrape = check
 
 
 class _Forward:
@@ -246,7 +205,8 @@ def scrape_registry() -> CollectorRegistry:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry.register(_Forward(PROCESS_REGISTRY))
-    registry.register(DatabaseCollector())
+    for collector in _scrape_collectors:
+        registry.register(collector)
     return registry
 
 
@@ -259,14 +219,13 @@ def _bearer(request) -> str | None:
 
 
 def _may_scrape_by_session(user) -> bool:
-    from registry import access
-
     return bool(
         user is not None
         and user.is_authenticated
         and user.is_active
         and user.is_staff
-        and (access.is_reviewer(user) or access.is_platform_admin(user))
+        and _session_may_scrape is not None
+        and _session_may_scrape(user)
     )
 
 

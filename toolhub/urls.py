@@ -2,8 +2,6 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
-from executions.admin_dashboard import dashboard_view
-from executions.api import stats_views
 from toolhub import views
 from toolhub.api.openapi import SchemaView
 from toolhub.metrics import metrics_view
@@ -14,14 +12,14 @@ api_v1 = [
     path("", include("executions.api.urls")),
     path("", include("registry.api.urls")),
     path("", include("executions.api_mcp")),
-    path("", include(stats_views.urlpatterns)),
+    path("", include("executions.api.stats_views")),
 ]
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),
-    path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="toolhub-dashboard"),
+    path("admin/dashboard/", include("executions.admin_dashboard")),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SchemaView.as_view(), name="schema"),

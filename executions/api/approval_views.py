@@ -14,10 +14,10 @@ from executions.services.approvals import (
     approvals_visible_to,
     may_decide,
 )
+from registry.api.base import BaseAPIView
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_choice, reject_unknown
 from toolhub.api.serializers import StrictSerializer
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
 
 

@@ -8,8 +8,8 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from executions import selectors
 from executions.api.views import FILTER_PARAMETERS, filter_executions
 from executions.exports import execution_export_response
+from registry.api.base import BaseAPIView
 from registry.exports import ExportNegotiationMixin, export_format
-from toolhub.api.views import BaseAPIView
 
 EXPORT_PARAMETERS = [
     OpenApiParameter("format", str, enum=["csv", "jsonl"], description="Default: csv"),

@@ -9,8 +9,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from executions import selectors, stats
+from registry.api.base import BaseAPIView
 from toolhub.api.params import query_choice, query_datetime, query_uuid
-from toolhub.api.views import BaseAPIView
 
 STATS_PARAMETERS = [
     OpenApiParameter(

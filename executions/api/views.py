@@ -16,11 +16,11 @@ from executions.api.serializers import ExecutionRequestSerializer, ExecutionSeri
 from executions.models import Execution, ExecutionStatus
 from executions.services import idempotency
 from executions.services.pipeline import execution_cancel, execution_request
+from registry.api.base import BaseAPIView
 from registry.authentication import registry_entries
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import parse_id, query_datetime, query_uuid, reject_unknown
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import Conflict, NotFound
 
 logger = logging.getLogger(__name__)

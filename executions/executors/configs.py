@@ -4,7 +4,7 @@ Every executor module declares its keys in ``CONFIGS`` (an ``ExecutorConfigs``).
 The executor reads its configs through that declaration at run time
 (``CONFIGS.read``), and the registry checks each config against the same
 declaration when it is saved (``CONFIGS.problem``, through
-``executions.executors.executor_configs``): a value the executor's reading of
+``registry.hooks.config_spec``, which executions registers): a value the executor's reading of
 a key refuses is refused at save time by the very same code, and the allowed
 values (methods, auth types, …) are written down once. What depends on
 several keys (``auth_type`` ``bearer_token`` needs ``bearer_token``), on the
@@ -30,17 +30,20 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from executions.redaction import credential_names
+from registry.hooks import ConfigValueError
+
+__all__ = [
+    "ConfigValueError",
+    "credential_names",
+]  # declared by the registry, which catches it when saving
+
 SHOWN_CHARS = 60
-
-
-class ConfigValueError(ValueError):
-    """A value that does not suit its key. The text may quote the value."""
 
 
 class ConfigError(ConfigValueError):
@@ -160,18 +163,6 @@ class ExecutorConfigs:
 def plain_credential(value: Any) -> None:
     """A ``plain_check`` for keys that only ever hold a credential."""
     raise ConfigValueError("it is a credential: save it as a secret (is_secret: true)")
-
-
-_CREDENTIAL_NAME = re.compile(
-    r"token|secret|passw|^pwd$|api[-_]?key|apikey|^(x-)?key$|access[-_]?key|signature|^sig$"
-    r"|auth|session|cookie|credential",
-    re.IGNORECASE,
-)
-
-
-def credential_names(names: Iterable[Any]) -> list[str]:
-    """The names among ``names`` that say their value is a credential."""
-    return sorted(str(n) for n in names if isinstance(n, str) and _CREDENTIAL_NAME.search(n))
 
 
 def url_credentials(url: str) -> str | None:

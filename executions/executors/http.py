@@ -85,7 +85,6 @@ ERROR_EXCERPT_CHARS = 2000
 USER_AGENT = "ToolHub-HTTPExecutor/1"
 
 QUERY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 METHODS = ("GET", "HEAD", "OPTIONS", "DELETE", "POST", "PUT", "PATCH")
 AUTH_TYPES = ("none", "bearer_token", "api_key", "basic_auth")
 DEFAULT_API_KEY_HEADER = "X-API-Key"

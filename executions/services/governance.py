@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from django.core.cache import cache
-from django.db.models import Q
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
@@ -18,6 +17,7 @@ from executions.services.shared_state import SharedStateUnavailable, counter_inc
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
 from registry.schema import NO_RETRIEVAL
+from registry.selectors import rate_limit_rules_for
 from toolhub.exceptions import ToolHubError
 
 logger = logging.getLogger(__name__)
@@ -49,15 +49,6 @@ class Quota:
         }
 
 
-def load_rules(tool: Tool) -> list[RateLimitRule]:
-    """The active rules that apply to ``tool`` (its own and the all-tools ones), tightest window first."""
-    return list(
-        RateLimitRule.objects.filter(Q(tool=tool) | Q(tool__isnull=True), is_active=True).order_by(
-            "time_window_seconds"
-        )
-    )
-
-
 def _subjects(rule: RateLimitRule, caller) -> list[str]:
     if rule.scope == RateLimitScope.GLOBAL:
         return ["all"]
@@ -80,7 +71,7 @@ def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
     together. A refused call gives its increments back so it does not use up
     the other rules' quota.
     """
-    rules = load_rules(tool) if rules is None else rules
+    rules = rate_limit_rules_for(tool) if rules is None else rules
     if not rules:
         return None
     now = time.time()

@@ -118,12 +118,3 @@ def slot_release(key: str, holder: str) -> None:
         client.zrem(key, holder)
     except Exception as exc:  # the lease frees it anyway
         raise _wrap(exc) from exc
-
-
-def slot_count(key: str) -> int:
-    client = redis_client()
-    now = time.time()
-    if client is None:
-        with _local_lock:
-            return sum(1 for until in _local_slots.get(key, {}).values() if until > now)
-    return int(client.zcount(key, now, "+inf"))

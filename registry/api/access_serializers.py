@@ -6,14 +6,8 @@ from django.contrib.auth.models import Group
 from rest_framework import serializers
 
 from registry.api.mcp_serializers import StrictCharField
-from registry.formats import FORMATS
 from registry.models import Action, Agent, ApiToken, ToolGrant
 from toolhub.api.serializers import StrictSerializer
-
-
-class RoleRefSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
 
 
 class RoleOutputSerializer(serializers.ModelSerializer):
@@ -209,7 +203,3 @@ class BulkGrantInputSerializer(StrictSerializer):
     )
     role_ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
     action = serializers.ChoiceField(choices=Action.choices)
-
-
-class FormatQuerySerializer(serializers.Serializer):
-    format = serializers.ChoiceField(choices=FORMATS, default="raw")

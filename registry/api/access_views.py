@@ -14,12 +14,12 @@ from rest_framework.response import Response
 
 from registry import access, formats
 from registry.api import access_serializers as s
+from registry.api.base import BaseAPIView
 from registry.api.serializers import ToolOutputSerializer
 from registry.models import Action, Agent, ApiToken, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import parse_id, query_choice, query_id, query_uuid, reject_unknown
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
 
 

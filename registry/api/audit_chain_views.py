@@ -6,10 +6,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from registry import access
+from registry.api.base import BaseAPIView
 from registry.services.audit_chain import audit_head, audit_verify
 from toolhub.api.openapi import errors
 from toolhub.api.params import query_bool
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
 
 

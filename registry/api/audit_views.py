@@ -15,6 +15,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 
 from registry import access
+from registry.api.base import BaseAPIView
 from registry.exports import (
     AUDIT_COLUMNS,
     ExportNegotiationMixin,
@@ -26,7 +27,6 @@ from registry.services import access as access_services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import query_datetime, query_id, reject_unknown
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import PermissionDenied
 
 AUDIT_FILTER_PARAMETERS = [

@@ -8,11 +8,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from registry.api.access_views import require_platform_admin
+from registry.api.base import BaseAPIView
 from registry.importers.run import FORMATS, import_content
 from toolhub.api.exceptions import error_body
 from toolhub.api.openapi import error_response
 from toolhub.api.serializers import StrictSerializer
-from toolhub.api.views import BaseAPIView
 
 
 class ToolImportInputSerializer(StrictSerializer):

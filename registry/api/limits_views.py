@@ -7,13 +7,13 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from registry import access
+from registry.api.base import BaseAPIView
 from registry.models import Action, RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
 from registry.services import limits as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
 from toolhub.api.serializers import StrictSerializer
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound, PermissionDenied
 
 

@@ -11,11 +11,11 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from registry.api.access_views import require_admin_or_reviewer, require_platform_admin
+from registry.api.base import BaseAPIView
 from registry.api.mcp_serializers import MCPServerInputSerializer, MCPServerOutputSerializer
 from registry.models import MCPServer
 from registry.services import mcp as services
 from toolhub.api.openapi import errors, page_parameters, paginated
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound
 
 

@@ -8,12 +8,12 @@ from rest_framework.response import Response
 
 from registry import access, selectors
 from registry.api import serializers as s
+from registry.api.base import BaseAPIView
 from registry.models import Action, Tool, ToolConfig, ToolParameter
 from registry.models.tools import ParameterKind, ToolType
 from registry.services import tools as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_bool, query_choice, reject_unknown
-from toolhub.api.views import BaseAPIView
 from toolhub.exceptions import NotFound, PermissionDenied
 
 

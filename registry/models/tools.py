@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from registry import crypto
+from registry import crypto, schema
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 tool_name_validator = RegexValidator(
@@ -114,14 +114,12 @@ class Tool(models.Model):
         return (self.tool_metadata or {}).get("category")
 
     def input_schema(self) -> dict:
-        from registry.schema import tool_input_schema
-
-        return tool_input_schema(self)
+        return schema.tool_input_schema(self)
 
 
 class ParameterKind(models.TextChoices):
-    INPUT = "input", "Input"
-    OUTPUT = "output", "Output"
+    INPUT = schema.INPUT_KIND, "Input"
+    OUTPUT = schema.OUTPUT_KIND, "Output"
 
 
 class JSONType(models.TextChoices):

@@ -126,10 +126,6 @@ def permissions_by_label(labels: Iterable[str]) -> list[Permission]:
     return found
 
 
-def _actor_name(actor) -> str:
-    return getattr(actor, "username", None) or "system"
-
-
 # Roles
 
 

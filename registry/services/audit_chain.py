@@ -73,12 +73,6 @@ def event_hash(prev_hash: str, row: dict, sequence: int) -> str:
     return digest.hexdigest()
 
 
-def audit_seal(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None) -> int:
-    """Append unsealed events (older than ``grace``) to the chain. Returns how many were
-    sealed; events that are not authentic are refused (marked, never sealed)."""
-    return _seal_batch(batch=batch, grace=grace, now=now)[0]
-
-
 def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
     """(sealed, refused) of one batch."""
     now = now or timezone.now()

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from registry.importers.schema_rows import canonical
+from registry.canonical import canonical_json as canonical
 from registry.models import Tool, ToolParameter
 from registry.models.tools import ParameterKind
 from registry.services import tools as tool_services
@@ -291,7 +291,3 @@ def _apply_children(
         actor=actor, tool=tool, plain=configs, secret=secret_configs
     )
     return changes + config_changes, warnings
-
-
-def secret_config_keys(tool: Tool) -> list[str]:
-    return sorted(c.config_key for c in tool.configs.all() if c.is_secret)

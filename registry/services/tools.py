@@ -11,10 +11,9 @@ from django.db import DataError, IntegrityError, transaction
 from django.db.models import ProtectedError, Q, RestrictedError
 from django.utils import timezone
 
-from executions.executors import executor_configs
-from executions.executors.configs import ConfigValueError
 from registry import access
 from registry import schema as schema_mod
+from registry.hooks import ConfigValueError, config_spec, encrypted_fields
 from registry.models import MCPServer, Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean, raise_invalid
@@ -80,7 +79,9 @@ NON_IDEMPOTENT_METHODS = {"POST", "PATCH", "PUT", "DELETE"}
 
 def _read_config(tool_type: str, configs: dict[str, Any], key: str, fallback: Any) -> Any:
     """A config as the executor reads it; ``fallback`` when the executor could not use it."""
-    spec = executor_configs(tool_type)
+    spec = config_spec(tool_type)
+    if spec is None:
+        return fallback
     try:
         return spec.read(configs, key)
     except ConfigValueError:
@@ -126,7 +127,7 @@ def config_problem(tool_type: str, key: str, value: Any, *, secret: bool = False
     (``CONFIGS`` in its module); keys it does not know are allowed. A secret's
     value is never quoted.
     """
-    spec = executor_configs(tool_type)
+    spec = config_spec(tool_type)
     if spec is None:
         return None
     return spec.problem(key, value, secret=secret)
@@ -245,7 +246,7 @@ def _check_managed_change(
         )
     resends = False
     if config_key is not None:
-        spec = executor_configs(tool.type)
+        spec = config_spec(tool.type)
         key = spec.keys.get(config_key) if spec is not None else None
         moves = key is not None and key.destination
         resends = key is not None and key.sends_credentials
@@ -858,17 +859,17 @@ def secrets_reencrypt() -> int:
     webhook secrets and the sealed per-call secrets of calls not yet run (a
     call waiting for approval must still run once the old key is gone).
     """
-    from executions.models import Execution
     from registry import crypto
-    from registry.models import Agent, MCPServer
+    from registry.models import Agent
 
     places = [
         ("secret configs", ToolConfig.objects.filter(is_secret=True), "encrypted_value"),
         ("MCP server tokens", MCPServer.objects.all(), "encrypted_auth_token"),
         ("MCP server environments", MCPServer.objects.all(), "encrypted_env"),
         ("agent webhook secrets", Agent.objects.all(), "webhook_secret"),
-        ("sealed call secrets", Execution.objects.all(), "sealed_secrets"),
     ]
+    # Columns of other apps (executions' sealed per-call secrets), registered at start-up.
+    places += [(f.label, f.queryset(), f.field) for f in encrypted_fields()]
     counts: dict[str, int] = {}
     for label, queryset, field in places:
         counts[label] = 0

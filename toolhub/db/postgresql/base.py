@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db.backends.postgresql import base
 from django.db.backends.postgresql.operations import DatabaseOperations as _Operations
 
-from registry.snapshot import GENERATION_SQL, NOT_CHECKED
+from toolhub.db.generation import GENERATION_SQL, NOT_CHECKED
 
 
 def _prepare_threshold() -> int | None:

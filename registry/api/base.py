@@ -1,4 +1,5 @@
-"""The base view every API endpoint uses: authentication and the restricting queryset."""
+"""The base view every API endpoint uses: authentication, query-parameter checks and
+the restricting tool queryset (the registry decides what a caller may see)."""
 
 from __future__ import annotations
 
