@@ -177,6 +177,8 @@ def _call_record(
         agent=caller.agent,
         principal=caller.user,
         principal_name=caller.name,
+        # Four eyes holds against who owned the agent then, whoever owns it later.
+        agent_owner_id=caller.agent.owner_id if caller.agent is not None else None,
         role=caller.role,
         roles_used=_role_names(caller, tool, entries),
         request_id=ctx.request_id,
