@@ -483,6 +483,20 @@ def test_the_owner_at_the_time_of_the_request_may_not_approve_after_the_agent_is
     assert audit_verify().ok
 
 
+def test_deleting_a_former_owner_of_an_agent_keeps_its_finished_calls(world):
+    done = call(world["clients"][0])
+    assert done.status_code == 200 and done.json()["status"] == "succeeded"
+    heir = make_user("heir-hugo")
+    access_services.agent_update(actor=None, agent=world["agents"][0], data={"owner": heir})
+    access_services.agent_update(actor=None, agent=world["agents"][1], data={"owner": heir})
+
+    world["owner"].delete()  # the finished row lets go of it, as of a deleted principal
+
+    row = Execution.objects.get(pk=done.json()["id"])
+    assert row.status == "succeeded" and row.agent_owner_id is None
+    assert audit_verify().ok
+
+
 def test_agents_in_approver_roles_see_only_their_own_calls(gated):
     """An agent never decides, so other callers' pending arguments are not shown to it."""
     approvers = access_services.role_create(actor=None, name="bot-approvers")
