@@ -53,6 +53,9 @@ file
 has_webhook_secret
 tool_count
 cached_from
+has_permission
+required_action
+default_value
 
 # Model fields and choices: columns of the schema, read through the ORM or SQL.
 decided_by

@@ -124,6 +124,16 @@ class Execution(models.Model):
         db_index=False,
     )
     principal_name = models.CharField(max_length=150, blank=True)
+    # No index: read only with its row; deleting a user (rare) scans for it.
+    agent_owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        help_text="Who owned the agent when it made the call (four eyes: they may not approve it).",
+    )
     role = models.ForeignKey(
         Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )

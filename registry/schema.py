@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -94,6 +96,65 @@ def default_errors(param_type: str, fragment: dict, default: Any) -> list[str]:
         f"default does not match the parameter's schema: {e.message}"
         for e in validator.iter_errors(default)
     ]
+
+
+# The original module's clients write a parameter's default as text (``default_value``).
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,300}")
+_NUMBER_TEXT = re.compile(
+    r"[+-]?([0-9]{1,300}(\.[0-9]{0,300})?|\.[0-9]{1,300})([eE][+-]?[0-9]{1,4})?"
+)
+_WRITTEN_AS = {
+    "integer": 'an integer, such as "5"',
+    "number": 'a number, such as "2.5"',
+    "boolean": '"true" or "false"',
+    "array": "a JSON array, such as [1, 2]",
+    "object": 'a JSON object, such as {"key": 1}',
+    "null": '"null"',
+}
+
+
+def default_from_text(param_type: str, text: str) -> Any:
+    """The default ``text`` stands for, read per the parameter's JSON type: a string as
+    it is, a number or boolean from its usual spelling, an array or object from its
+    JSON. Raises ``ValueError`` (saying what the text should look like) when it
+    stands for no value of that type."""
+    if param_type == "string":
+        return text
+    word = text.strip()
+    value: Any = ValueError
+    if param_type == "integer" and _INTEGER_TEXT.fullmatch(word):
+        value = int(word)
+    elif param_type == "number" and _NUMBER_TEXT.fullmatch(word):
+        number = float(word)
+        value = int(word) if _INTEGER_TEXT.fullmatch(word) else number
+        if not math.isfinite(number):
+            value = ValueError
+    elif param_type == "boolean" and word.lower() in ("true", "false"):
+        value = word.lower() == "true"
+    elif param_type == "null" and word.lower() in ("null", "none"):
+        value = None
+    elif param_type in ("array", "object"):
+        try:
+            parsed = json.loads(word, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            parsed = ValueError
+        if isinstance(parsed, list if param_type == "array" else dict):
+            value = parsed
+    if value is ValueError:
+        expected = _WRITTEN_AS.get(param_type, f"a {param_type}")
+        raise ValueError(f"must be {expected} (the parameter's type is {param_type})")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def default_as_text(param_type: str, default: Any) -> str:
+    """``default`` written as ``default_from_text`` reads it back."""
+    if param_type == "string" and isinstance(default, str):
+        return default
+    return json.dumps(default, ensure_ascii=False)
 
 
 def parameter_schema(

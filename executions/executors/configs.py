@@ -7,7 +7,7 @@ declaration when it is saved (``CONFIGS.problem``, through
 ``registry.hooks.config_spec``, which executions registers): a value the executor's reading of
 a key refuses is refused at save time by the very same code, and the allowed
 values (methods, auth types, …) are written down once. What depends on
-several keys (``auth_type`` ``bearer_token`` needs ``bearer_token``), on the
+several keys (``auth_type`` ``basic_auth`` needs ``username`` and ``password``), on the
 inputs or on the network is still found only at run time (``config_error``,
 ``egress_denied``).
 

@@ -9,9 +9,10 @@ Configs (``call.configs``):
 * ``method`` (default GET), ``timeout_seconds`` (overrides the call's timeout).
 * ``headers`` and ``query_params``: JSON objects (or JSON strings of them),
   always sent. A static query parameter wins over an input of the same name.
-* ``auth_type``: ``bearer_token`` (``bearer_token``), ``api_key`` (``api_key``,
-  header ``api_key_header``, default ``X-API-Key``) or ``basic_auth``
-  (``username``, ``password``).
+* ``auth_type``: ``bearer_token`` (the token in ``api_key``, as the seed
+  contract says, or in its alias ``bearer_token``, which wins when both are
+  set), ``api_key`` (``api_key``, header ``api_key_header``, default
+  ``X-API-Key``) or ``basic_auth`` (``username``, ``password``).
 * ``headers_input_map``: ``{"input": "Header-Name"}`` or
   ``{"input": {"header": "Authorization", "template": "Bearer {value}"}}``:
   the input is sent as that header instead of in the query/body, and its value
@@ -529,9 +530,13 @@ def _auth_headers(configs: Mapping[str, Any], secrets: list[str]) -> list[tuple[
     if auth_type == "none":
         return []
     if auth_type == "bearer_token":
-        token = _config(configs, "bearer_token")
+        # The seed's form keeps the token in `api_key`; `bearer_token` names it too.
+        token = _config(configs, "bearer_token") or _config(configs, "api_key")
         if not token:
-            raise _Failure(ErrorType.CONFIG, "auth_type 'bearer_token' needs config 'bearer_token'")
+            raise _Failure(
+                ErrorType.CONFIG,
+                "auth_type 'bearer_token' needs config 'api_key' (or its alias 'bearer_token')",
+            )
         secrets.append(token)
         return [
             ("Authorization", _header_value("Authorization", f"Bearer {token}", ErrorType.CONFIG))

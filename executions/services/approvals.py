@@ -55,6 +55,8 @@ def may_decide(user, approval: Approval) -> str | None:
         return "Four eyes: you cannot decide on your own call."
     if execution.agent_id and execution.agent.owner_id == user.pk:
         return "Four eyes: you own the agent that made this call."
+    if execution.agent_owner_id == user.pk:
+        return "Four eyes: you owned the agent that made this call when it was made."
     return None
 
 

@@ -10,8 +10,10 @@ return at once, or wait until it is final.
 Refused calls are recorded too (status ``denied`` or ``invalid`` with a reason
 code) and audited, then raised as domain errors the API maps to HTTP. Neither
 the answer nor the record of a refusal holds a value given for a secret
-parameter (``problems_without_secrets``); arguments text that does not parse is
-not kept for a tool with secret parameters (``RAW_INPUT_NOT_KEPT``).
+parameter (``problems_without_secrets``), nor that value given again under
+another key or inside another argument, in any form ``secret_forms`` knows
+(``without_secret_values``); arguments text that does not parse is not kept
+for a tool with secret parameters (``RAW_INPUT_NOT_KEPT``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
-from executions.redaction import REDACTED
+from executions.redaction import REDACTED, with_encoded_forms
 from executions.services import governance, notify
 from executions.services.records import (
     audit_execution,
@@ -137,8 +139,10 @@ def _record_refusal(
     secrets: Iterable[str] = (),
 ) -> Execution:
     """Write a refused call's row and audit event. ``secrets``: every text form of
-    the secret values given in the call, removed from the message and raw text."""
+    the secret values given in the call, removed from the message, the raw text
+    and the arguments kept (wherever another key or argument repeats them)."""
     secrets = list(secrets)
+    kept = without_secret_values(json_safe(inputs), secrets) if isinstance(inputs, dict) else None
     now = timezone.now()
     execution = _call_record(
         caller,
@@ -147,9 +151,9 @@ def _record_refusal(
         status=status,
         reason_code=reason,
         # Refused input is kept as received, minus what no record can hold.
-        input_data=json_safe(inputs) if isinstance(inputs, dict) else None,
+        input_data=kept,
         raw_input=without_secrets(raw_input, secrets, RAW_INPUT_LIMIT)[:RAW_INPUT_LIMIT],
-        input_hash=input_hash(inputs) if isinstance(inputs, dict) else "",
+        input_hash=input_hash(kept) if kept is not None else "",
         error_message=without_secrets(message, secrets, MESSAGE_LIMIT)[:MESSAGE_LIMIT],
         created_at=now,  # decided and finished at the same moment, never before
         finished_at=now,
@@ -173,6 +177,8 @@ def _call_record(
         agent=caller.agent,
         principal=caller.user,
         principal_name=caller.name,
+        # Four eyes holds against who owned the agent then, whoever owns it later.
+        agent_owner_id=caller.agent.owner_id if caller.agent is not None else None,
         role=caller.role,
         roles_used=_role_names(caller, tool, entries),
         request_id=ctx.request_id,
@@ -317,7 +323,14 @@ def execution_request(
     try:
         quota = governance.rate_limit_admit(caller=caller, tool=tool, rules=spec.rules)
     except (governance.RateLimited, governance.ControlsUnavailable) as exc:
-        raise _refuse(exc, caller=caller, tool=tool, tool_ref=tool_ref, inputs=stored) from None
+        raise _refuse(
+            exc,
+            caller=caller,
+            tool=tool,
+            tool_ref=tool_ref,
+            inputs=stored,
+            secrets=secret_forms(secrets.values()),
+        ) from None
 
     digest = input_hash(stored)
     cached = None
@@ -414,20 +427,19 @@ def problems_without_secrets(
 
     A problem at (or below) a secret parameter that was given a value names the
     parameter and what it expects, never the value nor a path into it: only what
-    the tool's schema says. A problem below another argument quotes that
-    argument's own value; any other problem (about the arguments as a whole, a
-    missing argument) has every form of the secret values redacted.
+    the tool's schema says. Any other problem (below another argument, about the
+    arguments as a whole, a missing argument) has every form of the secret
+    values redacted: another argument may repeat a secret.
     """
     arguments = arguments if isinstance(arguments, dict) else {}
     given = {k: v for k, v in arguments.items() if k in secret_names}
-    others = [k for k in arguments if k not in given]
     described: list[tuple[str, dict]] = []
     merged: set[tuple[str, str]] = set()
     for problem in problems:
         path = str(problem.get("path", ""))
         name = _named(path, given)
         if name is None:
-            described.append(("own" if _named(path, others) else "other", problem))
+            described.append(("other", problem))
             continue
         expected = str(problem.get("expected") or "a valid value")
         if (name, expected) in merged:  # problems below one secret parameter merge
@@ -455,7 +467,9 @@ def secret_forms(values: Iterable[Any]) -> list[str]:
     """Every text form a message could quote the secret ``values`` in, longest first:
     each value's ``str``, ``repr`` and JSON, the same for the strings and numbers
     inside it (the first ``_MAX_SECRET_SCALARS``), as given and as a record
-    stores text. Keys inside a value are in the value's own forms; alone they
+    stores text, and the encoded forms redaction looks for in outputs
+    (``with_encoded_forms``: URL-encoded, base64, re-cased) of each string and
+    number. Keys inside a value are in the value's own forms; alone they
     are names, too often ordinary words. Forms shorter than
     ``_MIN_FORM_LENGTH`` are left out."""
     values = list(values)
@@ -463,6 +477,8 @@ def secret_forms(values: Iterable[Any]) -> list[str]:
     for part in [*values, *_scalars(values, _MAX_SECRET_SCALARS)]:
         if part is None or isinstance(part, bool):
             continue  # nothing secret in true, false or null
+        if isinstance(part, str | int | float):
+            forms.update(storable_text(f) for f in with_encoded_forms([str(part)]))
         for render in (str, repr, json.dumps, _json_unescaped):
             try:
                 text = render(part)
@@ -508,6 +524,27 @@ def without_secrets(text: str, forms: list[str], limit: int | None = None) -> st
     if limit is not None:
         text = text[:limit]
     return _MASKED.sub(REDACTED, text) if forms else text
+
+
+def without_secret_values(value: Any, forms: list[str]) -> Any:
+    """``value`` (plain JSON) with ``forms`` redacted from every string and key, at any
+    depth; a number whose text holds one becomes the redacted text."""
+    if not forms:
+        return value
+    if isinstance(value, str):
+        return without_secrets(value, forms)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        text = str(value)
+        cleaned = without_secrets(text, forms)
+        return value if cleaned == text else cleaned
+    if isinstance(value, dict):
+        return {
+            without_secrets(str(k), forms): without_secret_values(v, forms)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [without_secret_values(v, forms) for v in value]
+    return value
 
 
 def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:

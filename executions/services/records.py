@@ -151,6 +151,7 @@ def execution_summary(execution: Execution) -> dict:
         # deleted; otherwise they must still be these (``altered_executions``).
         "principal_id": execution.principal_id,
         "role_id": execution.role_id,
+        "agent_owner_id": execution.agent_owner_id,
     }
 
 
@@ -276,7 +277,7 @@ def altered_executions(chunk: int = 2000):
                 continue
             moved = [
                 name
-                for name in ("principal_id", "role_id")
+                for name in ("principal_id", "role_id", "agent_owner_id")
                 if getattr(execution, name) is not None
                 and name in after
                 and getattr(execution, name) != after[name]

@@ -203,3 +203,12 @@ class BulkGrantInputSerializer(StrictSerializer):
     )
     role_ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
     action = serializers.ChoiceField(choices=Action.choices)
+
+
+class PermissionCheckOutputSerializer(serializers.Serializer):
+    allowed = serializers.BooleanField()
+    has_permission = serializers.BooleanField(help_text="The seed's name for `allowed`.")
+    granted_action = serializers.ChoiceField(choices=Action.choices, allow_null=True)
+    required_action = serializers.ChoiceField(choices=Action.choices)
+    tool_id = serializers.UUIDField()
+    role_id = serializers.IntegerField()

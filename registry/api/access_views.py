@@ -422,20 +422,26 @@ class CheckPermissionView(BaseAPIView):
     known_query_params = ("required_action",)
 
     @extend_schema(
-        parameters=[OpenApiParameter("required_action", str, enum=Action.values, default="read")],
-        responses={200: dict, **errors(404)},
+        parameters=[
+            OpenApiParameter("required_action", str, enum=Action.values, default=Action.EXECUTE)
+        ],
+        responses={200: s.PermissionCheckOutputSerializer, **errors(404)},
     )
     def get(self, request, tool_id, role_id):
         tool = self.tool_queryset().filter(pk=tool_id).first()
         if tool is None:
             raise NotFound("Tool not found.", code="tool_not_found")
         role = RegistryByRoleView.role_from_kwargs(self, role_id=role_id)
-        required = query_choice(request.query_params, "required_action", Action.values) or "read"
+        # The seed's default: whether the role may run the tool.
+        required = (
+            query_choice(request.query_params, "required_action", Action.values) or Action.EXECUTE
+        )
         granted = access.granted_action(role, tool)
         allowed = access.role_can(role, required, tool)
         return Response(
             {
                 "allowed": allowed,
+                "has_permission": allowed,
                 "granted_action": granted,
                 "required_action": required,
                 "tool_id": str(tool.pk),

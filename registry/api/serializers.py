@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter
 from registry.models.tools import JSONType, ParameterKind, ToolType
-from toolhub.api.serializers import AnyJSONField, StrictSerializer
+from toolhub.api.serializers import AnyCaseChoiceField, AnyJSONField, StrictSerializer
+
+DEFAULT_VALUE_HELP = (
+    "The default written as text, as the original Tools Module writes it: read per the "
+    'parameter\'s type (a string as it is; "5", "2.5", "true", or JSON for an array or '
+    "object). An alternative to `default`; both may be given when they agree. `null`: no default."
+)
 
 # Output
 
@@ -16,6 +25,10 @@ from toolhub.api.serializers import AnyJSONField, StrictSerializer
 class ToolParameterOutputSerializer(serializers.ModelSerializer):
     tool_id = serializers.UUIDField(read_only=True)
     default = serializers.SerializerMethodField()
+    default_value = serializers.SerializerMethodField(
+        help_text="`default` written as text, as the original Tools Module answers it "
+        "(null without a default)."
+    )
 
     class Meta:
         model = ToolParameter
@@ -28,6 +41,7 @@ class ToolParameterOutputSerializer(serializers.ModelSerializer):
             "required",
             "description",
             "default",
+            "default_value",
             "has_default",
             "json_schema",
             "position",
@@ -38,6 +52,9 @@ class ToolParameterOutputSerializer(serializers.ModelSerializer):
     @extend_schema_field(OpenApiTypes.ANY)
     def get_default(self, obj):
         return obj.default if obj.has_default else None
+
+    def get_default_value(self, obj) -> str | None:
+        return schema_mod.default_as_text(obj.type, obj.default) if obj.has_default else None
 
 
 class ToolConfigOutputSerializer(serializers.ModelSerializer):
@@ -107,15 +124,55 @@ class ToolDetailOutputSerializer(ToolOutputSerializer):
 
 class ParameterInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=64)
-    parameter_type = serializers.ChoiceField(
-        choices=ParameterKind.choices, default=ParameterKind.INPUT
-    )
-    type = serializers.ChoiceField(choices=JSONType.choices, default=JSONType.STRING)
+    parameter_type = AnyCaseChoiceField(choices=ParameterKind.choices, default=ParameterKind.INPUT)
+    type = AnyCaseChoiceField(choices=JSONType.choices, default=JSONType.STRING)
     required = serializers.BooleanField(default=False)
     description = serializers.CharField(allow_blank=True, default="")
     default = AnyJSONField(required=False)
+    default_value = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        write_only=True,
+        help_text=DEFAULT_VALUE_HELP,
+    )
     json_schema = serializers.JSONField(required=False, default=dict)
     position = serializers.IntegerField(min_value=0, required=False)  # absent: after the others
+
+    def validate(self, attrs):
+        """``default_value`` (text) becomes ``default``, read per the parameter's type. The
+        type and schema are the request's, else (a partial update) the parameter's
+        (``context["parameter"]``)."""
+        attrs = super().validate(attrs)
+        if "default_value" not in attrs:
+            return attrs
+        text = attrs.pop("default_value")
+        if text is None:  # no default, unless `default` gives one
+            if "default" not in attrs and "has_default" in self.fields:
+                attrs["has_default"] = False
+            return attrs
+        current = self.context.get("parameter")
+        kind = attrs.get("type", current.type if current else JSONType.STRING)
+        fragment = attrs.get("json_schema", current.json_schema if current else {})
+        try:
+            value = schema_mod.default_from_text(kind, text)
+        except ValueError as exc:
+            raise serializers.ValidationError({"default_value": [str(exc)]}) from None
+        if "default" in attrs and _json(attrs["default"]) != _json(value):
+            raise serializers.ValidationError(
+                {"default_value": ["Disagrees with `default`: give one of them, or both alike."]}
+            )
+        if not schema_mod.fragment_errors(fragment or {}):
+            problems = schema_mod.default_errors(kind, fragment or {}, value)
+            if problems:
+                raise serializers.ValidationError({"default_value": problems})
+        attrs["default"] = value
+        return attrs
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 class ParameterUpdateSerializer(ParameterInputSerializer):
@@ -131,7 +188,7 @@ class ConfigInputSerializer(StrictSerializer):
 class ToolInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=64)
     description = serializers.CharField(allow_blank=True, required=False, default="")
-    type = serializers.ChoiceField(choices=ToolType.choices)
+    type = AnyCaseChoiceField(choices=ToolType.choices)
     version = serializers.CharField(max_length=32, required=False)
     tool_metadata = serializers.JSONField(required=False)
     is_active = serializers.BooleanField(required=False)

@@ -48,7 +48,7 @@ class ToolListView(RegistryAPIView):
         reject_unknown(params, ("search", "tool_type", "is_active", "category"))
         filters = {
             "search": params.get("search"),
-            "tool_type": query_choice(params, "tool_type", ToolType.values),
+            "tool_type": query_choice(params, "tool_type", ToolType.values, any_case=True),
             "is_active": query_bool(params, "is_active"),
             "category": params.get("category"),
         }
@@ -146,7 +146,9 @@ class ToolParameterListView(RegistryAPIView):
     )
     def get(self, request, tool_id):
         tool = self.get_tool(tool_id)
-        kind = query_choice(request.query_params, "parameter_type", ParameterKind.values)
+        kind = query_choice(
+            request.query_params, "parameter_type", ParameterKind.values, any_case=True
+        )
         qs = selectors.parameter_list(tool=tool, parameter_type=kind)
         return Response(s.ToolParameterOutputSerializer(qs, many=True).data)
 
@@ -195,10 +197,12 @@ class ToolParameterDetailView(RegistryAPIView):
 
     def _update(self, request, parameter_id, *, partial):
         param = self.get_parameter(parameter_id, action=Action.MANAGE)
-        data = s.ParameterUpdateSerializer(data=request.data, partial=partial)
+        data = s.ParameterUpdateSerializer(
+            data=request.data, partial=partial, context={"parameter": param}
+        )
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        if not partial and "default" not in request.data:
+        if not partial and "default" not in values:
             values.setdefault("has_default", False)
         param = services.parameter_update(actor=request.user, parameter=param, data=values)
         return Response(s.ToolParameterOutputSerializer(param).data)

@@ -4,8 +4,9 @@ A tool entry (in ``tools:``, or a ``type: tool`` document) may carry:
 
 =====================  ===============================================================
 ``name``               required, ``[a-zA-Z0-9_-]{1,64}``
-``type``               tool type (``http``/``database``/``mcp``/``python``); in a single-
-                       tool document the type is ``tool_type`` (``type`` is ``tool``)
+``type``               tool type (``http``/``database``/``mcp``/``python``, any letter
+                       case); in a single-tool document the type is ``tool_type``
+                       (``type`` is ``tool``)
 ``description``,       text
 ``version``
 ``category``,          ``tool_metadata`` keys (``null`` removes one); ``metadata``: other
@@ -53,6 +54,7 @@ from registry.models.mcp import MCP_SERVER_NAME_PATTERN, MCPTransport
 from registry.models.tools import ToolType
 from registry.services import tools as tool_services
 from registry.services.catalog import KEEP_SECRET
+from toolhub.api.serializers import any_case_choice
 
 COMMON_TOOL_KEYS = {
     "name",
@@ -158,7 +160,7 @@ def parse_tool(entry: Entry, parsed: Parsed, *, single: bool) -> ToolSpec | None
     if name is not MISSING and not TOOL_NAME_RE.match(name):
         entry.error("name", "use 1 to 64 characters: letters, digits, '_' or '-'")
     type_key = "tool_type" if single else "type"
-    tool_type = entry.string(type_key)
+    tool_type = any_case_choice(entry.string(type_key), ToolType.values)  # "HTTP" too
     if tool_type is not MISSING and tool_type not in ToolType.values:
         entry.error(type_key, f"must be one of {', '.join(ToolType.values)}")
     fields: dict[str, Any] = {}

@@ -453,6 +453,50 @@ def test_reject_needs_a_reason(gated):
     assert gated["upstream"].requests == []
 
 
+def test_the_owner_at_the_time_of_the_request_may_not_approve_after_the_agent_is_reassigned(
+    gated,
+):
+    """Four eyes binds the requester, the agent's owner then and its owner now."""
+    agent = gated["agents"][0]
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    assert Execution.objects.get(pk=pending["id"]).agent_owner_id == gated["owner"].pk
+    heir = make_user("heir-hana")
+    heir.groups.add(*gated["owner"].groups.all())  # the same approve right on the tool
+    access_services.agent_update(actor=None, agent=agent, data={"owner": heir})
+
+    for person, why in ((gated["owner"], "owned the agent"), (heir, "own the agent")):
+        refused = approval_client(person).post(
+            f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
+        )
+        assert refused.status_code == 403, refused.content
+        assert refused.json()["error"]["code"] == "four_eyes"
+        assert why in refused.json()["error"]["message"]
+    assert Approval.objects.get(pk=approval.pk).status == "pending"
+
+    decided = approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
+    )
+    assert decided.status_code == 200 and decided.json()["status"] == "approved"
+    finished = Execution.objects.get(pk=pending["id"])
+    assert finished.status == "succeeded" and finished.agent_owner_id == gated["owner"].pk
+    assert audit_verify().ok
+
+
+def test_deleting_a_former_owner_of_an_agent_keeps_its_finished_calls(world):
+    done = call(world["clients"][0])
+    assert done.status_code == 200 and done.json()["status"] == "succeeded"
+    heir = make_user("heir-hugo")
+    access_services.agent_update(actor=None, agent=world["agents"][0], data={"owner": heir})
+    access_services.agent_update(actor=None, agent=world["agents"][1], data={"owner": heir})
+
+    world["owner"].delete()  # the finished row lets go of it, as of a deleted principal
+
+    row = Execution.objects.get(pk=done.json()["id"])
+    assert row.status == "succeeded" and row.agent_owner_id is None
+    assert audit_verify().ok
+
+
 def test_agents_in_approver_roles_see_only_their_own_calls(gated):
     """An agent never decides, so other callers' pending arguments are not shown to it."""
     approvers = access_services.role_create(actor=None, name="bot-approvers")

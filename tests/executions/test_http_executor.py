@@ -210,6 +210,30 @@ def test_bearer_token(upstream):
     assert upstream.last.headers["authorization"] == "Bearer tok-1234"
 
 
+@pytest.mark.parametrize(
+    ("credentials", "sent"),
+    [
+        ({"api_key": "seed-key-1234"}, "seed-key-1234"),  # the seed's form
+        ({"bearer_token": "tok-1234"}, "tok-1234"),  # the alias
+        ({"api_key": "seed-key-1234", "bearer_token": "tok-1234"}, "tok-1234"),  # alias wins
+        ({"api_key": "seed-key-1234", "bearer_token": ""}, "seed-key-1234"),  # unset alias
+    ],
+)
+def test_a_bearer_token_auth_sends_the_api_key_config_as_the_seed_says(upstream, credentials, sent):
+    result = call({"base_url": upstream.url + "/echo", "auth_type": "bearer_token", **credentials})
+    assert result.ok, result.error_message
+    assert upstream.last.headers["authorization"] == f"Bearer {sent}"
+    assert "x-api-key" not in upstream.last.headers
+    assert sent not in dump(result)  # the echoed header is redacted like any credential
+
+
+def test_a_bearer_token_auth_without_a_token_names_the_seeds_config(upstream):
+    result = call({"base_url": upstream.url + "/echo", "auth_type": "bearer_token"})
+    assert result.error_type == ErrorType.CONFIG
+    assert "'api_key'" in result.error_message and "'bearer_token'" in result.error_message
+    assert upstream.requests == []
+
+
 def test_api_key_default_and_custom_header(upstream):
     assert call(
         {"base_url": upstream.url + "/echo", "auth_type": "api_key", "api_key": "k-1234"}

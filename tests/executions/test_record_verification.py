@@ -220,6 +220,22 @@ def test_a_refused_calls_arguments_and_a_records_caller_are_covered(calls):
     assert audit_verify().ok
 
 
+def test_the_agents_owner_a_record_names_cannot_be_changed_unnoticed(calls):
+    """Four eyes reads it: moving it to another person would let the owner approve."""
+    from tests.factories import make_user
+
+    assert calls.agent_owner_id == calls.agent.owner_id
+    other = make_user("someone-else")
+    tamper(
+        "UPDATE executions_execution SET agent_owner_id = %s WHERE id = %s", [other.pk, calls.pk]
+    )
+    report = audit_verify()
+    assert not report.ok and "agent_owner_id" in report.problem.message
+    # Cleared, as deleting the user does: allowed.
+    tamper("UPDATE executions_execution SET agent_owner_id = NULL WHERE id = %s", [calls.pk])
+    assert audit_verify().ok
+
+
 def test_records_written_before_content_version_2_still_verify(calls):
     """An event from before version 2 carries a version-1 hash: checked as such."""
     from django.utils import timezone
@@ -238,7 +254,7 @@ def test_records_written_before_content_version_2_still_verify(calls):
     summary = {
         k: v
         for k, v in execution_summary(old).items()
-        if k not in ("content_version", "principal_id", "role_id")
+        if k not in ("content_version", "principal_id", "role_id", "agent_owner_id")
     }
     summary["content_hash"] = execution_content_hash(old, 1)
     audit_record(actor=None, action="execution.succeeded", target=old, after=summary)

@@ -362,3 +362,57 @@ def test_a_message_quoting_a_secret_anywhere_is_redacted_before_it_is_kept():
     assert kept == "y" * 1990 + "[REDACTED]"
     kept = without_secrets(f"{secret} " * 200, forms, 2000)
     assert secret[-12:] not in kept and len(kept) <= 2000 + len("[REDACTED]")
+
+
+# 4. A secret given again under another key (or inside another argument) is a secret too.
+
+
+def _repeated(secret: str) -> list[tuple[str, dict]]:
+    """(refusal, arguments): the secret of ``customer_token`` given again elsewhere."""
+    import base64
+    from urllib.parse import quote
+
+    encoded = base64.b64encode(secret.encode()).decode()
+    return [
+        ("invalid", {"extra": secret}),  # an unknown key
+        ("invalid", {"extra": {"deep": [1, {"x": f"say {secret} twice"}]}}),  # nested, inside text
+        ("invalid", {secret: "value"}),  # as a key
+        ("invalid", {"extra": quote(f"{secret}/+", safe="")}),  # URL-encoded
+        ("invalid", {"extra": encoded}),  # base64
+        ("invalid", {"extra": secret.lower()}),  # re-cased
+        ("invalid", {"note": secret, "account_id": "!"}),  # a known argument, another problem
+        ("rate_limited", {"note": secret}),  # a valid call refused later
+        ("rate_limited", {"note": f"Bearer {secret.upper()}"}),
+    ]
+
+
+@pytest.mark.parametrize("shape", range(9))
+def test_a_secret_given_again_under_another_key_is_not_kept_on_the_refusal(world, caplog, shape):
+    caplog.set_level(logging.DEBUG)
+    secret = canary("again")
+    token = secret + "/+"  # characters a URL encoding changes
+    kind, more = _repeated(token)[shape]
+    arguments = {"account_id": "ACC-1001", "customer_token": token, **more}
+
+    if kind == "rate_limited":
+        limit_services.rate_limit_create(
+            actor=None, tool=world["tool"], scope="agent", max_requests=1, time_window_seconds=60
+        )
+        first = call(
+            world["client"],
+            "account_balance_lookup",
+            {"account_id": "echo", "customer_token": token},
+        )
+        assert first.status_code in (200, 202), first.content
+        response, status = call(world["client"], "account_balance_lookup", arguments), 429
+    else:
+        response, status = call(world["client"], "account_balance_lookup", arguments), 422
+
+    assert response.status_code == status, response.content
+    execution_id = response.json()["error"]["execution_id"]
+    row = Execution.objects.get(pk=execution_id)
+    assert row.status == ("invalid" if kind == "invalid" else "denied")
+    assert row.input_data["account_id"] == arguments["account_id"]  # the rest is kept
+    assert "[REDACTED]" in json.dumps(row.input_data)  # and where the secret was is said
+    leaks = [secret, secret.lower(), secret.upper(), secret[8:]]
+    assert_nowhere(world, caplog, execution_id, leaks, response)

@@ -12,9 +12,13 @@
 
 from __future__ import annotations
 
+import re
 from copy import deepcopy
 
-from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.extensions import (
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.plumbing import ComponentIdentity, ResolvedComponent, build_array_type
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from drf_spectacular.views import SpectacularAPIView
@@ -23,6 +27,38 @@ from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 
 from toolhub.api.pagination import CursorPagination, PageNumberPagination
+from toolhub.api.serializers import AnyCaseChoiceField
+
+# Choices in any letter case
+
+
+def any_case_pattern(choices) -> str:
+    """A pattern (ECMA-262, no flags) matching each of ``choices`` in any letter case."""
+    words = []
+    for choice in choices:
+        letters = []
+        for char in str(choice):
+            pair = {char.lower(), char.upper()}
+            letters.append(f"[{''.join(sorted(pair))}]" if len(pair) > 1 else re.escape(char))
+        words.append("".join(letters))
+    return f"^(?:{'|'.join(words)})$"
+
+
+class AnyCaseChoiceFieldExtension(OpenApiSerializerFieldExtension):
+    """The declared choices, and the same words in any letter case (``HTTP``)."""
+
+    target_class = AnyCaseChoiceField
+
+    def map_serializer_field(self, auto_schema, direction):
+        choices = list(self.target.choices)
+        return {
+            "anyOf": [
+                {"type": "string", "enum": choices},
+                {"type": "string", "pattern": any_case_pattern(choices)},
+            ],
+            "description": f"One of {', '.join(choices)}, in any letter case (stored as listed).",
+        }
+
 
 # Pagination
 

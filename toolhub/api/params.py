@@ -9,6 +9,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from rest_framework.exceptions import ValidationError
 
+from toolhub.api.serializers import any_case_choice
+
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
@@ -94,11 +96,14 @@ def query_bool(params, name: str) -> bool | None:
     raise ValidationError({name: [f"'{raw}' is not a boolean; use true or false."]})
 
 
-def query_choice(params, name: str, choices) -> str | None:
+def query_choice(params, name: str, choices, *, any_case: bool = False) -> str | None:
+    """One of ``choices`` (``any_case``: in any letter case, answered as declared)."""
     raw = params.get(name)
     if raw is None or raw == "":
         return None
     allowed = [c for c in choices]
+    if any_case:
+        raw = any_case_choice(raw, allowed)
     if raw not in allowed:
         raise ValidationError({name: [f"'{raw}' is not one of: {', '.join(allowed)}."]})
     return raw
