@@ -10,9 +10,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
-from executions.services import notify
+from executions.services import integrity, notify
 from executions.services.pipeline import enqueue
-from executions.services.records import audit_execution, input_hash, not_charged
+from executions.services.records import audit_execution, not_charged
 from registry import access
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
@@ -122,9 +122,8 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             )
     with transaction.atomic():
         if approve:
-            # The arguments the approver saw are the ones that run.
-            current = Execution.objects.values_list("input_data", flat=True).get(pk=execution.pk)
-            if input_hash(current) != approval.input_hash:
+            # The arguments the approver saw are the ones that run, and the ones admitted.
+            if _arguments_changed(approval):
                 raise Conflict(
                     "The call's arguments changed after the request; it cannot be approved.",
                     code="arguments_changed",
@@ -174,6 +173,16 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
         notify.notify_done(execution.pk)
         _webhook(execution)
     return approval
+
+
+def _arguments_changed(approval: Approval) -> bool:
+    """Whether the call no longer carries the arguments the approval is bound to, or
+    those its admission event recorded (both can be rewritten in the database)."""
+    current = Execution.objects.get(pk=approval.execution_id)
+    if current.input_hash != approval.input_hash:
+        return True
+    recorded = integrity.admission_record(current.pk)
+    return recorded is None or bool(integrity.admission_mismatch(current, recorded))
 
 
 def approvals_expire(*, now=None) -> int:

@@ -46,6 +46,19 @@ def input_hash(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def arguments_digest(value: Any) -> str:
+    """A hash of stored arguments in the form they have both when written and read back
+    (numbers as jsonb keeps them): ``input_hash`` of a read-back row may differ."""
+    arguments = canonical_json(stored_form(value)) if value is not None else ""
+    return hashlib.sha256(arguments.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sealed_digest(sealed: str) -> str:
+    """A hash of the encrypted secrets a call carries ("" when none): binds them to the
+    call without saying anything about them."""
+    return hashlib.sha256(sealed.encode()).hexdigest() if sealed else ""
+
+
 _COST_FIELD = Execution._meta.get_field("cost")
 COST_SCALE = Decimal(1).scaleb(-_COST_FIELD.decimal_places)
 _COST_LIMIT = Decimal(10) ** (_COST_FIELD.max_digits - _COST_FIELD.decimal_places)
@@ -66,8 +79,10 @@ def cost_of(tool) -> Decimal | None:
 # What an execution event's content_hash covers. Version 2 (events say
 # "content_version": 2) adds the call's request id, client address, timings,
 # sizes, what was asked for and the stored arguments of every record (refusals
-# included). Events written before keep their version-1 hash, checked as such.
-CONTENT_VERSION = 2
+# included). Version 3 adds the claim's bookkeeping (worker, deadline, heartbeat) and
+# the encrypted secrets a finished call still holds (none). Events written before keep
+# the hash of their version, checked as such.
+CONTENT_VERSION = 3
 
 
 def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION) -> str:
@@ -111,11 +126,6 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
         else None,
     }
     if version >= 2:
-        arguments = (
-            canonical_json(stored_form(execution.input_data))
-            if execution.input_data is not None
-            else ""
-        )
         content.update(
             requested_tool=execution.requested_tool,
             tool_type=execution.tool_type,
@@ -126,7 +136,14 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
             chars_in=execution.chars_in,
             chars_out=execution.chars_out,
             output_size=execution.output_size,
-            input_sha256=hashlib.sha256(arguments.encode("utf-8", "surrogatepass")).hexdigest(),
+            input_sha256=arguments_digest(execution.input_data),
+        )
+    if version >= 3:
+        content.update(
+            worker=execution.worker,
+            deadline_at=time_form(execution.deadline_at),
+            heartbeat_at=time_form(execution.heartbeat_at),
+            sealed_sha256=sealed_digest(execution.sealed_secrets),
         )
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
@@ -147,6 +164,10 @@ def execution_summary(execution: Execution) -> dict:
         "attempts": execution.attempts,
         "content_version": CONTENT_VERSION,
         "content_hash": execution_content_hash(execution),
+        # What the call carries, recorded by every event: an open call must still carry
+        # what its admission event recorded (the worker refuses it otherwise).
+        "input_sha256": arguments_digest(execution.input_data),
+        "sealed_sha256": sealed_digest(execution.sealed_secrets),
         # Outside the hash: set to null, legitimately, when the user or role is
         # deleted; otherwise they must still be these (``altered_executions``).
         "principal_id": execution.principal_id,
@@ -194,9 +215,9 @@ def _audit_fields(execution: Execution, action: str, actor) -> dict:
     }
 
 
-def _with_latest_events(ordered, chunk: int):
-    """``ordered`` (a queryset by primary key) in chunks, each with the latest audit event
-    of each of its rows: ``(rows, {target id: (sequence, after)})``."""
+def _with_events(ordered, chunk: int):
+    """``ordered`` (a queryset by primary key) in chunks, each with the audit events of
+    each of its rows, oldest first: ``(rows, {target id: [(sequence, after), ...]})``."""
     from registry.models import AuditEvent
 
     last_pk = None
@@ -214,24 +235,27 @@ def _with_latest_events(ordered, chunk: int):
             .order_by("id")
             .values_list("target_id", "sequence", "after")
         )
-        recorded: dict[str, tuple[int | None, dict]] = {}
+        recorded: dict[str, list[tuple[int | None, dict]]] = {}
         # A plain query, not .iterator(): on PostgreSQL that is a cursor, planned for its
         # first rows, which walked the whole event table in id order for every chunk.
         for target_id, sequence, after in events:
-            recorded[target_id] = (sequence, after or {})
+            recorded.setdefault(target_id, []).append((sequence, after or {}))
         yield rows, recorded
 
 
 def altered_executions(chunk: int = 2000):
-    """Executions that no longer match what their latest audit event recorded: a row
+    """Executions that no longer match what their audit events recorded: a row
     changed behind the services' back (``audit_verify``).
 
     Compared: every execution whose latest event recorded a finished status (also
     one set back to queued or running since), against the event's ``content_hash``;
     a finished execution whose latest event recorded it unfinished is named too;
-    and the stored arguments of an admitted call against its ``input_hash``. Calls
-    still queued or running change without an event (the claim, the attempts); a
-    record whose events retention removed has nothing to be compared with.
+    every execution, open or finished, against what its first event recorded of
+    the call it carries (its arguments, their hash, its encrypted secrets), which
+    no later event may contradict; and a call admitted to wait for approval must
+    still have its approval. Calls still queued or running change without an
+    event (the claim, the attempts); a record whose events retention removed has
+    nothing to be compared with.
 
     Also named: a record with no audit event at all, created after the latest
     retention cut: every call's row is written together with its first event, so
@@ -243,9 +267,11 @@ def altered_executions(chunk: int = 2000):
 
     newest_cut = max(AuditCheckpoint.objects.values_list("removed_before", flat=True), default=None)
     held_from = newest_cut + _RETENTION_MARGIN if newest_cut is not None else None
-    for rows, recorded in _with_latest_events(Execution.objects.order_by("pk"), chunk):
+    for rows, recorded in _with_events(Execution.objects.order_by("pk"), chunk):
+        approved = _with_approval(rows, recorded)
         for execution in rows:
-            if str(execution.pk) not in recorded:
+            history = recorded.get(str(execution.pk))
+            if history is None:
                 if held_from is None or execution.created_at >= held_from:
                     yield Problem(
                         "record_unaudited",
@@ -255,59 +281,142 @@ def altered_executions(chunk: int = 2000):
                         "behind ToolHub's back (every call is recorded with its first event).",
                     )
                 continue
-            sequence, after = recorded[str(execution.pk)]
-            where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
-            named = f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool})"
-            if (
-                execution.status in TERMINAL_STATUSES
-                and after.get("status") not in TERMINAL_STATUSES
-            ):
-                # Every finish is written with its event: this one was not.
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} is {execution.status}, but {where} recorded it "
-                    f"{after.get('status') or 'without a status'}: it was finished behind "
-                    "ToolHub's back.",
-                )
-                continue
-            if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
-                continue
-            moved = [
-                name
-                for name in ("principal_id", "role_id")
-                if getattr(execution, name) is not None
-                and name in after
-                and getattr(execution, name) != after[name]
-            ]
-            if moved:
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} now names another {' and '.join(moved)} than {where} "
-                    "recorded: the record was altered after it was written.",
-                )
-                continue
-            version = after.get("content_version", 1)
-            if execution_content_hash(execution, version) != after["content_hash"]:
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} no longer matches the content hash {where} recorded (it was "
-                    f"{after['status']}, it is {execution.status}): the record was altered "
-                    "after it was written.",
-                )
-            elif _arguments_altered(execution):
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named}: its stored arguments no longer match their hash: they were "
-                    "altered after the call was admitted.",
-                )
+            problem = (
+                _finished_record_problem(execution, *history[-1])
+                or _admission_problem(execution, history)
+                or _approval_problem(execution, history, approved)
+            )
+            if problem is not None:
+                yield problem
+
+
+def _named(execution: Execution) -> str:
+    return f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool})"
+
+
+def _where(sequence: int | None, what: str = "its latest event") -> str:
+    return f"event #{sequence}" if sequence else f"{what} (not sealed yet)"
+
+
+def _finished_record_problem(execution: Execution, sequence: int | None, after: dict):
+    """A finished record that no longer says what its latest event recorded."""
+    from registry.services.audit_chain import Problem
+
+    where, named = _where(sequence), _named(execution)
+    if execution.status in TERMINAL_STATUSES and after.get("status") not in TERMINAL_STATUSES:
+        # Every finish is written with its event: this one was not.
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named} is {execution.status}, but {where} recorded it "
+            f"{after.get('status') or 'without a status'}: it was finished behind "
+            "ToolHub's back.",
+        )
+    if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
+        return None
+    moved = [
+        name
+        for name in ("principal_id", "role_id")
+        if getattr(execution, name) is not None
+        and name in after
+        and getattr(execution, name) != after[name]
+    ]
+    if moved:
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named} now names another {' and '.join(moved)} than {where} "
+            "recorded: the record was altered after it was written.",
+        )
+    version = after.get("content_version", 1)
+    if execution_content_hash(execution, version) != after["content_hash"]:
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named} no longer matches the content hash {where} recorded (it was "
+            f"{after['status']}, it is {execution.status}): the record was altered "
+            "after it was written.",
+        )
+    if _arguments_altered(execution):
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named}: its stored arguments no longer match their hash: they were "
+            "altered after the call was admitted.",
+        )
+    return None
+
+
+# What every event of a call records of the call it carries: never different.
+_CARRIED = ("input_hash", "input_sha256")
+
+
+def _admission_problem(execution: Execution, history: list[tuple[int | None, dict]]):
+    """A record (open or finished) that no longer carries the call its first event
+    recorded, or whose events disagree about that call."""
+    from executions.services.integrity import admission_mismatch
+    from registry.services.audit_chain import Problem
+
+    first_sequence, first = history[0]
+    admitted = _where(first_sequence, "its first event")
+    for sequence, after in history[1:]:
+        differ = [k for k in _CARRIED if k in after and k in first and after[k] != first[k]]
+        if differ:
+            return Problem(
+                "record_altered",
+                sequence,
+                None,
+                f"{_named(execution)}: {_where(sequence)} recorded another "
+                f"{' and '.join(differ)} than {admitted}: the call's arguments were altered "
+                "after it was admitted.",
+            )
+    changed = admission_mismatch(execution, first)
+    if changed:
+        return Problem(
+            "record_altered",
+            first_sequence,
+            None,
+            f"{_named(execution)} ({execution.status}): its {' and '.join(changed)} no longer "
+            f"match what {admitted} recorded: the call was altered after it was admitted.",
+        )
+    return None
+
+
+def _waited_for_approval(history) -> bool:
+    return any(after.get("status") == ExecutionStatus.PENDING_APPROVAL for _, after in history)
+
+
+def _with_approval(rows, recorded) -> set:
+    """The ids of those of ``rows`` that waited for approval and still have their approval."""
+    waited = [r.pk for r in rows if _waited_for_approval(recorded.get(str(r.pk), ()))]
+    if not waited:
+        return set()
+    return set(
+        Approval.objects.filter(execution_id__in=waited).values_list("execution_id", flat=True)
+    )
+
+
+def _approval_problem(execution: Execution, history, approved: set):
+    """A call admitted to wait for approval whose approval record is gone (retention
+    removes an approval only with its call)."""
+    from registry.services.audit_chain import Problem
+
+    if execution.pk in approved or not _waited_for_approval(history):
+        return None
+    sequence = next(
+        s for s, after in history if after.get("status") == ExecutionStatus.PENDING_APPROVAL
+    )
+    return Problem(
+        "record_deleted",
+        sequence,
+        None,
+        f"{_named(execution)} waited for approval ({_where(sequence, 'its first event')}) "
+        "but its approval record is gone: it was deleted behind ToolHub's back.",
+    )
 
 
 # Refusals keep the arguments as received (and may not have parsed): only an admitted
@@ -318,12 +427,12 @@ _REFUSED = (ExecutionStatus.DENIED, ExecutionStatus.INVALID)
 def _arguments_altered(execution: Execution) -> bool:
     if execution.status in _REFUSED or not isinstance(execution.input_data, dict):
         return False
-    if not execution.input_hash or not _round_trips(execution.input_data):
+    if not execution.input_hash or not round_trips(execution.input_data):
         return False
     return input_hash(execution.input_data) != execution.input_hash
 
 
-def _round_trips(value: Any) -> bool:
+def round_trips(value: Any) -> bool:
     """Whether every number in ``value`` reads back as it was hashed (JSONB writes
     1e+20 as 100000000000000000000, which reads back as an int)."""
     stack = [value]
@@ -409,7 +518,7 @@ def altered_approvals(chunk: int = 2000):
     from registry.services.audit_chain import Problem
 
     ordered = Approval.objects.select_related("execution").order_by("pk")
-    for rows, recorded in _with_latest_events(ordered, chunk):
+    for rows, recorded in _with_events(ordered, chunk):
         for approval in rows:
             named = f"Approval {approval.pk} of execution {approval.execution_id}"
             if approval.input_hash != approval.execution.input_hash:
@@ -421,7 +530,7 @@ def altered_approvals(chunk: int = 2000):
                     "input_hash was altered.",
                 )
                 continue
-            sequence, after = recorded.get(str(approval.pk), (None, None))
+            sequence, after = recorded.get(str(approval.pk), [(None, None)])[-1]
             if after is None:
                 if approval.status != ApprovalStatus.PENDING:
                     yield Problem(
