@@ -342,22 +342,55 @@ def test_an_open_call_altered_in_the_database_fails_verification(waiting, tamper
     assert failed.value.returncode == 1 and str(waiting.pk) in str(failed.value)
 
 
+@pytest.mark.parametrize(
+    ("tampering", "named"),
+    [
+        (
+            lambda pk: _rewrite_arguments(pk, {"path": "elsewhere"}, rehash=True),
+            "input_hash and input_data",
+        ),
+        (_forge_sealed, "sealed_secrets"),
+        (
+            lambda pk: tamper(
+                "UPDATE registry_auditevent SET mac = %s WHERE target_id = %s", ["0" * 64, str(pk)]
+            ),
+            "no authentic admission event",
+        ),
+    ],
+    ids=["arguments_rehashed", "sealed_secrets", "admission_not_authentic"],
+)
+def test_a_worker_refuses_a_queued_call_that_no_longer_carries_what_was_admitted(
+    waiting, upstream, tampering, named
+):
+    from executions.services.runner import execution_run
+
+    tamper(
+        "UPDATE executions_execution SET status = 'queued', queued_at = now() WHERE id = %s",
+        [waiting.pk],
+    )
+    tampering(waiting.pk)
+    execution_run(execution_id=waiting.pk)
+    waiting.refresh_from_db()
+    assert waiting.status == "denied" and waiting.error_type == "integrity_error"
+    assert named in waiting.error_message
+    assert upstream.requests == []
+
+
 def test_a_finished_call_whose_arguments_were_rewritten_while_it_waited_fails_verification(
     waiting,
 ):
-    """Its later events (the approval, the finish) hash the rewritten row: the first one,
-    the admission, still says what was asked."""
-    from executions.models import Approval
-    from executions.services.approvals import approval_decide
+    """Its later events (here the worker's refusal) hash the rewritten row: the first
+    one, the admission, still says what was asked."""
     from executions.services.runner import execution_run
-    from tests.factories import make_user
 
     _rewrite_arguments(waiting.pk, {"path": "elsewhere"}, rehash=True)
-    approver = make_user("verify-approver", is_superuser=True)
-    approval_decide(actor=approver, approval=Approval.objects.get(execution=waiting), approve=True)
-    execution_run(execution_id=waiting.pk)  # the task queued on commit
+    tamper(
+        "UPDATE executions_execution SET status = 'queued', queued_at = now() WHERE id = %s",
+        [waiting.pk],
+    )
+    execution_run(execution_id=waiting.pk)
     waiting.refresh_from_db()
-    assert waiting.is_terminal  # refused by the worker, or run: either way named
+    assert waiting.is_terminal
     audit_seal_all(grace=timedelta(0))
     report = audit_verify()
     assert not report.ok and report.problem.kind == "record_altered"
