@@ -14,6 +14,7 @@ from executions.services import integrity, notify
 from executions.services.pipeline import enqueue
 from executions.services.records import audit_execution, not_charged
 from registry import access
+from registry.canonical import time_form
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub.exceptions import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -67,6 +68,7 @@ def _approval_snapshot(approval: Approval) -> dict:
         "decided_by": approval.decided_by_name,
         "reason": approval.reason,
         "input_hash": approval.input_hash,
+        "decided_at": time_form(approval.decided_at),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import Any
@@ -503,7 +503,13 @@ _APPROVAL_FIELDS = {
     "reason": "reason",
     "input_hash": "input_hash",
     "execution_id": "execution_id",
+    "decided_at": "decided_at",
 }
+
+
+def _approval_form(value) -> str:
+    """A field of an approval as its event records it (times as ``time_form``)."""
+    return time_form(value) if isinstance(value, datetime) else str(value or "")
 
 
 def altered_approvals(chunk: int = 2000):
@@ -544,7 +550,8 @@ def altered_approvals(chunk: int = 2000):
             changed = [
                 key
                 for key, field in _APPROVAL_FIELDS.items()
-                if key in after and str(getattr(approval, field) or "") != str(after[key] or "")
+                if key in after
+                and _approval_form(getattr(approval, field)) != str(after[key] or "")
             ]
             if changed:
                 where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
