@@ -115,6 +115,15 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             code="not_pending",
         )
     if approve and approval.status == ApprovalStatus.PENDING:
+        why = _arguments_changed(approval)
+        if why is not None:
+            # Rewritten in the database: what the approver saw is not what was asked.
+            _close_unrunnable(actor, approval, integrity.INTEGRITY_ERROR, why, now)
+            raise Conflict(
+                f"The call's arguments changed after the request; it cannot be approved "
+                f"({why}). It was closed as denied.",
+                code="arguments_changed",
+            )
         unrunnable = _no_longer_allowed(execution, since=approval.requested_at)
         if unrunnable is not None:
             reason_code, why = unrunnable
@@ -124,7 +133,7 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             )
     with transaction.atomic():
         if approve:
-            # The arguments the approver saw are the ones that run, and the ones admitted.
+            # Checked again in the transaction that queues the call.
             if _arguments_changed(approval):
                 raise Conflict(
                     "The call's arguments changed after the request; it cannot be approved.",
@@ -177,14 +186,17 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
     return approval
 
 
-def _arguments_changed(approval: Approval) -> bool:
-    """Whether the call no longer carries the arguments the approval is bound to, or
-    those its admission event recorded (both can be rewritten in the database)."""
+def _arguments_changed(approval: Approval) -> str | None:
+    """Why the call no longer carries the arguments the approval is bound to, or those
+    its admission event recorded (both can be rewritten in the database); None if it does."""
     current = Execution.objects.get(pk=approval.execution_id)
     if current.input_hash != approval.input_hash:
-        return True
+        return "its input_hash is no longer the one the approval is bound to"
     recorded = integrity.admission_record(current.pk)
-    return recorded is None or bool(integrity.admission_mismatch(current, recorded))
+    if recorded is None:
+        return "it has no authentic admission event to check its arguments against"
+    changed = integrity.admission_mismatch(current, recorded)
+    return f"its {' and '.join(changed)} no longer match what was admitted" if changed else None
 
 
 def approvals_expire(*, now=None) -> int:

@@ -108,10 +108,10 @@ def test_arguments_rewritten_while_a_call_waits_for_approval_cannot_be_approved(
     assert shown["execution"]["input_data"]["amount"] == 999999  # what the row now says
     refused = _approve(gated, approval)
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "arguments_changed"
-    assert Execution.objects.get(pk=execution_id).status == "pending_approval"
     assert gated["upstream"].requests == []
-    report = audit_verify()
-    assert not report.ok and execution_id in report.problem.message
+    _refused_and_named(execution_id)  # closed as denied, recorded
+    approval.refresh_from_db()
+    assert approval.status == "cancelled" and "input_hash" in approval.reason
 
 
 def test_a_worker_refuses_an_approved_call_whose_arguments_were_rewritten_in_the_database(
