@@ -2,7 +2,9 @@
 
 ``execution_run`` is idempotent: it claims the row with a conditional UPDATE
 (``queued → running``) and does nothing when the claim fails, so a duplicate
-or redelivered task for a running or finished execution is harmless.
+or redelivered task for a running or finished execution is harmless. It runs
+only a row that still carries the call its admission event recorded
+(``integrity``): one rewritten in the database ends ``denied`` (``integrity_error``).
 ``executions_reap`` ends executions a dead worker left ``running`` and
 re-queues admitted ones whose task was lost before it started.
 """
