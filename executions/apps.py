@@ -32,8 +32,10 @@ class ExecutionsConfig(AppConfig):
 
         # audit_verify compares each finished execution with its latest event's hash
         # (and finds records written without one), finds deleted records, and
-        # compares each decided approval with its latest event.
-        from executions.services.records import (
+        # compares each decided approval with its latest event, and each stored output
+        # artifact with the digest its record holds.
+        from executions.services.integrity import altered_artifacts
+        from executions.services.verification import (
             altered_approvals,
             altered_executions,
             deleted_executions,
@@ -43,6 +45,7 @@ class ExecutionsConfig(AppConfig):
         record_check_register(altered_executions)
         record_check_register(deleted_executions)
         record_check_register(altered_approvals)
+        record_check_register(altered_artifacts)
 
         load_python_tool_modules(settings.TOOLHUB_PYTHON_TOOL_MODULES)
 

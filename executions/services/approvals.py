@@ -10,10 +10,11 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
-from executions.services import notify
+from executions.services import integrity, notify
 from executions.services.pipeline import enqueue
-from executions.services.records import audit_execution, input_hash, not_charged
+from executions.services.records import audit_execution, not_charged
 from registry import access
+from registry.canonical import time_form
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub.exceptions import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -69,6 +70,7 @@ def _approval_snapshot(approval: Approval) -> dict:
         "decided_by": approval.decided_by_name,
         "reason": approval.reason,
         "input_hash": approval.input_hash,
+        "decided_at": time_form(approval.decided_at),
     }
 
 
@@ -115,6 +117,15 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             code="not_pending",
         )
     if approve and approval.status == ApprovalStatus.PENDING:
+        why = _arguments_changed(approval)
+        if why is not None:
+            # Rewritten in the database: what the approver saw is not what was asked.
+            _close_unrunnable(actor, approval, integrity.INTEGRITY_ERROR, why, now)
+            raise Conflict(
+                f"The call's arguments changed after the request; it cannot be approved "
+                f"({why}). It was closed as denied.",
+                code="arguments_changed",
+            )
         unrunnable = _no_longer_allowed(execution, since=approval.requested_at)
         if unrunnable is not None:
             reason_code, why = unrunnable
@@ -124,9 +135,8 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             )
     with transaction.atomic():
         if approve:
-            # The arguments the approver saw are the ones that run.
-            current = Execution.objects.values_list("input_data", flat=True).get(pk=execution.pk)
-            if input_hash(current) != approval.input_hash:
+            # Checked again in the transaction that queues the call.
+            if _arguments_changed(approval):
                 raise Conflict(
                     "The call's arguments changed after the request; it cannot be approved.",
                     code="arguments_changed",
@@ -176,6 +186,19 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
         notify.notify_done(execution.pk)
         _webhook(execution)
     return approval
+
+
+def _arguments_changed(approval: Approval) -> str | None:
+    """Why the call no longer carries the arguments the approval is bound to, or those
+    its admission event recorded (both can be rewritten in the database); None if it does."""
+    current = Execution.objects.get(pk=approval.execution_id)
+    if current.input_hash != approval.input_hash:
+        return "its input_hash is no longer the one the approval is bound to"
+    recorded = integrity.admission_record(current.pk)
+    if recorded is None:
+        return "it has no authentic admission event to check its arguments against"
+    changed = integrity.admission_mismatch(current, recorded)
+    return f"its {' and '.join(changed)} no longer match what was admitted" if changed else None
 
 
 def approvals_expire(*, now=None) -> int:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
-import uuid
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from functools import partial
@@ -14,11 +12,7 @@ from django.db import transaction
 from django.db.models import Case, DecimalField, Value, When
 
 from executions.models import (
-    TERMINAL_STATUSES,
-    Approval,
-    ApprovalStatus,
     Execution,
-    ExecutionStatus,
 )
 from registry.canonical import address_form, canonical_json, stored_form, time_form
 from registry.services.audit import ROWS as AUDIT_ROWS
@@ -27,7 +21,7 @@ from toolhub.metrics import record_execution
 
 # A row and its first audit event are written in one statement, microseconds apart:
 # retention's cut is only trusted this far from either side (audit_verify's checks).
-_RETENTION_MARGIN = timedelta(seconds=1)
+RETENTION_MARGIN = timedelta(seconds=1)
 
 
 def not_charged() -> Case:
@@ -44,6 +38,19 @@ def not_charged() -> Case:
 
 def input_hash(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def arguments_digest(value: Any) -> str:
+    """A hash of stored arguments in the form they have both when written and read back
+    (numbers as jsonb keeps them): ``input_hash`` of a read-back row may differ."""
+    arguments = canonical_json(stored_form(value)) if value is not None else ""
+    return hashlib.sha256(arguments.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sealed_digest(sealed: str) -> str:
+    """A hash of the encrypted secrets a call carries ("" when none): binds them to the
+    call without saying anything about them."""
+    return hashlib.sha256(sealed.encode()).hexdigest() if sealed else ""
 
 
 _COST_FIELD = Execution._meta.get_field("cost")
@@ -66,8 +73,10 @@ def cost_of(tool) -> Decimal | None:
 # What an execution event's content_hash covers. Version 2 (events say
 # "content_version": 2) adds the call's request id, client address, timings,
 # sizes, what was asked for and the stored arguments of every record (refusals
-# included). Events written before keep their version-1 hash, checked as such.
-CONTENT_VERSION = 2
+# included). Version 3 adds the claim's bookkeeping (worker, deadline, heartbeat) and
+# the encrypted secrets a finished call still holds (none). Events written before keep
+# the hash of their version, checked as such.
+CONTENT_VERSION = 3
 
 
 def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION) -> str:
@@ -111,11 +120,6 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
         else None,
     }
     if version >= 2:
-        arguments = (
-            canonical_json(stored_form(execution.input_data))
-            if execution.input_data is not None
-            else ""
-        )
         content.update(
             requested_tool=execution.requested_tool,
             tool_type=execution.tool_type,
@@ -126,7 +130,14 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
             chars_in=execution.chars_in,
             chars_out=execution.chars_out,
             output_size=execution.output_size,
-            input_sha256=hashlib.sha256(arguments.encode("utf-8", "surrogatepass")).hexdigest(),
+            input_sha256=arguments_digest(execution.input_data),
+        )
+    if version >= 3:
+        content.update(
+            worker=execution.worker,
+            deadline_at=time_form(execution.deadline_at),
+            heartbeat_at=time_form(execution.heartbeat_at),
+            sealed_sha256=sealed_digest(execution.sealed_secrets),
         )
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
@@ -147,6 +158,10 @@ def execution_summary(execution: Execution) -> dict:
         "attempts": execution.attempts,
         "content_version": CONTENT_VERSION,
         "content_hash": execution_content_hash(execution),
+        # What the call carries, recorded by every event: an open call must still carry
+        # what its admission event recorded (the worker refuses it otherwise).
+        "input_sha256": arguments_digest(execution.input_data),
+        "sealed_sha256": sealed_digest(execution.sealed_secrets),
         # Outside the hash: set to null, legitimately, when the user or role is
         # deleted; otherwise they must still be these (``altered_executions``).
         "principal_id": execution.principal_id,
@@ -195,136 +210,7 @@ def _audit_fields(execution: Execution, action: str, actor) -> dict:
     }
 
 
-def _with_latest_events(ordered, chunk: int):
-    """``ordered`` (a queryset by primary key) in chunks, each with the latest audit event
-    of each of its rows: ``(rows, {target id: (sequence, after)})``."""
-    from registry.models import AuditEvent
-
-    last_pk = None
-    while True:
-        page = ordered if last_pk is None else ordered.filter(pk__gt=last_pk)
-        rows = list(page[:chunk])
-        if not rows:
-            return
-        last_pk = rows[-1].pk
-        events = (
-            AuditEvent.objects.filter(
-                target_type=ordered.model._meta.label_lower,
-                target_id__in=[str(r.pk) for r in rows],
-            )
-            .order_by("id")
-            .values_list("target_id", "sequence", "after")
-        )
-        recorded: dict[str, tuple[int | None, dict]] = {}
-        # A plain query, not .iterator(): on PostgreSQL that is a cursor, planned for its
-        # first rows, which walked the whole event table in id order for every chunk.
-        for target_id, sequence, after in events:
-            recorded[target_id] = (sequence, after or {})
-        yield rows, recorded
-
-
-def altered_executions(chunk: int = 2000):
-    """Executions that no longer match what their latest audit event recorded: a row
-    changed behind the services' back (``audit_verify``).
-
-    Compared: every execution whose latest event recorded a finished status (also
-    one set back to queued or running since), against the event's ``content_hash``;
-    a finished execution whose latest event recorded it unfinished is named too;
-    and the stored arguments of an admitted call against its ``input_hash``. Calls
-    still queued or running change without an event (the claim, the attempts); a
-    record whose events retention removed has nothing to be compared with.
-
-    Also named: a record with no audit event at all, created after the latest
-    retention cut: every call's row is written together with its first event, so
-    it was written behind the services' back. (Retention may have removed the
-    first event of an older call that was still open at the cut.)
-    """
-    from registry.models import AuditCheckpoint
-    from registry.services.audit_chain import Problem
-
-    newest_cut = max(AuditCheckpoint.objects.values_list("removed_before", flat=True), default=None)
-    held_from = newest_cut + _RETENTION_MARGIN if newest_cut is not None else None
-    for rows, recorded in _with_latest_events(Execution.objects.order_by("pk"), chunk):
-        for execution in rows:
-            if str(execution.pk) not in recorded:
-                if held_from is None or execution.created_at >= held_from:
-                    yield Problem(
-                        "record_unaudited",
-                        None,
-                        None,
-                        f"Execution {execution.pk} has no audit event: its record was written "
-                        "behind ToolHub's back (every call is recorded with its first event).",
-                    )
-                continue
-            sequence, after = recorded[str(execution.pk)]
-            where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
-            named = f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool})"
-            if (
-                execution.status in TERMINAL_STATUSES
-                and after.get("status") not in TERMINAL_STATUSES
-            ):
-                # Every finish is written with its event: this one was not.
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} is {execution.status}, but {where} recorded it "
-                    f"{after.get('status') or 'without a status'}: it was finished behind "
-                    "ToolHub's back.",
-                )
-                continue
-            if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
-                continue
-            moved = [
-                name
-                for name in ("principal_id", "role_id", "agent_owner_id")
-                if getattr(execution, name) is not None
-                and name in after
-                and getattr(execution, name) != after[name]
-            ]
-            if moved:
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} now names another {' and '.join(moved)} than {where} "
-                    "recorded: the record was altered after it was written.",
-                )
-                continue
-            version = after.get("content_version", 1)
-            if execution_content_hash(execution, version) != after["content_hash"]:
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} no longer matches the content hash {where} recorded (it was "
-                    f"{after['status']}, it is {execution.status}): the record was altered "
-                    "after it was written.",
-                )
-            elif _arguments_altered(execution):
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named}: its stored arguments no longer match their hash: they were "
-                    "altered after the call was admitted.",
-                )
-
-
-# Refusals keep the arguments as received (and may not have parsed): only an admitted
-# call's stored arguments are exactly what its input_hash was computed from.
-_REFUSED = (ExecutionStatus.DENIED, ExecutionStatus.INVALID)
-
-
-def _arguments_altered(execution: Execution) -> bool:
-    if execution.status in _REFUSED or not isinstance(execution.input_data, dict):
-        return False
-    if not execution.input_hash or not _round_trips(execution.input_data):
-        return False
-    return input_hash(execution.input_data) != execution.input_hash
-
-
-def _round_trips(value: Any) -> bool:
+def round_trips(value: Any) -> bool:
     """Whether every number in ``value`` reads back as it was hashed (JSONB writes
     1e+20 as 100000000000000000000, which reads back as an int)."""
     stack = [value]
@@ -339,111 +225,3 @@ def _round_trips(value: Any) -> bool:
         elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**15:
             return False
     return True
-
-
-def deleted_executions(chunk: int = 2000):
-    """Execution records deleted behind the services' back (``audit_verify``): an
-    execution the audit log has an event of after the latest retention run, but
-    no row. Retention removes only calls finished before it runs, and nothing
-    else ToolHub does removes a record (its foreign keys protect it or are set to
-    null). A call whose events all predate that run may have gone with retention;
-    the retention export holds those.
-
-    One pass over the event index in target order, checked in chunks.
-    """
-    from registry.models import AuditCheckpoint, AuditEvent
-    from registry.services.audit_chain import Problem
-
-    events = AuditEvent.objects.filter(target_type="executions.execution")
-    last_run = max(AuditCheckpoint.objects.values_list("created_at", flat=True), default=None)
-    if last_run is not None:
-        events = events.filter(occurred_at__gt=last_run + _RETENTION_MARGIN)
-    mentioned = (
-        events.order_by("target_id").values_list("target_id", flat=True).distinct()
-    ).iterator(chunk_size=chunk)
-    while batch := list(itertools.islice(mentioned, chunk)):
-        wanted: dict[str, uuid.UUID | None] = {}
-        for target_id in batch:
-            try:
-                wanted[target_id] = uuid.UUID(target_id)
-            except ValueError:  # no execution could have this id
-                wanted[target_id] = None
-        ids = [pk for pk in wanted.values() if pk is not None]
-        found = set(Execution.objects.filter(pk__in=ids).values_list("pk", flat=True))
-        for target_id, pk in wanted.items():
-            if pk in found:
-                continue
-            event = events.filter(target_id=target_id).order_by("id").first()
-            if event is None:  # its events went while this ran (retention)
-                continue
-            yield Problem(
-                "record_deleted",
-                event.sequence,
-                event.pk,
-                f"Execution {target_id} is in the audit log (event id {event.pk}, "
-                f"{event.action}) but its record is gone: it was deleted behind ToolHub's "
-                "back (retention removes only calls finished before it runs).",
-            )
-
-
-# What an approval's decision event records, as the row's fields: an edit of any of
-# them behind the services' back (who decided, why, the outcome, the arguments it
-# was bound to) makes the row disagree with its latest event.
-_APPROVAL_FIELDS = {
-    "status": "status",
-    "decided_by": "decided_by_name",
-    "reason": "reason",
-    "input_hash": "input_hash",
-    "execution_id": "execution_id",
-}
-
-
-def altered_approvals(chunk: int = 2000):
-    """Approvals that no longer say what their latest audit event recorded, or that no
-    longer bind the arguments of their call (``audit_verify``).
-
-    Every decision and every close (approved, rejected, expired, cancelled) writes
-    an event with the approval's state; a pending approval has none yet, but its
-    ``input_hash`` must still be its call's (a changed hash would let a person
-    approve other arguments than the call carries).
-    """
-    from registry.services.audit_chain import Problem
-
-    ordered = Approval.objects.select_related("execution").order_by("pk")
-    for rows, recorded in _with_latest_events(ordered, chunk):
-        for approval in rows:
-            named = f"Approval {approval.pk} of execution {approval.execution_id}"
-            if approval.input_hash != approval.execution.input_hash:
-                yield Problem(
-                    "record_altered",
-                    None,
-                    None,
-                    f"{named} is bound to other arguments than its call carries: its "
-                    "input_hash was altered.",
-                )
-                continue
-            sequence, after = recorded.get(str(approval.pk), (None, None))
-            if after is None:
-                if approval.status != ApprovalStatus.PENDING:
-                    yield Problem(
-                        "record_unaudited",
-                        None,
-                        None,
-                        f"{named} is {approval.status} but no event records its decision: "
-                        "it was decided behind ToolHub's back.",
-                    )
-                continue
-            changed = [
-                key
-                for key, field in _APPROVAL_FIELDS.items()
-                if key in after and str(getattr(approval, field) or "") != str(after[key] or "")
-            ]
-            if changed:
-                where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} no longer matches {where} ({', '.join(changed)} changed): "
-                    "the record was altered after it was decided.",
-                )

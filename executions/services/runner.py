@@ -2,7 +2,9 @@
 
 ``execution_run`` is idempotent: it claims the row with a conditional UPDATE
 (``queued → running``) and does nothing when the claim fails, so a duplicate
-or redelivered task for a running or finished execution is harmless.
+or redelivered task for a running or finished execution is harmless. It runs
+only a row that still carries the call its admission event recorded
+(``integrity``): one rewritten in the database ends ``denied`` (``integrity_error``).
 ``executions_reap`` ends executions a dead worker left ``running`` and
 re-queues admitted ones whose task was lost before it started.
 """
@@ -32,7 +34,7 @@ from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text, secret_parts, with_encoded_forms
-from executions.services import notify
+from executions.services import integrity, notify
 from executions.services.governance import store_result
 from executions.services.pipeline import enqueue, total_budget_seconds
 from executions.services.records import (
@@ -270,6 +272,11 @@ def execution_run(*, execution_id) -> Execution | None:
         return _deny_queued(
             row, "agent_inactive", "The agent (or its owner) was deactivated before the call ran."
         )
+    # What runs is this row as read: it must still be the call that was admitted.
+    tampered = integrity.claim_refusal(row)
+    if tampered is not None:
+        logger.error("execution %s refused: %s", execution_id, tampered)
+        return _deny_queued(row, integrity.INTEGRITY_ERROR, tampered)
     slots = take_slots(row, tool)
     if slots is None:
         return _wait_for_slot(row, tool)
@@ -280,6 +287,9 @@ def execution_run(*, execution_id) -> Execution | None:
             started_at=row.started_at,
             deadline_at=row.deadline_at,
             worker=row.worker,
+            # As read: a beat another task wrote meanwhile would differ from the row
+            # the finish event hashes (content version 3).
+            heartbeat_at=row.heartbeat_at,
         )
         if not claimed:
             logger.info("execution %s no longer queued: nothing to do", execution_id)

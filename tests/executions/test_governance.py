@@ -889,6 +889,7 @@ def decided(gated):
         ("approved", "status", "pending"),  # set back, to be decided again
         ("pending", "input_hash", "0" * 64),  # would bind other arguments
         ("pending", "status", "approved"),  # decided without any event
+        ("rejected", "decided_at", "2020-01-01T00:00:00Z"),  # when it was decided
     ],
 )
 def test_an_approval_edited_behind_toolhubs_back_fails_verification(decided, which, column, value):

@@ -56,6 +56,11 @@ def calls(upstream, allow_loopback, eager_tasks):
         ("tool_type", "database"),
         ("queued_at", "2020-01-01T00:00:00Z"),
         ("output_size", "5"),
+        # Covered since content_version 3: the claim's bookkeeping.
+        ("worker", "another-host"),
+        ("deadline_at", "2020-01-01T00:00:00Z"),
+        ("heartbeat_at", "2020-01-01T00:00:00Z"),
+        ("sealed_secrets", "gAAAAABforged"),
     ],
 )
 def test_an_edited_finished_execution_fails_verification(calls, column, value):
@@ -266,3 +271,180 @@ def test_records_written_before_content_version_2_still_verify(calls):
     # ...but the fields it covered still are.
     tamper("UPDATE executions_execution SET error_message = 'x' WHERE id = %s", [old.pk])
     assert not audit_verify().ok
+
+
+# Open calls stay bound to what their admission event recorded.
+
+
+@pytest.fixture
+def waiting(upstream, allow_loopback, eager_tasks):
+    """A call waiting for approval, its record and its approval verified intact."""
+    from registry.services import tools as tool_services
+
+    caller = echo_caller(upstream, "waiting", "echo_waiting")
+    tool_services.tool_update(actor=None, tool=caller["tool"], data={"requires_approval": True})
+    pending = execution_request(
+        user=caller["agent"].user, tool_ref="echo_waiting", arguments={"path": "echo"}
+    )
+    assert pending.status == "pending_approval"
+    audit_seal_all(grace=timedelta(0))
+    report = audit_verify()
+    assert report.ok, report.problem
+    return pending
+
+
+def _rewrite_arguments(pk, arguments: dict, *, rehash: bool) -> None:
+    """Rewrite a call's arguments in SQL; with ``rehash``, its and its approval's
+    input_hash to match, so the approver sees (and the approval binds) the new ones."""
+    from executions.services.records import input_hash
+
+    tamper(
+        "UPDATE executions_execution SET input_data = %s WHERE id = %s",
+        [json.dumps(arguments), pk],
+    )
+    if rehash:
+        digest = input_hash(arguments)
+        tamper("UPDATE executions_execution SET input_hash = %s WHERE id = %s", [digest, pk])
+        tamper(
+            "UPDATE executions_approval SET input_hash = %s WHERE execution_id = %s", [digest, pk]
+        )
+
+
+def _forge_sealed(pk) -> None:
+    from registry import crypto
+
+    sealed = crypto.encrypt_json({"api_key": "someone-elses"})
+    tamper("UPDATE executions_execution SET sealed_secrets = %s WHERE id = %s", [sealed, pk])
+
+
+@pytest.mark.parametrize(
+    ("tampering", "kind", "named"),
+    [
+        (
+            lambda pk: _rewrite_arguments(pk, {"path": "elsewhere"}, rehash=False),
+            "record_altered",
+            "input_data",
+        ),
+        (
+            lambda pk: _rewrite_arguments(pk, {"path": "elsewhere"}, rehash=True),
+            "record_altered",
+            "input_hash and input_data",
+        ),
+        (
+            lambda pk: tamper(
+                "UPDATE executions_execution SET input_hash = %s WHERE id = %s", ["0" * 64, pk]
+            ),
+            "record_altered",
+            "input_hash",
+        ),
+        (_forge_sealed, "record_altered", "sealed_secrets"),
+        (
+            lambda pk: tamper("DELETE FROM executions_approval WHERE execution_id = %s", [pk]),
+            "record_deleted",
+            "approval record is gone",
+        ),
+    ],
+    ids=["input_data_alone", "arguments_rehashed", "input_hash", "sealed_secrets", "approval"],
+)
+def test_an_open_call_altered_in_the_database_fails_verification(waiting, tampering, kind, named):
+    tampering(waiting.pk)
+    report = audit_verify()
+    assert not report.ok
+    assert report.problem.kind == kind
+    assert str(waiting.pk) in report.problem.message and named in report.problem.message
+
+    with pytest.raises(CommandError) as failed:
+        call_command("audit_verify", stdout=io.StringIO())
+    assert failed.value.returncode == 1 and str(waiting.pk) in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("tampering", "named"),
+    [
+        (
+            lambda pk: _rewrite_arguments(pk, {"path": "elsewhere"}, rehash=True),
+            "input_hash and input_data",
+        ),
+        (_forge_sealed, "sealed_secrets"),
+        (
+            lambda pk: tamper(
+                "UPDATE registry_auditevent SET mac = %s WHERE target_id = %s", ["0" * 64, str(pk)]
+            ),
+            "no authentic admission event",
+        ),
+    ],
+    ids=["arguments_rehashed", "sealed_secrets", "admission_not_authentic"],
+)
+def test_a_worker_refuses_a_queued_call_that_no_longer_carries_what_was_admitted(
+    waiting, upstream, tampering, named
+):
+    from executions.services.runner import execution_run
+
+    tamper(
+        "UPDATE executions_execution SET status = 'queued', queued_at = now() WHERE id = %s",
+        [waiting.pk],
+    )
+    tampering(waiting.pk)
+    execution_run(execution_id=waiting.pk)
+    waiting.refresh_from_db()
+    assert waiting.status == "denied" and waiting.error_type == "integrity_error"
+    assert named in waiting.error_message
+    assert upstream.requests == []
+
+
+def test_a_finished_call_whose_arguments_were_rewritten_while_it_waited_fails_verification(
+    waiting,
+):
+    """Its later events (here the worker's refusal) hash the rewritten row: the first
+    one, the admission, still says what was asked."""
+    from executions.services.runner import execution_run
+
+    _rewrite_arguments(waiting.pk, {"path": "elsewhere"}, rehash=True)
+    tamper(
+        "UPDATE executions_execution SET status = 'queued', queued_at = now() WHERE id = %s",
+        [waiting.pk],
+    )
+    execution_run(execution_id=waiting.pk)
+    waiting.refresh_from_db()
+    assert waiting.is_terminal
+    audit_seal_all(grace=timedelta(0))
+    report = audit_verify()
+    assert not report.ok and report.problem.kind == "record_altered"
+    assert str(waiting.pk) in report.problem.message and "admitted" in report.problem.message
+
+
+@pytest.fixture
+def artifact(upstream, allow_loopback, eager_tasks):
+    """A finished call whose output was kept as an artifact."""
+    from django.core.files.storage import default_storage
+
+    from registry.services import tools as tool_services
+
+    caller = echo_caller(upstream, "artifact", "echo_artifact")
+    tool = caller["tool"]
+    tool_services.tool_update(actor=None, tool=tool, data={"max_response_bytes": 1024})
+    tool_services.config_set(
+        actor=None, tool=tool, config_key="query_params", config_value={"size": "5000"}
+    )
+    done = execution_request(
+        user=caller["agent"].user, tool_ref="echo_artifact", arguments={"path": "large"}, wait=True
+    )
+    assert done.status == "succeeded" and done.output_artifact
+    assert audit_verify().ok
+    return default_storage.path(done.output_artifact), done
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda path: open(path, "r+b").write(b"X"), "no longer matches the digest"),
+        (lambda path: __import__("os").remove(path), "is gone"),
+    ],
+    ids=["edited", "deleted"],
+)
+def test_an_output_artifact_altered_on_disk_fails_verification(artifact, edit, named):
+    path, done = artifact
+    edit(path)
+    report = audit_verify()
+    assert not report.ok and report.problem.kind == "record_altered"
+    assert str(done.pk) in report.problem.message and named in report.problem.message

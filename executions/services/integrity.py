@@ -1,0 +1,139 @@
+"""An open call stays bound to what its admission event recorded.
+
+Every execution event records what the call carries: ``input_hash`` (the
+column approvals and the result cache use), ``input_sha256`` (its stored
+arguments, in the form they read back) and ``sealed_sha256`` (its encrypted
+secrets). Those never change while a call waits or runs, so a row whose
+arguments no longer match its admission event was rewritten in the database:
+the worker refuses to run it (``integrity_error``) and ``audit_verify`` names
+it. The event itself is authenticated (its MAC) and chained, so it cannot be
+rewritten to match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.core.files.storage import default_storage
+
+from executions.models import Execution, ExecutionStatus
+from executions.services.records import (
+    arguments_digest,
+    input_hash,
+    round_trips,
+    sealed_digest,
+)
+
+INTEGRITY_ERROR = "integrity_error"
+_EXECUTION = "executions.execution"
+# Refusals keep the arguments as received: only an admitted call's stored arguments
+# are exactly what its input_hash was computed from.
+_REFUSED = (ExecutionStatus.DENIED, ExecutionStatus.INVALID)
+
+
+def admission_mismatch(execution: Execution, recorded: dict) -> list[str]:
+    """The columns of ``execution`` that no longer say what ``recorded`` (the ``after``
+    of its admission event) recorded; empty when it still carries the same call."""
+    changed = []
+    if "input_hash" in recorded and execution.input_hash != (recorded["input_hash"] or ""):
+        changed.append("input_hash")
+    if _arguments_differ(execution, recorded):
+        changed.append("input_data")
+    if (
+        not execution.is_terminal  # a finished call's secrets are wiped (its content hash)
+        and "sealed_sha256" in recorded
+        and sealed_digest(execution.sealed_secrets) != recorded["sealed_sha256"]
+    ):
+        changed.append("sealed_secrets")
+    return changed
+
+
+def _arguments_differ(execution: Execution, recorded: dict) -> bool:
+    if (
+        "input_sha256" in recorded
+        and arguments_digest(execution.input_data) != (recorded["input_sha256"])
+    ):
+        return True
+    # The exact hash also tells 10 from "10" (the stored form does not), where the
+    # arguments read back exactly as they were hashed.
+    data = execution.input_data
+    return (
+        execution.status not in _REFUSED
+        and isinstance(data, dict)
+        and bool(recorded.get("input_hash"))
+        and round_trips(data)
+        and input_hash(data) != recorded["input_hash"]
+    )
+
+
+def admission_record(execution_id) -> dict | None:
+    """What the first authentic event of the call recorded (its admission, unless
+    retention removed that one); None when there is none."""
+    from registry.models import AuditEvent
+    from registry.services.audit_auth import MAC_FIELDS, mac_valid, signing_keys
+
+    events = (
+        AuditEvent.objects.filter(target_type=_EXECUTION, target_id=str(execution_id))
+        .order_by("id")
+        .values("id", "mac", *MAC_FIELDS)
+    )
+    keyed = bool(signing_keys())
+    for row in events:
+        if not keyed or mac_valid(row):  # a row inserted behind ToolHub's back never binds
+            return row["after"] or {}
+    return None
+
+
+def claim_refusal(execution: Execution) -> str | None:
+    """Why a worker must not run ``execution`` as read (None: it carries what was admitted)."""
+    recorded = admission_record(execution.pk)
+    if recorded is None:
+        return (
+            "The call has no authentic admission event to check its arguments against; "
+            "it was not run."
+        )
+    changed = admission_mismatch(execution, recorded)
+    if changed:
+        return (
+            f"The call's {' and '.join(changed)} no longer match what its admission event "
+            "recorded: it was altered in the database after it was admitted, and was not run."
+        )
+    return None
+
+
+def altered_artifacts(chunk: int = 500):
+    """Finished calls whose output artifact is gone or no longer has the digest the
+    record holds (``output_data.sha256``, covered by the record's content hash)."""
+    from registry.services.audit_chain import Problem
+
+    rows = (
+        Execution.objects.exclude(output_artifact="")
+        .order_by("pk")
+        .values_list("pk", "output_artifact", "output_data")
+    )
+    for pk, name, output in rows.iterator(chunk_size=chunk):
+        recorded = (output or {}).get("sha256") if isinstance(output, dict) else None
+        if not recorded:
+            continue
+        problem = _artifact_problem(name, recorded)
+        if problem:
+            yield Problem(
+                "record_altered",
+                None,
+                None,
+                f"Execution {pk}: its output artifact {name} {problem}.",
+            )
+
+
+def _artifact_problem(name: str, recorded: str) -> str | None:
+    try:
+        handle = default_storage.open(name, "rb")
+    except (FileNotFoundError, OSError):
+        return "is gone (deleted behind ToolHub's back)"
+    digest = hashlib.sha256()
+    with handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != recorded:
+        return "no longer matches the digest recorded with the call: it was altered or replaced"
+    return None

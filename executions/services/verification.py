@@ -1,0 +1,361 @@
+"""What ``audit_verify`` checks of the execution records: each row against its events.
+
+Finished rows against the content hash their latest event recorded, open and
+finished rows against their admission event (``integrity``), rows the log has
+events of but that are gone, rows written without an event, and approvals
+against their decision events. Registered as record checks of the audit chain
+by ``ExecutionsConfig.ready()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from datetime import datetime
+
+from executions.models import (
+    TERMINAL_STATUSES,
+    Approval,
+    ApprovalStatus,
+    Execution,
+    ExecutionStatus,
+)
+from executions.services.integrity import admission_mismatch
+from executions.services.records import (
+    RETENTION_MARGIN,
+    execution_content_hash,
+    input_hash,
+    round_trips,
+)
+from registry.canonical import time_form
+
+
+def _with_events(ordered, chunk: int):
+    """``ordered`` (a queryset by primary key) in chunks, each with the audit events of
+    each of its rows, oldest first: ``(rows, {target id: [(sequence, after), ...]})``."""
+    from registry.models import AuditEvent
+
+    last_pk = None
+    while True:
+        page = ordered if last_pk is None else ordered.filter(pk__gt=last_pk)
+        rows = list(page[:chunk])
+        if not rows:
+            return
+        last_pk = rows[-1].pk
+        events = (
+            AuditEvent.objects.filter(
+                target_type=ordered.model._meta.label_lower,
+                target_id__in=[str(r.pk) for r in rows],
+            )
+            .order_by("id")
+            .values_list("target_id", "sequence", "after")
+        )
+        recorded: dict[str, list[tuple[int | None, dict]]] = {}
+        # A plain query, not .iterator(): on PostgreSQL that is a cursor, planned for its
+        # first rows, which walked the whole event table in id order for every chunk.
+        for target_id, sequence, after in events:
+            recorded.setdefault(target_id, []).append((sequence, after or {}))
+        yield rows, recorded
+
+
+def altered_executions(chunk: int = 2000):
+    """Executions that no longer match what their audit events recorded: a row
+    changed behind the services' back (``audit_verify``).
+
+    Compared: every execution whose latest event recorded a finished status (also
+    one set back to queued or running since), against the event's ``content_hash``;
+    a finished execution whose latest event recorded it unfinished is named too;
+    every execution, open or finished, against what its first event recorded of
+    the call it carries (its arguments, their hash, its encrypted secrets), which
+    no later event may contradict; and a call admitted to wait for approval must
+    still have its approval. Calls still queued or running change without an
+    event (the claim, the attempts); a record whose events retention removed has
+    nothing to be compared with.
+
+    Also named: a record with no audit event at all, created after the latest
+    retention cut: every call's row is written together with its first event, so
+    it was written behind the services' back. (Retention may have removed the
+    first event of an older call that was still open at the cut.)
+    """
+    from registry.models import AuditCheckpoint
+    from registry.services.audit_chain import Problem
+
+    newest_cut = max(AuditCheckpoint.objects.values_list("removed_before", flat=True), default=None)
+    held_from = newest_cut + RETENTION_MARGIN if newest_cut is not None else None
+    for rows, recorded in _with_events(Execution.objects.order_by("pk"), chunk):
+        approved = _with_approval(rows, recorded)
+        for execution in rows:
+            history = recorded.get(str(execution.pk))
+            if history is None:
+                if held_from is None or execution.created_at >= held_from:
+                    yield Problem(
+                        "record_unaudited",
+                        None,
+                        None,
+                        f"Execution {execution.pk} has no audit event: its record was written "
+                        "behind ToolHub's back (every call is recorded with its first event).",
+                    )
+                continue
+            problem = (
+                _finished_record_problem(execution, *history[-1])
+                or _admission_problem(execution, history)
+                or _approval_problem(execution, history, approved)
+            )
+            if problem is not None:
+                yield problem
+
+
+def _named(execution: Execution) -> str:
+    return f"Execution {execution.pk} ({execution.tool_name or execution.requested_tool})"
+
+
+def _where(sequence: int | None, what: str = "its latest event") -> str:
+    return f"event #{sequence}" if sequence else f"{what} (not sealed yet)"
+
+
+def _finished_record_problem(execution: Execution, sequence: int | None, after: dict):
+    """A finished record that no longer says what its latest event recorded."""
+    from registry.services.audit_chain import Problem
+
+    where, named = _where(sequence), _named(execution)
+    if execution.status in TERMINAL_STATUSES and after.get("status") not in TERMINAL_STATUSES:
+        # Every finish is written with its event: this one was not.
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named} is {execution.status}, but {where} recorded it "
+            f"{after.get('status') or 'without a status'}: it was finished behind "
+            "ToolHub's back.",
+        )
+    if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
+        return None
+    moved = [
+        name
+        for name in ("principal_id", "role_id", "agent_owner_id")
+        if getattr(execution, name) is not None
+        and name in after
+        and getattr(execution, name) != after[name]
+    ]
+    if moved:
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named} now names another {' and '.join(moved)} than {where} "
+            "recorded: the record was altered after it was written.",
+        )
+    version = after.get("content_version", 1)
+    if execution_content_hash(execution, version) != after["content_hash"]:
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named} no longer matches the content hash {where} recorded (it was "
+            f"{after['status']}, it is {execution.status}): the record was altered "
+            "after it was written.",
+        )
+    if _arguments_altered(execution):
+        return Problem(
+            "record_altered",
+            sequence,
+            None,
+            f"{named}: its stored arguments no longer match their hash: they were "
+            "altered after the call was admitted.",
+        )
+    return None
+
+
+# What every event of a call records of the call it carries: never different.
+_CARRIED = ("input_hash", "input_sha256")
+
+
+def _admission_problem(execution: Execution, history: list[tuple[int | None, dict]]):
+    """A record (open or finished) that no longer carries the call its first event
+    recorded, or whose events disagree about that call."""
+    from registry.services.audit_chain import Problem
+
+    first_sequence, first = history[0]
+    admitted = _where(first_sequence, "its first event")
+    for sequence, after in history[1:]:
+        differ = [k for k in _CARRIED if k in after and k in first and after[k] != first[k]]
+        if differ:
+            return Problem(
+                "record_altered",
+                sequence,
+                None,
+                f"{_named(execution)}: {_where(sequence)} recorded another "
+                f"{' and '.join(differ)} than {admitted}: the call's arguments were altered "
+                "after it was admitted.",
+            )
+    changed = admission_mismatch(execution, first)
+    if changed:
+        return Problem(
+            "record_altered",
+            first_sequence,
+            None,
+            f"{_named(execution)} ({execution.status}): its {' and '.join(changed)} no longer "
+            f"match what {admitted} recorded: the call was altered after it was admitted.",
+        )
+    return None
+
+
+def _waited_for_approval(history) -> bool:
+    return any(after.get("status") == ExecutionStatus.PENDING_APPROVAL for _, after in history)
+
+
+def _with_approval(rows, recorded) -> set:
+    """The ids of those of ``rows`` that waited for approval and still have their approval."""
+    waited = [r.pk for r in rows if _waited_for_approval(recorded.get(str(r.pk), ()))]
+    if not waited:
+        return set()
+    return set(
+        Approval.objects.filter(execution_id__in=waited).values_list("execution_id", flat=True)
+    )
+
+
+def _approval_problem(execution: Execution, history, approved: set):
+    """A call admitted to wait for approval whose approval record is gone (retention
+    removes an approval only with its call)."""
+    from registry.services.audit_chain import Problem
+
+    if execution.pk in approved or not _waited_for_approval(history):
+        return None
+    sequence = next(
+        s for s, after in history if after.get("status") == ExecutionStatus.PENDING_APPROVAL
+    )
+    return Problem(
+        "record_deleted",
+        sequence,
+        None,
+        f"{_named(execution)} waited for approval ({_where(sequence, 'its first event')}) "
+        "but its approval record is gone: it was deleted behind ToolHub's back.",
+    )
+
+
+# Refusals keep the arguments as received (and may not have parsed): only an admitted
+# call's stored arguments are exactly what its input_hash was computed from.
+_REFUSED = (ExecutionStatus.DENIED, ExecutionStatus.INVALID)
+
+
+def _arguments_altered(execution: Execution) -> bool:
+    if execution.status in _REFUSED or not isinstance(execution.input_data, dict):
+        return False
+    if not execution.input_hash or not round_trips(execution.input_data):
+        return False
+    return input_hash(execution.input_data) != execution.input_hash
+
+
+def deleted_executions(chunk: int = 2000):
+    """Execution records deleted behind the services' back (``audit_verify``): an
+    execution the audit log has an event of after the latest retention run, but
+    no row. Retention removes only calls finished before it runs, and nothing
+    else ToolHub does removes a record (its foreign keys protect it or are set to
+    null). A call whose events all predate that run may have gone with retention;
+    the retention export holds those.
+
+    One pass over the event index in target order, checked in chunks.
+    """
+    from registry.models import AuditCheckpoint, AuditEvent
+    from registry.services.audit_chain import Problem
+
+    events = AuditEvent.objects.filter(target_type="executions.execution")
+    last_run = max(AuditCheckpoint.objects.values_list("created_at", flat=True), default=None)
+    if last_run is not None:
+        events = events.filter(occurred_at__gt=last_run + RETENTION_MARGIN)
+    mentioned = (
+        events.order_by("target_id").values_list("target_id", flat=True).distinct()
+    ).iterator(chunk_size=chunk)
+    while batch := list(itertools.islice(mentioned, chunk)):
+        wanted: dict[str, uuid.UUID | None] = {}
+        for target_id in batch:
+            try:
+                wanted[target_id] = uuid.UUID(target_id)
+            except ValueError:  # no execution could have this id
+                wanted[target_id] = None
+        ids = [pk for pk in wanted.values() if pk is not None]
+        found = set(Execution.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        for target_id, pk in wanted.items():
+            if pk in found:
+                continue
+            event = events.filter(target_id=target_id).order_by("id").first()
+            if event is None:  # its events went while this ran (retention)
+                continue
+            yield Problem(
+                "record_deleted",
+                event.sequence,
+                event.pk,
+                f"Execution {target_id} is in the audit log (event id {event.pk}, "
+                f"{event.action}) but its record is gone: it was deleted behind ToolHub's "
+                "back (retention removes only calls finished before it runs).",
+            )
+
+
+# What an approval's decision event records, as the row's fields: an edit of any of
+# them behind the services' back (who decided, why, the outcome, the arguments it
+# was bound to) makes the row disagree with its latest event.
+_APPROVAL_FIELDS = {
+    "status": "status",
+    "decided_by": "decided_by_name",
+    "reason": "reason",
+    "input_hash": "input_hash",
+    "execution_id": "execution_id",
+    "decided_at": "decided_at",
+}
+
+
+def _approval_form(value) -> str:
+    """A field of an approval as its event records it (times as ``time_form``)."""
+    return time_form(value) if isinstance(value, datetime) else str(value or "")
+
+
+def altered_approvals(chunk: int = 2000):
+    """Approvals that no longer say what their latest audit event recorded, or that no
+    longer bind the arguments of their call (``audit_verify``).
+
+    Every decision and every close (approved, rejected, expired, cancelled) writes
+    an event with the approval's state; a pending approval has none yet, but its
+    ``input_hash`` must still be its call's (a changed hash would let a person
+    approve other arguments than the call carries).
+    """
+    from registry.services.audit_chain import Problem
+
+    ordered = Approval.objects.select_related("execution").order_by("pk")
+    for rows, recorded in _with_events(ordered, chunk):
+        for approval in rows:
+            named = f"Approval {approval.pk} of execution {approval.execution_id}"
+            if approval.input_hash != approval.execution.input_hash:
+                yield Problem(
+                    "record_altered",
+                    None,
+                    None,
+                    f"{named} is bound to other arguments than its call carries: its "
+                    "input_hash was altered.",
+                )
+                continue
+            sequence, after = recorded.get(str(approval.pk), [(None, None)])[-1]
+            if after is None:
+                if approval.status != ApprovalStatus.PENDING:
+                    yield Problem(
+                        "record_unaudited",
+                        None,
+                        None,
+                        f"{named} is {approval.status} but no event records its decision: "
+                        "it was decided behind ToolHub's back.",
+                    )
+                continue
+            changed = [
+                key
+                for key, field in _APPROVAL_FIELDS.items()
+                if key in after
+                and _approval_form(getattr(approval, field)) != str(after[key] or "")
+            ]
+            if changed:
+                where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
+                yield Problem(
+                    "record_altered",
+                    sequence,
+                    None,
+                    f"{named} no longer matches {where} ({', '.join(changed)} changed): "
+                    "the record was altered after it was decided.",
+                )
