@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -52,6 +54,9 @@ class AuditEvent(models.Model):
     # HMAC of the content under TOOLHUB_AUDIT_SIGNING_KEY, made when the event is
     # written (registry.services.audit_auth): the sealer seals only authentic events.
     mac = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # The event's identity, random and fixed when it is written, covered by ``mac``
+    # (version 2): a copy of an event under another id carries the same one.
+    uid = models.UUIDField(null=True, blank=True, unique=True, default=uuid.uuid4, editable=False)
     # The hash chain, filled in by the sealer (registry.services.audit_chain):
     # each sealed event's hash covers its content and the previous event's hash.
     sequence = models.BigIntegerField(null=True, blank=True, unique=True)
@@ -102,6 +107,9 @@ class AuditChainHead(models.Model):
     # The sequence of the first event sealed with a MAC: from there on the sealer
     # seals no event without one.
     authenticated_since = models.BigIntegerField(null=True, blank=True)
+    # The sequence of the first event sealed with an identity (``uid``, MAC version 2):
+    # from there on the sealer seals no event without one.
+    identified_since = models.BigIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, timedelta
 
 from django.db import connection, transaction
+from django.db.models import Count, F
 from django.utils import timezone
 
 from registry.canonical import canonical_json, time_form
@@ -52,7 +53,7 @@ CONTENT_FIELDS = (
 
 
 # What the walk and the sealer read of each event besides its content.
-AUTH_FIELDS = ("mac", "actor_ref", "actor_id")
+AUTH_FIELDS = ("mac", "actor_ref", "actor_id", "uid")
 
 
 def canonical_content(row: dict, sequence: int) -> str:
@@ -62,6 +63,8 @@ def canonical_content(row: dict, sequence: int) -> str:
     if row.get("mac"):  # an authenticated event: its MAC and actor id are chained too
         content["mac"] = row["mac"]
         content["actor_ref"] = row.get("actor_ref")
+    if row.get("uid") is not None:  # an identified event (MAC version 2): its identity too
+        content["uid"] = str(row["uid"])
     return canonical_json(content)
 
 
@@ -96,15 +99,22 @@ def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
         if not rows:
             return 0, 0
         sequence, prev = head.sequence, head.hash or GENESIS
-        authenticated_since = head.authenticated_since
+        authenticated_since, identified_since = head.authenticated_since, head.identified_since
+        taken = _uids_taken(rows)
         updates, refused = [], []
         for row in rows:
-            if not _authentic(row, chain_authenticated=authenticated_since is not None):
+            if not _authentic(
+                row,
+                chain_authenticated=authenticated_since is not None,
+                chain_identified=identified_since is not None,
+            ) or not _first_with_uid(row, taken):
                 refused.append((now, row["id"]))
                 continue
             sequence += 1
             if row["mac"] and authenticated_since is None:
                 authenticated_since = sequence
+            if row["uid"] is not None and identified_since is None:
+                identified_since = sequence
             digest = event_hash(prev, row, sequence)
             updates.append((sequence, prev, digest, now, row["id"]))
             prev = digest
@@ -132,17 +142,43 @@ def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
                     ", ".join(str(event_id) for _, event_id in refused[:20]),
                 )
         AuditChainHead.objects.filter(pk=1).update(
-            sequence=sequence, hash=prev, authenticated_since=authenticated_since
+            sequence=sequence,
+            hash=prev,
+            authenticated_since=authenticated_since,
+            identified_since=identified_since,
         )
     return len(updates), len(refused)
 
 
-def _authentic(row: dict, *, chain_authenticated: bool) -> bool:
+def _authentic(row: dict, *, chain_authenticated: bool, chain_identified: bool = False) -> bool:
     """An event with a MAC that verifies, or one without while the chain has none yet
-    (events from before MACs existed)."""
+    (events from before MACs existed); once the chain holds an identified event
+    (MAC version 2), only identified ones."""
+    if row.get("uid") is None and chain_identified:
+        return False
     if row.get("mac"):
         return mac_valid(row)
     return not chain_authenticated
+
+
+def _uids_taken(rows: list[dict]) -> dict:
+    """For each ``uid`` of ``rows``, the id of the first row holding it (sealed rows
+    first): the unique constraint makes a second one impossible unless it was dropped."""
+    uids = [row["uid"] for row in rows if row["uid"] is not None]
+    holders = (
+        AuditEvent.objects.filter(uid__in=uids)
+        .order_by(F("sequence").asc(nulls_last=True), "id")
+        .values_list("uid", "id")
+    )
+    taken: dict = {}
+    for uid, event_id in holders:
+        taken.setdefault(uid, event_id)
+    return taken
+
+
+def _first_with_uid(row: dict, taken: dict) -> bool:
+    """Not a copy: no other event (sealed, or before it) holds its identity."""
+    return row["uid"] is None or taken.get(row["uid"], row["id"]) == row["id"]
 
 
 def audit_seal_all(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None) -> int:
@@ -209,7 +245,8 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
     """
     walk = Walk(last_sequence=start_sequence, last_hash=start_hash)
     expected_prev, expected_sequence = start_hash, start_sequence + 1
-    authenticated = False  # once an event carries a MAC, every later one must
+    # Once an event carries a MAC (an identity), every later one must.
+    authenticated, identified = _chain_state_at(start_sequence)
     for row in _rows_from(start_sequence, until=until):
         sequence = row["sequence"]
         if sequence != expected_sequence:
@@ -240,10 +277,11 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
                 "longer matches its hash.",
             )
             break
-        walk.problem = _not_authentic(row, authenticated)
+        walk.problem = _not_authentic(row, authenticated, identified)
         if walk.problem is not None:
             break
         authenticated = authenticated or bool(row["mac"])
+        identified = identified or row["uid"] is not None
         expected_prev = row["hash"]
         expected_sequence += 1
         walk.checked += 1
@@ -251,7 +289,21 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
     return walk
 
 
-def _not_authentic(row: dict, authenticated: bool) -> Problem | None:
+def _chain_state_at(sequence: int) -> tuple[bool, bool]:
+    """(authenticated, identified): whether the chain already held an event with a MAC,
+    and one with an identity, at ``sequence`` (a walk from a checkpoint starts there)."""
+    if sequence == 0:
+        return False, False
+    head = AuditChainHead.objects.filter(pk=1).first()
+    if head is None:
+        return False, False
+    return (
+        head.authenticated_since is not None and head.authenticated_since <= sequence,
+        head.identified_since is not None and head.identified_since <= sequence,
+    )
+
+
+def _not_authentic(row: dict, authenticated: bool, identified: bool = False) -> Problem | None:
     """Why a sealed event whose hash fits is still not what ToolHub wrote, if it is not."""
     sequence, event_id = row["sequence"], row["id"]
     named = f"Event #{sequence} (id {event_id}, {row['action']})"
@@ -271,6 +323,14 @@ def _not_authentic(row: dict, authenticated: bool) -> Problem | None:
             event_id,
             f"{named} has no authentication code although the events before it have: it "
             "was written and chained behind ToolHub's back.",
+        )
+    if row["uid"] is None and identified:
+        return Problem(
+            "forged",
+            sequence,
+            event_id,
+            f"{named} has no identity (uid) although the events before it have: it was "
+            "written and chained behind ToolHub's back (a copy of an older event?).",
         )
     if row["mac"] and row["actor_id"] is not None and row["actor_id"] != row["actor_ref"]:
         return Problem(
@@ -292,9 +352,12 @@ def unsealed_forgeries() -> Iterator[Problem]:
         .order_by("id")
         .values("sealed_at", *CONTENT_FIELDS, *AUTH_FIELDS)
     )
+    chain_identified = head is not None and head.identified_since is not None
     for row in pending.iterator(chunk_size=1000):
         refused = row["sealed_at"] is not None
-        if refused or not _authentic(row, chain_authenticated=chain_authenticated):
+        if refused or not _authentic(
+            row, chain_authenticated=chain_authenticated, chain_identified=chain_identified
+        ):
             yield Problem(
                 "forged",
                 None,
@@ -304,6 +367,34 @@ def unsealed_forgeries() -> Iterator[Problem]:
                 "behind ToolHub's back"
                 + (" and the sealer refused it." if refused else " and will not be sealed."),
             )
+
+
+def duplicate_identities() -> Iterator[Problem]:
+    """Events that share their identity (``uid``) with an earlier one: copies. The unique
+    constraint refuses them; this finds them where it was dropped (one grouped scan)."""
+    shared = (
+        AuditEvent.objects.filter(uid__isnull=False)
+        .order_by()
+        .values("uid")
+        .annotate(holders=Count("id"))
+        .filter(holders__gt=1)
+        .values_list("uid", flat=True)
+    )
+    for uid in shared.iterator(chunk_size=100):
+        rows = list(
+            AuditEvent.objects.filter(uid=uid)
+            .order_by(F("sequence").asc(nulls_last=True), "id")
+            .values("id", "sequence", "action")
+        )
+        original, copy = rows[0], rows[1]
+        where = f"#{copy['sequence']} " if copy["sequence"] is not None else ""
+        yield Problem(
+            "forged",
+            copy["sequence"],
+            copy["id"],
+            f"Event {where}(id {copy['id']}, {copy['action']}) is a copy of event id "
+            f"{original['id']} (the same uid {uid}): it was written behind ToolHub's back.",
+        )
 
 
 # Records whose audit events carry a hash of their content (executions: their
@@ -363,6 +454,8 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
         )
     if report.problem is None:
         report.problem = next(unsealed_forgeries(), None)
+    if report.problem is None:
+        report.problem = next(duplicate_identities(), None)
     if report.problem is None:
         for check in _record_checks:
             report.problem = next(iter(check()), None)

@@ -495,7 +495,7 @@ def test_a_rewritten_chain_is_found_by_the_authentication_codes():
     prev = AuditEvent.objects.get(sequence=2).hash
     for sequence in range(3, 6):
         row = AuditEvent.objects.filter(sequence=sequence).values(
-            *CONTENT_FIELDS, "mac", "actor_ref"
+            *CONTENT_FIELDS, "mac", "actor_ref", "uid"
         )
         digest = event_hash(prev, row.get(), sequence)
         tamper(
