@@ -5,6 +5,9 @@ fields and a closing line holding the head at the cut), then a checkpoint
 records the last removed event's sequence and hash, so verification of what
 remains starts there and still passes. Finished executions older than the
 cut are exported and removed with them; their approvals go too.
+
+The checkpoint is authenticated and chained (``registry.services.audit_checkpoint``)
+and records the export's SHA-256.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from executions.services.records import audit_execution_change
 from registry.models import AuditCheckpoint, AuditEvent
 from registry.services.audit import audit_record
 from registry.services.audit_chain import audit_seal_all
+from registry.services.audit_checkpoint import checkpoint_record, file_sha256
 
 
 def _dump(value) -> str:
@@ -72,13 +76,14 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
                 )
                 + "\n"
             )
-        checkpoint = AuditCheckpoint.objects.create(
+        checkpoint = checkpoint_record(
             sequence=cut,
             hash=last["hash"],
             removed_before=before,
             events_removed=count_events,
             executions_removed=count_executions,
             export_path=str(path),
+            export_sha256=file_sha256(path),
         )
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -110,6 +115,7 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
                 "executions_removed": count_executions,
                 "removed_before": before.isoformat(),
                 "export": str(path),
+                "export_sha256": checkpoint.export_sha256,
             },
         )
     return checkpoint

@@ -121,6 +121,9 @@ class AuditCheckpoint(models.Model):
 
     ``sequence``/``hash`` are those of the last removed event; the export file
     holds the removed events and can itself be verified against them.
+    ``export_sha256`` is the export file's hash and ``mac`` authenticates the
+    checkpoint under ``TOOLHUB_AUDIT_SIGNING_KEY``, chained to the checkpoint
+    before it (``registry.services.audit_checkpoint``).
     """
 
     id = models.BigAutoField(primary_key=True)
@@ -131,6 +134,8 @@ class AuditCheckpoint(models.Model):
     events_removed = models.PositiveBigIntegerField(default=0)
     executions_removed = models.PositiveBigIntegerField(default=0)
     export_path = models.CharField(max_length=500)
+    export_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
+    mac = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-sequence"]

@@ -33,6 +33,12 @@ from django.utils import timezone
 from registry.canonical import canonical_json, time_form
 from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
 from registry.services.audit_auth import mac_valid, signing_keys
+from registry.services.audit_checkpoint import (
+    checkpoint_forgery,
+    export_findings,
+    export_state,
+    exported_hash,
+)
 
 logger = logging.getLogger(__name__)
 GENESIS = "0" * 64
@@ -192,7 +198,8 @@ def audit_seal_all(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None
 
 @dataclass
 class Problem:
-    # altered | broken_link | missing | unsealed | forged | record_altered
+    # altered | broken_link | missing | unsealed | forged | forged_checkpoint
+    # | export_altered | record_altered
     # | record_deleted | record_unaudited
     kind: str
     sequence: int | None
@@ -410,9 +417,26 @@ def record_check_register(check: Callable[[], Iterator[Problem]]) -> None:
         _record_checks.append(check)
 
 
+def _checkpoint_problem(report: VerifyReport) -> Problem | None:
+    """A checkpoint ToolHub did not write, or an altered export; an export that cannot be
+    read here is a warning (the removed events were not checked)."""
+    forged = checkpoint_forgery()
+    if forged is not None:
+        return Problem("forged_checkpoint", forged[0], None, forged[1])
+    for altered, sequence, message in export_findings():
+        if altered:
+            return Problem("export_altered", sequence, None, message)
+        report.warnings.append(message)
+    return None
+
+
 def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
     """Recompute the chain and name the first event that was altered, deleted, inserted or moved."""
     report = VerifyReport()
+    report.problem = _checkpoint_problem(report)
+    if report.problem is not None:
+        report.ok = False
+        return report
     start_sequence, expected_prev = 0, GENESIS
     checkpoint = AuditCheckpoint.objects.order_by("-sequence").first() if from_checkpoint else None
     if checkpoint is not None:
@@ -517,7 +541,10 @@ def audit_head_check(head: dict) -> tuple[bool, str]:
     behind it is ignored, so it cannot hide them. The checkpoint's hash needs no
     trust of its own: each event's hash covers its ``prev_hash``, so a walk that
     ends in the signed hash pins it. What the database can no longer show, the
-    removed events themselves, is checked against the retention export.
+    removed events themselves, is checked against the retention export (when
+    it can be read here; the message says so when it cannot). A checkpoint
+    ToolHub did not write (``checkpoint_forgery``) fails the check: it could
+    otherwise stand in for events deleted behind ToolHub's back.
     """
     try:
         sequence, digest, at, signature = (
@@ -535,15 +562,15 @@ def audit_head_check(head: dict) -> tuple[bool, str]:
         )
     if sequence == 0:
         return True, "The head is the empty chain."
+    forged = checkpoint_forgery()
+    if forged is not None:
+        return False, f"The history up to #{sequence} cannot be trusted: {forged[1]}"
     first = _first_sequence()
     removed = AuditCheckpoint.objects.filter(sequence__gte=sequence).order_by("sequence").first()
     if removed is not None and (first is None or first > removed.sequence):
         if removed.sequence == sequence and removed.hash != digest:
             return False, f"Checkpoint #{sequence} has another hash: the history was rewritten."
-        return True, (
-            f"Event #{sequence} was removed by retention (checkpoint #{removed.sequence}, "
-            f"export {removed.export_path}); check it against that export."
-        )
+        return _check_against_export(removed, sequence, digest)
     bound = sequence if first is None else min(sequence, first)
     checkpoint = AuditCheckpoint.objects.filter(sequence__lt=bound).order_by("-sequence").first()
     if checkpoint is None:
@@ -568,8 +595,28 @@ def audit_head_check(head: dict) -> tuple[bool, str]:
         "up to it are intact."
     )
     if checkpoint is not None:
-        message += (
-            f" Events up to #{checkpoint.sequence} were removed by retention: check them "
-            f"against the export {checkpoint.export_path}."
+        message += f" Events up to #{checkpoint.sequence} were removed by retention: " + (
+            f"their export {checkpoint.export_path} is intact."
+            if export_state(checkpoint) == "intact"
+            else f"their export {checkpoint.export_path} cannot be read here, so they were "
+            "not checked against it."
         )
     return True, message
+
+
+def _check_against_export(removed: AuditCheckpoint, sequence: int, digest: str):
+    """The head's event was removed by retention: find it in the checkpoint's export."""
+    named = f"Event #{sequence} was removed by retention (checkpoint #{removed.sequence}"
+    state = export_state(removed)
+    if state == "unreachable":
+        return True, (
+            f"{named}), but its export {removed.export_path} cannot be read here: the head "
+            "was not checked against it."
+        )
+    exported = exported_hash(removed, sequence) if state == "intact" else None
+    if state == "altered" or exported != digest:
+        return False, (
+            f"{named}), and its export {removed.export_path} "
+            + ("was altered." if state == "altered" else "does not hold it with this hash.")
+        )
+    return True, f"{named}); its export {removed.export_path} holds it with this hash."

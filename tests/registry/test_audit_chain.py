@@ -22,6 +22,7 @@ from registry.services.audit_chain import (
     audit_verify,
     event_hash,
 )
+from registry.services.audit_checkpoint import checkpoint_record
 
 pytestmark = pytest.mark.django_db
 PG = pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL triggers")
@@ -283,7 +284,7 @@ def test_a_checkpoint_row_does_not_hide_edited_events_behind_it(tmp_path):
     tamper("UPDATE registry_auditevent SET after = %s WHERE sequence = 3", [json.dumps({"i": 9})])
     third = AuditEvent.objects.get(sequence=3)
     # A checkpoint over #3 with #3's stored hash: the walk from it alone would pass.
-    AuditCheckpoint.objects.create(
+    checkpoint_record(
         sequence=3, hash=third.hash, removed_before=timezone.now(), export_path="/nowhere"
     )
     message = head_verify_failure(saved)

@@ -1,15 +1,18 @@
-"""Forgeries that need database access: copied events."""
+"""Forgeries that need database access: copied events, forged checkpoints."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from registry.models import AuditChainHead, AuditEvent
+from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
 from registry.services.audit_chain import (
+    audit_head,
+    audit_head_check,
     audit_seal_all,
     audit_verify,
     event_hash,
@@ -120,3 +123,104 @@ def test_events_signed_before_identities_stay_valid_and_none_follows_an_identifi
     assert AuditEvent.objects.get(pk=late).sequence is None
     report = audit_verify()
     assert (report.problem.kind, report.problem.event_id) == ("forged", late)
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def forge_checkpoint(sequence: int, export_path: str = "/nonexistent/export.jsonl") -> None:
+    """The probe: a checkpoint row written as the database superuser, then the events up
+    to it deleted (triggers off)."""
+    digest = AuditEvent.objects.get(sequence=sequence).hash
+    tamper(
+        "INSERT INTO registry_auditcheckpoint (sequence, hash, created_at, removed_before,"
+        " events_removed, executions_removed, export_path)"
+        " VALUES (%s, %s, %s, %s, %s, 0, %s)",
+        [sequence, digest, timezone.now(), timezone.now(), sequence, export_path],
+    )
+    tamper("DELETE FROM registry_auditevent WHERE sequence <= %s", [sequence])
+
+
+def test_a_forged_retention_checkpoint_does_not_erase_history_undetected():
+    write_events(4)
+    saved_early = audit_head()  # at #4: removed "by retention", as the forged row says
+    write_events(6)
+    saved_late = audit_head()  # at #10: the walk from the forged checkpoint would reach it
+    forge_checkpoint(6)
+    report = audit_verify()
+    assert not report.ok
+    assert (report.problem.kind, report.problem.sequence) == ("forged_checkpoint", 6)
+    for head in (saved_late, saved_early):
+        ok, message = audit_head_check(head)
+        assert not ok, message
+        assert "Checkpoint #6" in message
+
+
+def test_checkpoints_are_chained_so_removing_or_altering_one_is_found():
+    from registry.services.audit_checkpoint import checkpoint_record
+
+    write_events(6)
+    for sequence in (2, 4):
+        checkpoint_record(
+            sequence=sequence,
+            hash=AuditEvent.objects.get(sequence=sequence).hash,
+            removed_before=timezone.now(),
+            export_path="/nowhere",
+        )
+    assert audit_verify().ok
+    tamper("DELETE FROM registry_auditcheckpoint WHERE sequence = 2")
+    report = audit_verify()
+    assert (report.problem.kind, report.problem.sequence) == ("forged_checkpoint", 4)
+    tamper("UPDATE registry_auditcheckpoint SET events_removed = 99 WHERE sequence = 4")
+    assert audit_verify().problem.kind == "forged_checkpoint"
+
+
+def retention_of_everything(tmp_path):
+    from executions.services.retention import audit_retention
+
+    return audit_retention(
+        before=timezone.now() + timedelta(minutes=1), export_dir=tmp_path / "exports"
+    )
+
+
+def test_the_export_of_a_checkpoint_is_checked_when_reachable_and_named_when_not(tmp_path):
+    write_events(5)
+    saved = audit_head()
+    checkpoint = retention_of_everything(tmp_path)
+    audit_seal_all(grace=timedelta(0))
+    assert checkpoint.mac and len(checkpoint.export_sha256) == 64
+    report = audit_verify()
+    assert report.ok and report.warnings == [], (report.problem, report.warnings)
+    ok, message = audit_head_check(saved)
+    assert ok and "holds it with this hash" in message
+
+    export = checkpoint.export_path
+    lines = open(export).read().splitlines()
+    first = json.loads(lines[0])
+    lines[0] = json.dumps({**first, "action": "nothing.to.see"})
+    open(export, "w").write("\n".join(lines) + "\n")
+    report = audit_verify()
+    assert (report.problem.kind, report.problem.sequence) == ("export_altered", checkpoint.sequence)
+    ok, message = audit_head_check(saved)
+    assert not ok and "was altered" in message
+
+    (tmp_path / "exports").joinpath(export.rsplit("/", 1)[-1]).unlink()
+    report = audit_verify()
+    assert report.ok  # the database is intact; what could not be checked is said
+    assert any("cannot be read here" in warning for warning in report.warnings)
+    ok, message = audit_head_check(saved)
+    assert ok and "cannot be read here" in message
+
+
+def test_a_checkpoint_from_before_authentication_is_accepted_when_its_event_names_it(tmp_path):
+    """Checkpoints written before they carried a MAC: the authenticated audit.retention
+    event written with each still vouches for it."""
+    write_events(3)
+    checkpoint = retention_of_everything(tmp_path)
+    tamper("UPDATE registry_auditcheckpoint SET mac = '', export_sha256 = ''")
+    audit_seal_all(grace=timedelta(0))
+    report = audit_verify()
+    assert report.ok, report.problem
+    assert AuditCheckpoint.objects.get().sequence == checkpoint.sequence
+    tamper("UPDATE registry_auditcheckpoint SET hash = %s", ["f" * 64])
+    assert audit_verify().problem.kind == "forged_checkpoint"
