@@ -7,7 +7,11 @@ remains starts there and still passes. Finished executions older than the
 cut are exported and removed with them; their approvals go too.
 
 The checkpoint is authenticated and chained (``registry.services.audit_checkpoint``)
-and records the export's SHA-256.
+and records the export's SHA-256. On PostgreSQL the triggers refuse deletes of
+audit events and finished executions to every role but the tables' owner, so
+the deletes go through two ``SECURITY DEFINER`` functions the owner installed
+(``toolhub_audit_retention``, ``toolhub_execution_retention``): they remove
+only what a checkpoint covers (docs/security-audit-chain.md).
 """
 
 from __future__ import annotations
@@ -85,9 +89,6 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
             export_path=str(path),
             export_sha256=file_sha256(path),
         )
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL toolhub.retention = 'on'")
         ids = list(executions.values_list("pk", flat=True))
         Approval.objects.filter(execution_id__in=ids).delete()
         orphans = list(
@@ -100,10 +101,7 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
             # The record changed: its event says so, with the new content hash.
             execution.cached_from_id = None
             audit_execution_change(execution, "execution.cache_source_removed", actor=actor)
-        Execution.objects.filter(pk__in=ids).delete()
-        # The model refuses deletes of audit rows; retention is the one exception.
-        with connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE sequence <= %s", [cut])  # noqa: S608
+        _remove(ids, cut)
         audit_record(
             actor=actor,
             action="audit.retention",
@@ -119,3 +117,17 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
             },
         )
     return checkpoint
+
+
+def _remove(execution_ids: list, cut: int) -> None:
+    """Delete the executions and the events up to ``cut`` that the new checkpoint covers."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT toolhub_execution_retention(%s::uuid[])", [execution_ids])
+            cursor.execute("SELECT toolhub_audit_retention(%s)", [cut])
+        return
+    # No triggers elsewhere (SQLite, the embedded mode): the model refuses deletes of
+    # audit rows, and retention is the one exception.
+    Execution.objects.filter(pk__in=execution_ids).delete()
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE sequence <= %s", [cut])  # noqa: S608

@@ -1,4 +1,4 @@
-"""Forgeries that need database access: copied events, forged checkpoints."""
+"""Forgeries that need database access: copied events, forged checkpoints, lifted triggers."""
 
 from __future__ import annotations
 
@@ -175,6 +175,21 @@ def test_checkpoints_are_chained_so_removing_or_altering_one_is_found():
     assert audit_verify().problem.kind == "forged_checkpoint"
 
 
+@PG
+def test_checkpoints_are_append_only():
+    from registry.services.audit_checkpoint import checkpoint_record
+
+    write_events(2)
+    checkpoint_record(sequence=1, hash="x", removed_before=timezone.now(), export_path="/x")
+    for sql in (
+        "UPDATE registry_auditcheckpoint SET sequence = 2",
+        "DELETE FROM registry_auditcheckpoint",
+    ):
+        with pytest.raises(Exception, match="append-only"), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(sql)
+
+
 def retention_of_everything(tmp_path):
     from executions.services.retention import audit_retention
 
@@ -224,3 +239,77 @@ def test_a_checkpoint_from_before_authentication_is_accepted_when_its_event_name
     assert AuditCheckpoint.objects.get().sequence == checkpoint.sequence
     tamper("UPDATE registry_auditcheckpoint SET hash = %s", ["f" * 64])
     assert audit_verify().problem.kind == "forged_checkpoint"
+
+
+# --------------------------------------------------------------------------- triggers
+
+APP_LOGIN = "chain_app_login"  # a login with the application's table rights, not the owner
+
+
+@pytest.fixture
+def app_login():
+    """A connection as a non-superuser login holding the table privileges the app has."""
+    import psycopg
+
+    settings = connection.settings_dict
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP ROLE IF EXISTS {APP_LOGIN}")
+        cursor.execute(f"CREATE ROLE {APP_LOGIN} LOGIN NOSUPERUSER NOCREATEROLE")
+        cursor.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {APP_LOGIN}"
+        )
+        cursor.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {APP_LOGIN}")
+    login = psycopg.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        dbname=settings["NAME"],
+        user=APP_LOGIN,
+        autocommit=True,
+    )
+    try:
+        yield login
+    finally:
+        login.close()
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP OWNED BY {APP_LOGIN}")
+            cursor.execute(f"DROP ROLE {APP_LOGIN}")
+
+
+@PG
+@pytest.mark.django_db(transaction=True)
+def test_a_session_cannot_lift_the_triggers_with_a_setting(app_login, tmp_path):
+    import psycopg
+
+    from executions.models import Execution
+
+    write_events(3)
+    finished = Execution.objects.create(status="denied", tool_name="x", principal_name="p")
+    attempts = (
+        ("DELETE FROM registry_auditevent WHERE sequence = 1", []),
+        ("DELETE FROM executions_execution WHERE id = %s", [finished.pk]),
+        ("SELECT toolhub_audit_retention(1)", []),  # no checkpoint at #1: the function refuses
+    )
+    for sql, params in attempts:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            with app_login.transaction():
+                app_login.execute("SET LOCAL toolhub.retention = 'on'")
+                app_login.execute(sql, params)
+    assert AuditEvent.objects.filter(sequence=1).exists()
+    assert Execution.objects.filter(pk=finished.pk).exists()
+
+    # The retention functions run for the login (SECURITY DEFINER), only as far as a
+    # checkpoint covers.
+    from registry.services.audit_checkpoint import checkpoint_record
+
+    first = AuditEvent.objects.get(sequence=1)
+    checkpoint_record(sequence=1, hash=first.hash, removed_before=timezone.now(), export_path="/x")
+    assert app_login.execute("SELECT toolhub_audit_retention(1)").fetchone() == (1,)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        app_login.execute("SELECT toolhub_audit_retention(2)")
+
+    checkpoint = retention_of_everything(tmp_path)  # the retention command still works
+    assert checkpoint.events_removed == 2 and checkpoint.executions_removed == 1
+    assert not Execution.objects.filter(pk=finished.pk).exists()
+    assert not AuditEvent.objects.filter(sequence__lte=3).exists()
+    audit_seal_all(grace=timedelta(0))
+    assert audit_verify().ok
