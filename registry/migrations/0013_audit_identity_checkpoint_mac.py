@@ -5,7 +5,9 @@
 verify as before. It is added without a default so they stay NULL (a
 callable default would give every existing row the same value), then the
 model's default applies to new rows. ``identified_since`` on the head marks
-where the sealer starts to refuse events without one. Checkpoints get
+where the sealer starts to refuse events without one. ``seal_mac`` is the
+sealer's MAC of an event's sequence and hash (the audit trigger lets the
+sealer fill it in once). Checkpoints get
 ``mac`` and ``export_sha256`` (``registry.services.audit_checkpoint``).
 
 On PostgreSQL the audit trigger no longer lets any session delete events by
@@ -30,7 +32,21 @@ OWNER_ONLY = (
     "                           FROM pg_catalog.pg_class WHERE oid = TG_RELID) THEN\n"
 )
 assert ANY_SESSION in TRIGGERS.INSTALL
-GUARD = TRIGGERS.INSTALL.replace(ANY_SESSION, OWNER_ONLY)
+# The sealer also fills in seal_mac, once, like the other chain columns.
+SEAL_COLS = "ARRAY['sequence', 'prev_hash', 'hash', 'sealed_at', 'actor_id']"
+SEALED_AT_KEPT = "           AND NEW.sealed_at IS NOT DISTINCT FROM OLD.sealed_at)"
+assert SEAL_COLS in TRIGGERS.INSTALL and SEALED_AT_KEPT in TRIGGERS.INSTALL
+GUARD = (
+    TRIGGERS.INSTALL.replace(ANY_SESSION, OWNER_ONLY)
+    .replace(
+        SEAL_COLS, "ARRAY['sequence', 'prev_hash', 'hash', 'sealed_at', 'actor_id', 'seal_mac']"
+    )
+    .replace(
+        SEALED_AT_KEPT,
+        "           AND NEW.sealed_at IS NOT DISTINCT FROM OLD.sealed_at\n"
+        "           AND NEW.seal_mac IS NOT DISTINCT FROM OLD.seal_mac)",
+    )
+)
 GUARD_BEFORE = TRIGGERS.INSTALL
 
 RETENTION = """
@@ -107,6 +123,11 @@ class Migration(migrations.Migration):
             field=models.UUIDField(
                 blank=True, default=uuid.uuid4, editable=False, null=True, unique=True
             ),
+        ),
+        migrations.AddField(
+            model_name="auditevent",
+            name="seal_mac",
+            field=models.CharField(blank=True, db_default="", default="", max_length=64),
         ),
         migrations.AddField(
             model_name="auditchainhead",

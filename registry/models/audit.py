@@ -63,6 +63,9 @@ class AuditEvent(models.Model):
     prev_hash = models.CharField(max_length=64, blank=True)
     hash = models.CharField(max_length=64, blank=True)
     sealed_at = models.DateTimeField(null=True, blank=True)
+    # HMAC of (sequence, hash) made by the sealer: the chain itself is a plain hash anyone
+    # can recompute after deleting an event; this seal cannot be (audit_auth.seal_mac).
+    seal_mac = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     objects = AuditEventQuerySet.as_manager()
 

@@ -21,6 +21,11 @@ new ``uid`` no longer matches its MAC. Once the chain holds a version 2
 event, the sealer refuses a version 1 one (no ``uid``), as it refuses an
 event without a MAC once the chain holds one.
 
+The chain's hashes are plain SHA-256: someone who deletes an event from the
+middle can recompute every later hash. So the sealer also MACs each event's
+place, its sequence and hash (``seal_mac``); every identified event must
+carry a seal that verifies.
+
 Events written before this existed carry no MAC: they stay as the chain
 proved them. Keys rotate like the encryption keys: the first of the
 comma-separated ``TOOLHUB_AUDIT_SIGNING_KEY`` signs, every one verifies.
@@ -80,6 +85,17 @@ def event_mac(row: dict[str, Any]) -> str:
 def mac_valid(row: dict[str, Any]) -> bool:
     """Whether ``row["mac"]`` authenticates the row's content under one of the keys."""
     return content_mac_valid(_content(row), row.get("mac") or "")
+
+
+def seal_mac(sequence: int, digest: str) -> str:
+    """The sealer's MAC of an event's place in the chain: its sequence and hash (which
+    covers the previous hash and the content). Without the key, a chain recomputed
+    after deleting or inserting an event cannot be sealed again."""
+    return content_mac(f"seal|{sequence}|{digest}".encode())
+
+
+def seal_valid(sequence: int, digest: str, mac: str) -> bool:
+    return content_mac_valid(f"seal|{sequence}|{digest}".encode(), mac)
 
 
 def content_mac(content: bytes) -> str:

@@ -14,7 +14,8 @@ authenticated event's hash also covers its MAC and ``actor_ref``. The sealer
 refuses an event whose MAC does not verify, or that has none once the chain
 holds authenticated events: such a row was written behind ToolHub's back. It
 marks it (``sealed_at`` set, no ``sequence``), never seals it, and
-``audit_verify`` names it.
+``audit_verify`` names it. It also MACs each event's sequence and hash
+(``seal_mac``): the hashes alone can be recomputed after an event is deleted.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from django.utils import timezone
 
 from registry.canonical import canonical_json, time_form
 from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
-from registry.services.audit_auth import mac_valid, signing_keys
+from registry.services.audit_auth import mac_valid, seal_mac, seal_valid, signing_keys
 from registry.services.audit_checkpoint import (
     checkpoint_forgery,
     export_findings,
@@ -59,7 +60,7 @@ CONTENT_FIELDS = (
 
 
 # What the walk and the sealer read of each event besides its content.
-AUTH_FIELDS = ("mac", "actor_ref", "actor_id", "uid")
+AUTH_FIELDS = ("mac", "actor_ref", "actor_id", "uid", "seal_mac")
 
 
 def canonical_content(row: dict, sequence: int) -> str:
@@ -122,7 +123,7 @@ def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
             if row["uid"] is not None and identified_since is None:
                 identified_since = sequence
             digest = event_hash(prev, row, sequence)
-            updates.append((sequence, prev, digest, now, row["id"]))
+            updates.append((sequence, prev, digest, seal_mac(sequence, digest), now, row["id"]))
             prev = digest
         table = AuditEvent._meta.db_table
         with connection.cursor() as cursor:
@@ -131,7 +132,7 @@ def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
             if updates:
                 cursor.executemany(
                     f"UPDATE {table} SET sequence = %s, prev_hash = %s, hash = %s, "  # noqa: S608
-                    "sealed_at = %s WHERE id = %s AND sequence IS NULL",
+                    "seal_mac = %s, sealed_at = %s WHERE id = %s AND sequence IS NULL",
                     updates,
                 )
             if refused:
@@ -338,6 +339,17 @@ def _not_authentic(row: dict, authenticated: bool, identified: bool = False) -> 
             event_id,
             f"{named} has no identity (uid) although the events before it have: it was "
             "written and chained behind ToolHub's back (a copy of an older event?).",
+        )
+    if (row["uid"] is not None or row["seal_mac"]) and not seal_valid(
+        sequence, row["hash"], row["seal_mac"]
+    ):
+        return Problem(
+            "altered",
+            sequence,
+            event_id,
+            f"{named} does not match its seal: the chain was recomputed after it was "
+            "sealed (an event before it deleted, inserted or altered), or the key that "
+            "sealed it is no longer in TOOLHUB_AUDIT_SIGNING_KEY.",
         )
     if row["mac"] and row["actor_id"] is not None and row["actor_id"] != row["actor_ref"]:
         return Problem(

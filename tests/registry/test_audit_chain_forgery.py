@@ -83,8 +83,29 @@ def test_a_copy_with_its_identity_is_named_where_the_constraint_was_dropped():
         "UPDATE registry_auditchainhead SET sequence = %s, hash = %s", [head.sequence + 1, digest]
     )
     report = audit_verify()
-    assert not report.ok and (report.problem.kind, report.problem.event_id) == ("forged", copy)
-    assert "copy of event id" in report.problem.message
+    assert not report.ok and report.problem.event_id == copy
+
+
+def test_deleting_an_event_and_rechaining_the_rest_is_found():
+    """The chain's hashes are plain SHA-256: delete #3, renumber and recompute every later
+    hash and the head, and the chain alone fits again. The sealer's MAC of each event's
+    place does not."""
+    write_events(6)
+    tamper("DELETE FROM registry_auditevent WHERE sequence = 3")
+    prev = AuditEvent.objects.get(sequence=2).hash
+    for old in range(4, 7):
+        row = AuditEvent.objects.filter(sequence=old).values().get()
+        digest = event_hash(prev, row, old - 1)
+        tamper(
+            "UPDATE registry_auditevent SET sequence = %s, prev_hash = %s, hash = %s WHERE id = %s",
+            [old - 1, prev, digest, row["id"]],
+        )
+        prev = digest
+    tamper("UPDATE registry_auditchainhead SET sequence = 5, hash = %s", [prev])
+    report = audit_verify()
+    assert not report.ok
+    assert (report.problem.kind, report.problem.sequence) == ("altered", 3)
+    assert "seal" in report.problem.message
 
 
 def test_events_signed_before_identities_stay_valid_and_none_follows_an_identified_one():
