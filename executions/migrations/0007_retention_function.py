@@ -4,8 +4,8 @@ The execution guard let any session delete finished executions by setting
 ``toolhub.retention``. Now only the tables' owner may, which in practice is
 ``toolhub_execution_retention(ids)``, a ``SECURITY DEFINER`` function the owner
 installs here: it deletes finished executions among ``ids`` created before the
-latest retention checkpoint's cut, nothing else. See
-docs/security-audit-chain.md.
+latest retention checkpoint's cut, nothing else. Only the owner may TRUNCATE
+the table (registry 0013's guard). See docs/security-audit-chain.md.
 """
 
 import importlib
@@ -42,6 +42,10 @@ BEGIN
   RETURN removed;
 END;
 $$;
+
+DROP TRIGGER IF EXISTS toolhub_truncate_guard ON executions_execution;
+CREATE TRIGGER toolhub_truncate_guard BEFORE TRUNCATE ON executions_execution
+  FOR EACH STATEMENT EXECUTE FUNCTION toolhub_truncate_guard();
 """
 
 
@@ -59,7 +63,9 @@ def install(apps, schema_editor):
 def remove(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(
-            "DROP FUNCTION IF EXISTS toolhub_execution_retention(uuid[])", params=None
+            "DROP TRIGGER IF EXISTS toolhub_truncate_guard ON executions_execution;"
+            "DROP FUNCTION IF EXISTS toolhub_execution_retention(uuid[])",
+            params=None,
         )
         schema_editor.execute(GUARD.INSTALL, params=None)
 

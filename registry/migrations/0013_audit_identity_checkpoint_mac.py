@@ -15,7 +15,8 @@ setting ``toolhub.retention``: only the tables' owner may, which in practice
 is ``toolhub_audit_retention(cut)``, a ``SECURITY DEFINER`` function the
 owner installs here. It deletes events only up to the latest checkpoint,
 whose hash must be that of the event at the cut. Checkpoints themselves are
-append-only. See docs/security-audit-chain.md.
+append-only, and only the owner may TRUNCATE either table (TRUNCATE fires no
+row trigger). See docs/security-audit-chain.md.
 """
 
 import importlib
@@ -83,9 +84,31 @@ DROP TRIGGER IF EXISTS toolhub_checkpoint_guard ON registry_auditcheckpoint;
 CREATE TRIGGER toolhub_checkpoint_guard
   BEFORE UPDATE OR DELETE ON registry_auditcheckpoint
   FOR EACH ROW EXECUTE FUNCTION toolhub_checkpoint_guard();
+
+-- TRUNCATE fires no row trigger: only the owner may (executions 0007 uses it too).
+CREATE OR REPLACE FUNCTION toolhub_truncate_guard() RETURNS trigger AS $$
+BEGIN
+  IF current_user = (SELECT pg_catalog.pg_get_userbyid(relowner)
+                     FROM pg_catalog.pg_class WHERE oid = TG_RELID) THEN
+    RETURN NULL;
+  END IF;
+  RAISE EXCEPTION '% is append-only: TRUNCATE refused', TG_TABLE_NAME
+    USING ERRCODE = 'insufficient_privilege';
+END;
+$$ LANGUAGE plpgsql;
+
+DROP TRIGGER IF EXISTS toolhub_truncate_guard ON registry_auditevent;
+CREATE TRIGGER toolhub_truncate_guard BEFORE TRUNCATE ON registry_auditevent
+  FOR EACH STATEMENT EXECUTE FUNCTION toolhub_truncate_guard();
+DROP TRIGGER IF EXISTS toolhub_truncate_guard ON registry_auditcheckpoint;
+CREATE TRIGGER toolhub_truncate_guard BEFORE TRUNCATE ON registry_auditcheckpoint
+  FOR EACH STATEMENT EXECUTE FUNCTION toolhub_truncate_guard();
 """
 
 REMOVE = """
+DROP TRIGGER IF EXISTS toolhub_truncate_guard ON registry_auditevent;
+DROP TRIGGER IF EXISTS toolhub_truncate_guard ON registry_auditcheckpoint;
+DROP FUNCTION IF EXISTS toolhub_truncate_guard();
 DROP TRIGGER IF EXISTS toolhub_checkpoint_guard ON registry_auditcheckpoint;
 DROP FUNCTION IF EXISTS toolhub_checkpoint_guard();
 DROP FUNCTION IF EXISTS toolhub_audit_retention(bigint);

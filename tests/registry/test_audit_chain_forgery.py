@@ -277,7 +277,8 @@ def app_login():
         cursor.execute(f"DROP ROLE IF EXISTS {APP_LOGIN}")
         cursor.execute(f"CREATE ROLE {APP_LOGIN} LOGIN NOSUPERUSER NOCREATEROLE")
         cursor.execute(
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {APP_LOGIN}"
+            "GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA public "
+            f"TO {APP_LOGIN}"
         )
         cursor.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {APP_LOGIN}")
     login = psycopg.connect(
@@ -309,6 +310,9 @@ def test_a_session_cannot_lift_the_triggers_with_a_setting(app_login, tmp_path):
         ("DELETE FROM registry_auditevent WHERE sequence = 1", []),
         ("DELETE FROM executions_execution WHERE id = %s", [finished.pk]),
         ("SELECT toolhub_audit_retention(1)", []),  # no checkpoint at #1: the function refuses
+        ("TRUNCATE registry_auditevent", []),  # fires no row trigger
+        ("TRUNCATE executions_execution CASCADE", []),
+        ("TRUNCATE registry_auditcheckpoint", []),
     )
     for sql, params in attempts:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
