@@ -106,6 +106,8 @@ def _retention_event_names(checkpoint: AuditCheckpoint) -> bool:
         if (
             after.get("checkpoint_sequence") == checkpoint.sequence
             and after.get("checkpoint_hash") == checkpoint.hash
+            and after.get("export") == checkpoint.export_path
+            and after.get("events_removed") == checkpoint.events_removed
             and mac_valid(row)
         ):
             return True
