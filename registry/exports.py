@@ -184,6 +184,7 @@ AUDIT_COLUMNS = [
     Column("uid", "uid"),
     Column("prev_hash", "prev_hash"),
     Column("hash", "hash"),
+    Column("seal_mac", "seal_mac"),
     Column("sealed_at", "sealed_at"),
 ]
 AUDIT_CHUNK_SIZE = 2000
