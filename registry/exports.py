@@ -163,7 +163,7 @@ def export_response(
 
 
 # The audit log's columns: the chain's content fields under their own names, the
-# event's MAC and actor id, plus the chain itself (sequence, prev_hash, hash), so a JSON
+# event's MAC, actor id and identity, plus the chain itself (sequence, prev_hash, hash), so a JSON
 # Lines export can be re-verified.
 AUDIT_COLUMNS = [
     Column("id", "id"),
@@ -181,8 +181,10 @@ AUDIT_COLUMNS = [
     Column("request_id", "request_id"),
     Column("client_address", "client_address"),
     Column("mac", "mac"),
+    Column("uid", "uid"),
     Column("prev_hash", "prev_hash"),
     Column("hash", "hash"),
+    Column("seal_mac", "seal_mac"),
     Column("sealed_at", "sealed_at"),
 ]
 AUDIT_CHUNK_SIZE = 2000

@@ -27,6 +27,7 @@ AUDIT_INDEXES = {
     "registry_auditevent_pkey",
     "registry_auditevent_occurred_at_12935bf0",
     "registry_auditevent_sequence_key",
+    "registry_auditevent_uid_key",  # an event's identity is unique: copies are refused
     "audit_target_idx",
     "audit_actor_time_idx",
     "audit_action_time_idx",

@@ -5,6 +5,13 @@ fields and a closing line holding the head at the cut), then a checkpoint
 records the last removed event's sequence and hash, so verification of what
 remains starts there and still passes. Finished executions older than the
 cut are exported and removed with them; their approvals go too.
+
+The checkpoint is authenticated and chained (``registry.services.audit_checkpoint``)
+and records the export's SHA-256. On PostgreSQL the triggers refuse deletes of
+audit events and finished executions to every role but the tables' owner, so
+the deletes go through two ``SECURITY DEFINER`` functions the owner installed
+(``toolhub_audit_retention``, ``toolhub_execution_retention``): they remove
+only what a checkpoint covers (docs/security-audit-chain.md).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from executions.services.records import audit_execution_change
 from registry.models import AuditCheckpoint, AuditEvent
 from registry.services.audit import audit_record
 from registry.services.audit_chain import audit_seal_all
+from registry.services.audit_checkpoint import checkpoint_record, file_sha256
 
 
 def _dump(value) -> str:
@@ -72,17 +80,15 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
                 )
                 + "\n"
             )
-        checkpoint = AuditCheckpoint.objects.create(
+        checkpoint = checkpoint_record(
             sequence=cut,
             hash=last["hash"],
             removed_before=before,
             events_removed=count_events,
             executions_removed=count_executions,
             export_path=str(path),
+            export_sha256=file_sha256(path),
         )
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL toolhub.retention = 'on'")
         ids = list(executions.values_list("pk", flat=True))
         Approval.objects.filter(execution_id__in=ids).delete()
         orphans = list(
@@ -95,10 +101,7 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
             # The record changed: its event says so, with the new content hash.
             execution.cached_from_id = None
             audit_execution_change(execution, "execution.cache_source_removed", actor=actor)
-        Execution.objects.filter(pk__in=ids).delete()
-        # The model refuses deletes of audit rows; retention is the one exception.
-        with connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE sequence <= %s", [cut])  # noqa: S608
+        _remove(ids, cut)
         audit_record(
             actor=actor,
             action="audit.retention",
@@ -110,6 +113,21 @@ def audit_retention(*, before: datetime, export_dir: Path, actor=None) -> AuditC
                 "executions_removed": count_executions,
                 "removed_before": before.isoformat(),
                 "export": str(path),
+                "export_sha256": checkpoint.export_sha256,
             },
         )
     return checkpoint
+
+
+def _remove(execution_ids: list, cut: int) -> None:
+    """Delete the executions and the events up to ``cut`` that the new checkpoint covers."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT toolhub_execution_retention(%s::uuid[])", [execution_ids])
+            cursor.execute("SELECT toolhub_audit_retention(%s)", [cut])
+        return
+    # No triggers elsewhere (SQLite, the embedded mode): the model refuses deletes of
+    # audit rows, and retention is the one exception.
+    Execution.objects.filter(pk__in=execution_ids).delete()
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE sequence <= %s", [cut])  # noqa: S608

@@ -264,8 +264,10 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         "before_pretty",
         "after_pretty",
         "mac",
+        "uid",
         "prev_hash",
         "hash",
+        "seal_mac",
         "sealed_at",
     ]
     readonly_fields = fields

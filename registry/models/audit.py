@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -52,12 +54,18 @@ class AuditEvent(models.Model):
     # HMAC of the content under TOOLHUB_AUDIT_SIGNING_KEY, made when the event is
     # written (registry.services.audit_auth): the sealer seals only authentic events.
     mac = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # The event's identity, random and fixed when it is written, covered by ``mac``
+    # (version 2): a copy of an event under another id carries the same one.
+    uid = models.UUIDField(null=True, blank=True, unique=True, default=uuid.uuid4, editable=False)
     # The hash chain, filled in by the sealer (registry.services.audit_chain):
     # each sealed event's hash covers its content and the previous event's hash.
     sequence = models.BigIntegerField(null=True, blank=True, unique=True)
     prev_hash = models.CharField(max_length=64, blank=True)
     hash = models.CharField(max_length=64, blank=True)
     sealed_at = models.DateTimeField(null=True, blank=True)
+    # HMAC of (sequence, hash) made by the sealer: the chain itself is a plain hash anyone
+    # can recompute after deleting an event; this seal cannot be (audit_auth.seal_mac).
+    seal_mac = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     objects = AuditEventQuerySet.as_manager()
 
@@ -102,6 +110,9 @@ class AuditChainHead(models.Model):
     # The sequence of the first event sealed with a MAC: from there on the sealer
     # seals no event without one.
     authenticated_since = models.BigIntegerField(null=True, blank=True)
+    # The sequence of the first event sealed with an identity (``uid``, MAC version 2):
+    # from there on the sealer seals no event without one.
+    identified_since = models.BigIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -113,6 +124,9 @@ class AuditCheckpoint(models.Model):
 
     ``sequence``/``hash`` are those of the last removed event; the export file
     holds the removed events and can itself be verified against them.
+    ``export_sha256`` is the export file's hash and ``mac`` authenticates the
+    checkpoint under ``TOOLHUB_AUDIT_SIGNING_KEY``, chained to the checkpoint
+    before it (``registry.services.audit_checkpoint``).
     """
 
     id = models.BigAutoField(primary_key=True)
@@ -123,6 +137,8 @@ class AuditCheckpoint(models.Model):
     events_removed = models.PositiveBigIntegerField(default=0)
     executions_removed = models.PositiveBigIntegerField(default=0)
     export_path = models.CharField(max_length=500)
+    export_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
+    mac = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-sequence"]

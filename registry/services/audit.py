@@ -87,7 +87,8 @@ def audit_event(
         target_repr = target_repr or str(target)
     real_actor = actor if getattr(actor, "is_authenticated", False) and actor.pk else None
     event = AuditEvent(
-        # Set here, not by auto_now_add at the INSERT: the MAC covers it.
+        # Both set here, not by the INSERT: the MAC covers them.
+        uid=uuid.uuid4(),
         occurred_at=timezone.now(),
         actor=real_actor,
         actor_ref=real_actor.pk if real_actor is not None else None,

@@ -14,24 +14,29 @@ authenticated event's hash also covers its MAC and ``actor_ref``. The sealer
 refuses an event whose MAC does not verify, or that has none once the chain
 holds authenticated events: such a row was written behind ToolHub's back. It
 marks it (``sealed_at`` set, no ``sequence``), never seals it, and
-``audit_verify`` names it.
+``audit_verify`` names it. It also MACs each event's sequence and hash
+(``seal_mac``): the hashes alone can be recomputed after an event is deleted.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, timedelta
+from datetime import timedelta
 
 from django.db import connection, transaction
+from django.db.models import Count, F
 from django.utils import timezone
 
 from registry.canonical import canonical_json, time_form
 from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
-from registry.services.audit_auth import mac_valid, signing_keys
+from registry.services.audit_auth import mac_valid, seal_mac, seal_valid
+from registry.services.audit_checkpoint import (
+    checkpoint_forgery,
+    export_findings,
+)
 
 logger = logging.getLogger(__name__)
 GENESIS = "0" * 64
@@ -52,7 +57,7 @@ CONTENT_FIELDS = (
 
 
 # What the walk and the sealer read of each event besides its content.
-AUTH_FIELDS = ("mac", "actor_ref", "actor_id")
+AUTH_FIELDS = ("mac", "actor_ref", "actor_id", "uid", "seal_mac")
 
 
 def canonical_content(row: dict, sequence: int) -> str:
@@ -62,6 +67,8 @@ def canonical_content(row: dict, sequence: int) -> str:
     if row.get("mac"):  # an authenticated event: its MAC and actor id are chained too
         content["mac"] = row["mac"]
         content["actor_ref"] = row.get("actor_ref")
+    if row.get("uid") is not None:  # an identified event (MAC version 2): its identity too
+        content["uid"] = str(row["uid"])
     return canonical_json(content)
 
 
@@ -90,17 +97,24 @@ def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
         if not rows:
             return 0, 0
         sequence, prev = head.sequence, head.hash or GENESIS
-        authenticated_since = head.authenticated_since
+        authenticated_since, identified_since = head.authenticated_since, head.identified_since
+        taken = _uids_taken(rows)
         updates, refused = [], []
         for row in rows:
-            if not _authentic(row, chain_authenticated=authenticated_since is not None):
+            if not _authentic(
+                row,
+                chain_authenticated=authenticated_since is not None,
+                chain_identified=identified_since is not None,
+            ) or not _first_with_uid(row, taken):
                 refused.append((now, row["id"]))
                 continue
             sequence += 1
             if row["mac"] and authenticated_since is None:
                 authenticated_since = sequence
+            if row["uid"] is not None and identified_since is None:
+                identified_since = sequence
             digest = event_hash(prev, row, sequence)
-            updates.append((sequence, prev, digest, now, row["id"]))
+            updates.append((sequence, prev, digest, seal_mac(sequence, digest), now, row["id"]))
             prev = digest
         table = AuditEvent._meta.db_table
         with connection.cursor() as cursor:
@@ -109,7 +123,7 @@ def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
             if updates:
                 cursor.executemany(
                     f"UPDATE {table} SET sequence = %s, prev_hash = %s, hash = %s, "  # noqa: S608
-                    "sealed_at = %s WHERE id = %s AND sequence IS NULL",
+                    "seal_mac = %s, sealed_at = %s WHERE id = %s AND sequence IS NULL",
                     updates,
                 )
             if refused:
@@ -126,17 +140,43 @@ def _seal_batch(*, batch: int, grace: timedelta, now=None) -> tuple[int, int]:
                     ", ".join(str(event_id) for _, event_id in refused[:20]),
                 )
         AuditChainHead.objects.filter(pk=1).update(
-            sequence=sequence, hash=prev, authenticated_since=authenticated_since
+            sequence=sequence,
+            hash=prev,
+            authenticated_since=authenticated_since,
+            identified_since=identified_since,
         )
     return len(updates), len(refused)
 
 
-def _authentic(row: dict, *, chain_authenticated: bool) -> bool:
+def _authentic(row: dict, *, chain_authenticated: bool, chain_identified: bool = False) -> bool:
     """An event with a MAC that verifies, or one without while the chain has none yet
-    (events from before MACs existed)."""
+    (events from before MACs existed); once the chain holds an identified event
+    (MAC version 2), only identified ones."""
+    if row.get("uid") is None and chain_identified:
+        return False
     if row.get("mac"):
         return mac_valid(row)
     return not chain_authenticated
+
+
+def _uids_taken(rows: list[dict]) -> dict:
+    """For each ``uid`` of ``rows``, the id of the first row holding it (sealed rows
+    first): the unique constraint makes a second one impossible unless it was dropped."""
+    uids = [row["uid"] for row in rows if row["uid"] is not None]
+    holders = (
+        AuditEvent.objects.filter(uid__in=uids)
+        .order_by(F("sequence").asc(nulls_last=True), "id")
+        .values_list("uid", "id")
+    )
+    taken: dict = {}
+    for uid, event_id in holders:
+        taken.setdefault(uid, event_id)
+    return taken
+
+
+def _first_with_uid(row: dict, taken: dict) -> bool:
+    """Not a copy: no other event (sealed, or before it) holds its identity."""
+    return row["uid"] is None or taken.get(row["uid"], row["id"]) == row["id"]
 
 
 def audit_seal_all(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None) -> int:
@@ -150,7 +190,8 @@ def audit_seal_all(*, batch: int = 5000, grace: timedelta = SEAL_GRACE, now=None
 
 @dataclass
 class Problem:
-    # altered | broken_link | missing | unsealed | forged | record_altered
+    # altered | broken_link | missing | unsealed | forged | forged_checkpoint
+    # | export_altered | record_altered
     # | record_deleted | record_unaudited
     kind: str
     sequence: int | None
@@ -203,7 +244,8 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
     """
     walk = Walk(last_sequence=start_sequence, last_hash=start_hash)
     expected_prev, expected_sequence = start_hash, start_sequence + 1
-    authenticated = False  # once an event carries a MAC, every later one must
+    # Once an event carries a MAC (an identity), every later one must.
+    authenticated, identified = _chain_state_at(start_sequence)
     for row in _rows_from(start_sequence, until=until):
         sequence = row["sequence"]
         if sequence != expected_sequence:
@@ -234,10 +276,11 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
                 "longer matches its hash.",
             )
             break
-        walk.problem = _not_authentic(row, authenticated)
+        walk.problem = _not_authentic(row, authenticated, identified)
         if walk.problem is not None:
             break
         authenticated = authenticated or bool(row["mac"])
+        identified = identified or row["uid"] is not None
         expected_prev = row["hash"]
         expected_sequence += 1
         walk.checked += 1
@@ -245,7 +288,21 @@ def walk_chain(start_sequence: int, start_hash: str, *, until: int | None = None
     return walk
 
 
-def _not_authentic(row: dict, authenticated: bool) -> Problem | None:
+def _chain_state_at(sequence: int) -> tuple[bool, bool]:
+    """(authenticated, identified): whether the chain already held an event with a MAC,
+    and one with an identity, at ``sequence`` (a walk from a checkpoint starts there)."""
+    if sequence == 0:
+        return False, False
+    head = AuditChainHead.objects.filter(pk=1).first()
+    if head is None:
+        return False, False
+    return (
+        head.authenticated_since is not None and head.authenticated_since <= sequence,
+        head.identified_since is not None and head.identified_since <= sequence,
+    )
+
+
+def _not_authentic(row: dict, authenticated: bool, identified: bool = False) -> Problem | None:
     """Why a sealed event whose hash fits is still not what ToolHub wrote, if it is not."""
     sequence, event_id = row["sequence"], row["id"]
     named = f"Event #{sequence} (id {event_id}, {row['action']})"
@@ -265,6 +322,25 @@ def _not_authentic(row: dict, authenticated: bool) -> Problem | None:
             event_id,
             f"{named} has no authentication code although the events before it have: it "
             "was written and chained behind ToolHub's back.",
+        )
+    if row["uid"] is None and identified:
+        return Problem(
+            "forged",
+            sequence,
+            event_id,
+            f"{named} has no identity (uid) although the events before it have: it was "
+            "written and chained behind ToolHub's back (a copy of an older event?).",
+        )
+    if (row["uid"] is not None or row["seal_mac"]) and not seal_valid(
+        sequence, row["hash"], row["seal_mac"]
+    ):
+        return Problem(
+            "altered",
+            sequence,
+            event_id,
+            f"{named} does not match its seal: the chain was recomputed after it was "
+            "sealed (an event before it deleted, inserted or altered), or the key that "
+            "sealed it is no longer in TOOLHUB_AUDIT_SIGNING_KEY.",
         )
     if row["mac"] and row["actor_id"] is not None and row["actor_id"] != row["actor_ref"]:
         return Problem(
@@ -286,9 +362,12 @@ def unsealed_forgeries() -> Iterator[Problem]:
         .order_by("id")
         .values("sealed_at", *CONTENT_FIELDS, *AUTH_FIELDS)
     )
+    chain_identified = head is not None and head.identified_since is not None
     for row in pending.iterator(chunk_size=1000):
         refused = row["sealed_at"] is not None
-        if refused or not _authentic(row, chain_authenticated=chain_authenticated):
+        if refused or not _authentic(
+            row, chain_authenticated=chain_authenticated, chain_identified=chain_identified
+        ):
             yield Problem(
                 "forged",
                 None,
@@ -298,6 +377,34 @@ def unsealed_forgeries() -> Iterator[Problem]:
                 "behind ToolHub's back"
                 + (" and the sealer refused it." if refused else " and will not be sealed."),
             )
+
+
+def duplicate_identities() -> Iterator[Problem]:
+    """Events that share their identity (``uid``) with an earlier one: copies. The unique
+    constraint refuses them; this finds them where it was dropped (one grouped scan)."""
+    shared = (
+        AuditEvent.objects.filter(uid__isnull=False)
+        .order_by()
+        .values("uid")
+        .annotate(holders=Count("id"))
+        .filter(holders__gt=1)
+        .values_list("uid", flat=True)
+    )
+    for uid in shared.iterator(chunk_size=100):
+        rows = list(
+            AuditEvent.objects.filter(uid=uid)
+            .order_by(F("sequence").asc(nulls_last=True), "id")
+            .values("id", "sequence", "action")
+        )
+        original, copy = rows[0], rows[1]
+        where = f"#{copy['sequence']} " if copy["sequence"] is not None else ""
+        yield Problem(
+            "forged",
+            copy["sequence"],
+            copy["id"],
+            f"Event {where}(id {copy['id']}, {copy['action']}) is a copy of event id "
+            f"{original['id']} (the same uid {uid}): it was written behind ToolHub's back.",
+        )
 
 
 # Records whose audit events carry a hash of their content (executions: their
@@ -313,9 +420,42 @@ def record_check_register(check: Callable[[], Iterator[Problem]]) -> None:
         _record_checks.append(check)
 
 
+def _checkpoint_problem(report: VerifyReport) -> Problem | None:
+    """A checkpoint ToolHub did not write, or an altered export; an export that cannot be
+    read here is a warning (the removed events were not checked)."""
+    forged = checkpoint_forgery()
+    if forged is not None:
+        return Problem("forged_checkpoint", forged[0], None, forged[1])
+    for altered, sequence, message in export_findings():
+        if altered:
+            return Problem("export_altered", sequence, None, message)
+        report.warnings.append(message)
+    return None
+
+
 def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
     """Recompute the chain and name the first event that was altered, deleted, inserted or moved."""
     report = VerifyReport()
+    report.problem = _checkpoint_problem(report)
+    if report.problem is not None:
+        report.ok = False
+        return report
+    _walk_into(report, from_checkpoint)
+    report.problem = report.problem or _head_problem(report)
+    stale = AuditEvent.objects.filter(
+        sequence__isnull=True, occurred_at__lt=timezone.now() - timedelta(minutes=5)
+    ).count()
+    if stale:
+        report.warnings.append(
+            f"{stale} event(s) older than five minutes are not sealed yet: is the sealer running?"
+        )
+    report.problem = report.problem or _first_other_problem()
+    report.ok = report.problem is None
+    return report
+
+
+def _walk_into(report: VerifyReport, from_checkpoint: bool) -> None:
+    """Walk the chain from the latest checkpoint (or the start) and note what it found."""
     start_sequence, expected_prev = 0, GENESIS
     checkpoint = AuditCheckpoint.objects.order_by("-sequence").first() if from_checkpoint else None
     if checkpoint is not None:
@@ -324,153 +464,41 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
     report.started_at_sequence = start_sequence
     walk = walk_chain(start_sequence, expected_prev)
     report.problem, report.checked = walk.problem, walk.checked
+    report.head_sequence, report.head_hash = walk.last_sequence, walk.last_hash
+    problem = report.problem
     if (
         not from_checkpoint
-        and report.problem is not None
-        and report.problem.kind == "missing"
-        and report.problem.sequence == start_sequence + 1
+        and problem is not None
+        and problem.kind == "missing"
+        and problem.sequence == start_sequence + 1
     ):
         removed = AuditCheckpoint.objects.order_by("-sequence").first()
         if removed is not None:
-            report.problem.message += (
+            problem.message += (
                 f" Retention removed events up to #{removed.sequence} (checkpoint, export "
                 f"{removed.export_path}): verify from the checkpoint (without --from-start) "
                 "and check the removed events against that export."
             )
-    report.head_sequence, report.head_hash = walk.last_sequence, walk.last_hash
-    if report.problem is None:
-        head = AuditChainHead.objects.filter(pk=1).first()
-        if head is not None and head.sequence > report.head_sequence:
-            report.problem = Problem(
-                "missing",
-                report.head_sequence + 1,
-                None,
-                f"The chain ends at #{report.head_sequence} but was sealed up to #{head.sequence}: "
-                "the latest events were deleted.",
-            )
-    stale = AuditEvent.objects.filter(
-        sequence__isnull=True, occurred_at__lt=timezone.now() - timedelta(minutes=5)
-    ).count()
-    if stale:
-        report.warnings.append(
-            f"{stale} event(s) older than five minutes are not sealed yet: is the sealer running?"
-        )
-    if report.problem is None:
-        report.problem = next(unsealed_forgeries(), None)
-    if report.problem is None:
-        for check in _record_checks:
-            report.problem = next(iter(check()), None)
-            if report.problem is not None:
-                break
-    report.ok = report.problem is None
-    return report
 
 
-# The head, signed so it can be stored outside the database and checked later.
-
-
-def _signature(sequence: int, digest: str, at: str, key: bytes | None = None) -> str:
-    key = key if key is not None else (signing_keys() or [b""])[0]
-    return hmac.new(key, f"{sequence}:{digest}:{at}".encode(), hashlib.sha256).hexdigest()
-
-
-def _signed(sequence: int, digest: str, at: str, signature: str) -> bool:
-    """Whether one of the signing keys made ``signature`` (keys rotate: all verify)."""
-    return any(
-        hmac.compare_digest(_signature(sequence, digest, at, key), signature)
-        for key in signing_keys()
-    )
-
-
-def audit_head() -> dict:
+def _head_problem(report: VerifyReport) -> Problem | None:
+    """The chain ends before the sealed head: its latest events were deleted."""
     head = AuditChainHead.objects.filter(pk=1).first()
-    sequence, digest = (head.sequence, head.hash) if head else (0, GENESIS)
-    at = timezone.now().astimezone(UTC).isoformat(timespec="seconds")
-    return {
-        "sequence": sequence,
-        "hash": digest,
-        "at": at,
-        "signature": _signature(sequence, digest, at),
-    }
-
-
-def _first_sequence() -> int | None:
-    """The lowest sequence still in the table (retention removes the oldest events)."""
-    return (
-        AuditEvent.objects.filter(sequence__isnull=False)
-        .order_by("sequence")
-        .values_list("sequence", flat=True)
-        .first()
+    if head is None or head.sequence <= report.head_sequence:
+        return None
+    return Problem(
+        "missing",
+        report.head_sequence + 1,
+        None,
+        f"The chain ends at #{report.head_sequence} but was sealed up to #{head.sequence}: "
+        "the latest events were deleted.",
     )
 
 
-def audit_head_check(head: dict) -> tuple[bool, str]:
-    """Is ``head`` authentic, and is the chain up to it intact?
-
-    After the signature, the chain is recomputed (``walk_chain``, as
-    ``audit_verify`` does) from the first event up to the head's sequence, and
-    must end in the head's hash: an event before the head that was altered,
-    deleted, inserted or moved fails the check and is named.
-
-    The walk starts at a retention checkpoint instead only when every event up
-    to that checkpoint is gone, as retention leaves it (it deletes them in the
-    transaction that writes the checkpoint); a checkpoint row with events still
-    behind it is ignored, so it cannot hide them. The checkpoint's hash needs no
-    trust of its own: each event's hash covers its ``prev_hash``, so a walk that
-    ends in the signed hash pins it. What the database can no longer show, the
-    removed events themselves, is checked against the retention export.
-    """
-    try:
-        sequence, digest, at, signature = (
-            int(head["sequence"]),
-            str(head["hash"]),
-            str(head["at"]),
-            str(head["signature"]),
-        )
-    except (KeyError, TypeError, ValueError):
-        return False, "Not a head: it needs sequence, hash, at and signature."
-    if not _signed(sequence, digest, at, signature):
-        return (
-            False,
-            "The signature does not match: the head was altered or signed with another key.",
-        )
-    if sequence == 0:
-        return True, "The head is the empty chain."
-    first = _first_sequence()
-    removed = AuditCheckpoint.objects.filter(sequence__gte=sequence).order_by("sequence").first()
-    if removed is not None and (first is None or first > removed.sequence):
-        if removed.sequence == sequence and removed.hash != digest:
-            return False, f"Checkpoint #{sequence} has another hash: the history was rewritten."
-        return True, (
-            f"Event #{sequence} was removed by retention (checkpoint #{removed.sequence}, "
-            f"export {removed.export_path}); check it against that export."
-        )
-    bound = sequence if first is None else min(sequence, first)
-    checkpoint = AuditCheckpoint.objects.filter(sequence__lt=bound).order_by("-sequence").first()
-    if checkpoint is None:
-        walk = walk_chain(0, GENESIS, until=sequence)
-        origin = "from the first event"
-    else:
-        walk = walk_chain(checkpoint.sequence, checkpoint.hash, until=sequence)
-        origin = f"after checkpoint #{checkpoint.sequence}"
-    if walk.problem is not None:
-        return False, f"The history up to #{sequence} was rewritten: {walk.problem.message}"
-    if walk.last_sequence < sequence:
-        if walk.last_sequence + 1 == sequence:
-            return False, f"Event #{sequence} is no longer in the audit log."
-        return False, (
-            f"The history up to #{sequence} was cut: events #{walk.last_sequence + 1} to "
-            f"#{sequence} are no longer in the audit log."
-        )
-    if walk.last_hash != digest:
-        return False, f"Event #{sequence} now has another hash: the history was rewritten."
-    message = (
-        f"Event #{sequence} still has this hash, and the {walk.checked} event(s) {origin} "
-        "up to it are intact."
-    )
-    if checkpoint is not None:
-        message += (
-            f" Events up to #{checkpoint.sequence} were removed by retention: check them "
-            f"against the export {checkpoint.export_path}."
-        )
-    return True, message
+def _first_other_problem() -> Problem | None:
+    """Forged rows outside the chain, copied identities, then the apps' record checks."""
+    for check in (unsealed_forgeries, duplicate_identities, *_record_checks):
+        problem = next(iter(check()), None)
+        if problem is not None:
+            return problem
+    return None

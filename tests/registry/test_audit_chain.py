@@ -16,12 +16,12 @@ from registry.models import AuditChainHead, AuditCheckpoint, AuditEvent
 from registry.services.audit import audit_record
 from registry.services.audit_chain import (
     CONTENT_FIELDS,
-    audit_head,
-    audit_head_check,
     audit_seal_all,
     audit_verify,
     event_hash,
 )
+from registry.services.audit_checkpoint import checkpoint_record
+from registry.services.audit_head import audit_head, audit_head_check
 
 pytestmark = pytest.mark.django_db
 PG = pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL triggers")
@@ -283,7 +283,7 @@ def test_a_checkpoint_row_does_not_hide_edited_events_behind_it(tmp_path):
     tamper("UPDATE registry_auditevent SET after = %s WHERE sequence = 3", [json.dumps({"i": 9})])
     third = AuditEvent.objects.get(sequence=3)
     # A checkpoint over #3 with #3's stored hash: the walk from it alone would pass.
-    AuditCheckpoint.objects.create(
+    checkpoint_record(
         sequence=3, hash=third.hash, removed_before=timezone.now(), export_path="/nowhere"
     )
     message = head_verify_failure(saved)
@@ -495,7 +495,7 @@ def test_a_rewritten_chain_is_found_by_the_authentication_codes():
     prev = AuditEvent.objects.get(sequence=2).hash
     for sequence in range(3, 6):
         row = AuditEvent.objects.filter(sequence=sequence).values(
-            *CONTENT_FIELDS, "mac", "actor_ref"
+            *CONTENT_FIELDS, "mac", "actor_ref", "uid"
         )
         digest = event_hash(prev, row.get(), sequence)
         tamper(

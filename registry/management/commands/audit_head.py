@@ -3,7 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from registry.services.audit_chain import audit_head, audit_head_check, audit_seal_all
+from registry.services.audit_chain import audit_seal_all
+from registry.services.audit_head import audit_head, audit_head_check
 
 
 class Command(BaseCommand):
