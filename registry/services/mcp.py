@@ -24,7 +24,12 @@ from django.db.models import QuerySet
 
 from registry import crypto
 from registry.models import MCPServer, Tool
-from registry.models.mcp import env_problem, token_env_var_problem
+from registry.models.mcp import (
+    MCPTransport,
+    env_problem,
+    stdio_command_problem,
+    token_env_var_problem,
+)
 from registry.models.tools import ToolType
 from registry.services.audit import audit_record
 from registry.services.tools import tool_update
@@ -126,6 +131,20 @@ def _check_token_env_var(name: Any) -> None:
             raise_invalid([{"field": "token_env_var", "message": problem, "code": "invalid"}])
 
 
+_LAUNCH_FIELDS = ("transport", "command", "args")
+
+
+def _check_stdio_command(server: MCPServer) -> None:
+    """A stdio server's command must be one ``TOOLHUB_MCP_STDIO_COMMANDS`` allows; checked
+    when the command, its arguments or the transport are set (a server saved before the
+    list narrowed stays editable; its syncs and calls are refused)."""
+    if server.transport != MCPTransport.STDIO:
+        return
+    problem = stdio_command_problem(server.command, server.args)
+    if problem:
+        raise_invalid([{"field": "command", "message": problem, "code": "not_allowed"}])
+
+
 def _apply_env(server: MCPServer, env: Any) -> list[str]:
     """Validate and store ``env`` (``None`` clears it); the names whose value changed."""
     env = {} if env is None else env
@@ -154,6 +173,7 @@ def mcp_server_create(
     _apply_env(server, env)
     full_clean(server)  # the format first, then whether it may be named
     _check_token_env_var(server.token_env_var)
+    _check_stdio_command(server)
     _unique_or_conflict(name)
     _save(server)
     audit_record(
@@ -201,6 +221,8 @@ def mcp_server_update(
     full_clean(server)
     if server.token_env_var != before["token_env_var"]:
         _check_token_env_var(server.token_env_var)
+    if any(getattr(server, f) != before[f] for f in _LAUNCH_FIELDS):
+        _check_stdio_command(server)
     if server.name != before["name"]:
         _unique_or_conflict(server.name, exclude_pk=server.pk)
     after = mcp_server_snapshot(server)

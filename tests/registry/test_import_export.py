@@ -22,6 +22,12 @@ from registry.services.tools import config_set, parameter_create
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _stdio_commands(settings):
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = ["/usr/bin/mcp-files"]  # mcp.yml's stdio server
+
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 CANARY = f"import-canary-{uuid.uuid4().hex}"
 PETS = {"base_url": "https://pets.example/v1", "namespace": "pets"}
