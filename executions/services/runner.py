@@ -123,7 +123,7 @@ def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
     # The server's stored credentials serve only the tools its filters let through.
     from executions.executors.mcp import remote_tool_name
 
-    remote = remote_tool_name(configs, tool.name, server.name)
+    remote = remote_tool_name(configs)
     if not server.offers(remote):
         raise ValueError(
             f"MCP server '{server.name}' does not offer '{remote}' (tools_allowed/tools_denied)."

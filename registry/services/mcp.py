@@ -252,8 +252,13 @@ def mcp_server_update(
     return server
 
 
-def _remote_name(tool: Tool) -> str:
-    return str((tool.tool_metadata or {}).get(META_REMOTE_NAME) or tool.name)
+def mcp_remote_tool_name(tool: Tool) -> str:
+    """The remote tool an ``mcp`` tool calls: its ``remote_tool_name`` config (stored when
+    it was linked), never its own name; empty when it has none (its calls fail)."""
+    for config in tool.configs.all():
+        if config.config_key == "remote_tool_name" and not config.is_secret:
+            return str(config.plain_value or "")
+    return ""
 
 
 def _reactivate_tools(*, actor, server: MCPServer) -> list[str]:
@@ -264,7 +269,7 @@ def _reactivate_tools(*, actor, server: MCPServer) -> list[str]:
         meta = dict(tool.tool_metadata or {})
         if meta.get(META_SYNC_STATE) != "server_disabled":
             continue
-        if not server.offers(_remote_name(tool)):
+        if not server.offers(mcp_remote_tool_name(tool)):
             if meta.get(META_SYNC_STATE) != "denied":
                 meta[META_SYNC_STATE] = "denied"  # stays off; a sync may bring it back
                 tool_update(actor=actor, tool=tool, data={"tool_metadata": meta})
@@ -281,7 +286,7 @@ def _deactivate_tools(
     """Deactivate the server's active tools (``only_denied``: those its filters exclude)."""
     names = []
     for tool in mcp_server_tools(server).filter(is_active=True):
-        if only_denied and server.offers(_remote_name(tool)):
+        if only_denied and server.offers(mcp_remote_tool_name(tool)):
             continue
         meta = dict(tool.tool_metadata or {}, **{META_SYNC_STATE: reason})
         tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})

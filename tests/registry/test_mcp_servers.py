@@ -759,10 +759,11 @@ def test_a_denied_remote_tool_never_gets_the_servers_credentials(server):
     from executions.services.runner import _mcp_configs
 
     tool = synced_tool(server, "lookup")
-    assert _mcp_configs(tool, {})["server"]["auth_token"] == CANARY
+    configs = {"remote_tool_name": "lookup"}
+    assert _mcp_configs(tool, configs)["server"]["auth_token"] == CANARY
     MCPServer.objects.filter(pk=server.pk).update(tools_denied=["look*"])
     with pytest.raises(ValueError, match="does not offer 'lookup'"):
-        _mcp_configs(tool, {})
+        _mcp_configs(tool, configs)
 
 
 def test_a_server_saved_before_the_allow_list_narrowed_stays_editable(staff_client, settings):
