@@ -778,8 +778,8 @@ def _definition_changed(tool_id) -> None:
 
 # What a call of the tool does depends on these fields (and on the MCP link in its
 # metadata); its description and other metadata do not change it. The name does:
-# a Python tool without a function config, or an MCP tool without a
-# remote_tool_name, calls what its name says.
+# a Python tool without a function config calls what its name says (an MCP tool
+# calls its stored remote_tool_name).
 DEFINITION_FIELDS = (
     "name",
     "type",
