@@ -15,7 +15,8 @@ through it, and the registry checks a config against it when it is saved.
 The output is ``{"content": [...], "structured": ..., "text": "..."}``. A tool
 result flagged ``isError`` is a failed call (``upstream_error``) whose message is
 the server's text. Secrets (the server's bearer token and ``call.secret_values``)
-are redacted from every output and message.
+are redacted from every output and message; the runner redacts them again, with
+their encoded and re-cased forms (``lent_secrets`` tells it the server's).
 """
 
 from __future__ import annotations
@@ -110,6 +111,12 @@ def remote_tool_name(configs: Mapping[str, Any]) -> str:
             "it is not set; a platform admin sets it when linking the tool to its server",
         )
     return explicit
+
+
+def lent_secrets(configs: Mapping[str, Any]) -> list[str]:
+    """The server's bearer token and stdio environment values (the runner resolves a
+    registered server into ``server``), for the runner's redaction."""
+    return mcp_client.spec_secrets((configs or {}).get("server"))
 
 
 class MCPExecutor:
