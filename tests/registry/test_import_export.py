@@ -172,6 +172,18 @@ def test_mcp_yml_creates_servers():
     assert run("mcp.yml").counts()["unchanged"] == 2
 
 
+def test_an_imported_stdio_server_must_run_an_allowed_command():
+    text = (
+        "mcp_servers:\n  - name: s1\n    transport: stdio\n    command: /bin/sh\n"
+        '    args: ["-c", "id"]\n'
+    )
+    report = run(text)
+    assert not report.ok
+    (error,) = report.errors
+    assert "TOOLHUB_MCP_STDIO_COMMANDS" in error.message
+    assert not MCPServer.objects.exists()
+
+
 def test_mcp_yml_token_variable_must_be_allowed():
     text = (
         "mcp_servers:\n  - name: s1\n    url: https://s1.example/mcp\n"
