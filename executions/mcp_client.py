@@ -31,8 +31,6 @@ import logging
 import math
 import os
 import re
-import shlex
-import shutil
 import tempfile
 import threading
 import time
@@ -356,65 +354,22 @@ def allowed_stdio_commands() -> list[str]:
 
         if not settings.configured:
             return []
-        value = getattr(settings, "TOOLHUB_MCP_STDIO_COMMANDS", []) or []
     except ImportError:
         return []
-    if isinstance(value, str):
-        value = [value]
-    return [str(v) for v in value if v]
+    from registry.models.mcp import allowed_stdio_commands as allowed
 
-
-def _is_path(text: str) -> bool:
-    return os.sep in text or (os.altsep is not None and os.altsep in text)
-
-
-def _same_command(command: str, entry: str) -> bool:
-    """An absolute entry matches that exact path (or a bare command that resolves to it
-    on PATH); a bare entry matches that bare command (resolved on PATH) or the absolute
-    path it resolves to. A path ending in an allowed basename elsewhere does not match."""
-    is_path = _is_path(command)
-    candidate = os.path.normpath(command) if is_path else command
-    resolved = candidate if is_path else shutil.which(command)
-    if _is_path(entry):
-        entry_path = os.path.normpath(entry)
-        return candidate == entry_path or bool(
-            resolved and os.path.normpath(resolved) == entry_path
-        )
-    if candidate == entry:
-        return True
-    which = shutil.which(entry)
-    return bool(is_path and which and os.path.normpath(which) == candidate)
+    return allowed()
 
 
 def check_stdio_command(command: str, args: list[str] | tuple[str, ...] = ()) -> None:
     """Raise ``MCPConfigError`` unless ``command`` (with ``args``) is on
-    ``TOOLHUB_MCP_STDIO_COMMANDS``.
+    ``TOOLHUB_MCP_STDIO_COMMANDS`` (``registry.models.mcp.stdio_command_problem``,
+    checked when a server is saved, and here again: the list may have narrowed)."""
+    from registry.models.mcp import stdio_command_problem
 
-    An entry is a command, optionally followed by arguments (split as a shell
-    would): ``/usr/bin/npx @modelcontextprotocol/server-github``. With
-    arguments, the server's arguments must begin with exactly those, so the
-    entry allows one program; a bare interpreter (``python``, ``node``, ``npx``)
-    allows whatever code its arguments name.
-    """
-    allowed = allowed_stdio_commands()
-    if not allowed:
-        raise MCPConfigError(
-            "stdio MCP servers are disabled: TOOLHUB_MCP_STDIO_COMMANDS allows no command"
-        )
-    for entry in allowed:
-        try:
-            words = shlex.split(entry)
-        except ValueError:
-            continue
-        if not words or not _same_command(command, words[0]):
-            continue
-        required = words[1:]
-        if list(args[: len(required)]) == required:
-            return
-    raise MCPConfigError(
-        f"stdio command {command!r} with these arguments is not allowed by "
-        "TOOLHUB_MCP_STDIO_COMMANDS"
-    )
+    problem = stdio_command_problem(command, args, allowed=allowed_stdio_commands())
+    if problem:
+        raise MCPConfigError(problem)
 
 
 def check_stdio_env(env: Mapping[str, str]) -> None:

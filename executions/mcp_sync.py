@@ -37,7 +37,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from executions import mcp_client
-from executions.redaction import redact_text
+from executions.redaction import redact_text, with_encoded_forms
 from registry.importers import naming
 from registry.importers.schema_rows import SchemaProblem, schema_to_rows
 from registry.models import MCPServer, Tool
@@ -142,7 +142,7 @@ def mcp_server_sync(
     secrets: list[str] = []
     try:
         spec = mcp_services.mcp_server_spec(server)
-        secrets += mcp_client.spec_secrets(spec)
+        secrets += with_encoded_forms(mcp_client.spec_secrets(spec))
         remote = mcp_client.list_tools(spec, egress_check=egress_check)
     except ToolHubError as exc:
         return _fail(report, actor, server, exc.code, exc.message)

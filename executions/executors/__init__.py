@@ -39,6 +39,18 @@ def get_executor(kind: str) -> Executor:
     raise LookupError(f"No executor for tool type '{kind}'.")
 
 
+def lent_secrets(kind: str, configs) -> list[str]:
+    """The secrets a call of ``kind`` uses that are neither the tool's secret configs nor
+    the caller's per-call secrets: what its configs resolve to (an MCP server's token
+    and environment, an operator's database alias). Each executor module that has such
+    secrets declares ``lent_secrets(configs)``; the runner redacts them with the rest."""
+    module = _MODULES.get(kind)
+    if module is None:
+        return []
+    lent = getattr(importlib.import_module(module), "lent_secrets", None)
+    return list(lent(configs)) if lent is not None else []
+
+
 def executor_configs(kind: str) -> ExecutorConfigs | None:
     """The config keys the executor of ``kind`` knows (None for a kind without an executor)."""
     module = _MODULES.get(kind)

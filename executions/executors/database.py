@@ -668,6 +668,21 @@ def connection_secrets(connection_string: str) -> list[str]:
     return secrets
 
 
+def lent_secrets(configs: Mapping[str, Any]) -> list[str]:
+    """The connection string the call uses (an operator's alias resolved) and its
+    password, for the runner's redaction; none when the configs name no usable one."""
+    try:
+        connection_string, _ = _connection_string(configs or {})
+    except _Failure:
+        return []
+    secrets = connection_secrets(connection_string)
+    try:  # the key=value form's password too (connection_secrets reads URLs)
+        password = conninfo_to_dict(connection_string).get("password")
+    except psycopg.Error:
+        password = None
+    return [*secrets, password] if password else secrets
+
+
 def connection_user(connection_string: str) -> str | None:
     """The user a connection string names (URL or key=value form), if any.
 

@@ -4,8 +4,8 @@
 
 * ``server``: a mapping for ``MCPServerSpec`` (transport, url or command/args/env,
   auth_token, timeout_seconds, name);
-* ``remote_tool_name`` (optional): the tool's name on the server; without it the
-  name is ``call.tool_name`` minus its ``<server>__`` prefix;
+* ``remote_tool_name``: the tool's name on the server (required: it is stored when
+  the tool is linked, and never derived from the tool's own name);
 * ``server_id``: the id of the registered MCP server a synced tool belongs to;
   the runner resolves it into ``server`` (``registry.services.mcp``).
 
@@ -15,7 +15,8 @@ through it, and the registry checks a config against it when it is saved.
 The output is ``{"content": [...], "structured": ..., "text": "..."}``. A tool
 result flagged ``isError`` is a failed call (``upstream_error``) whose message is
 the server's text. Secrets (the server's bearer token and ``call.secret_values``)
-are redacted from every output and message.
+are redacted from every output and message; the runner redacts them again, with
+their encoded and re-cased forms (``lent_secrets`` tells it the server's).
 """
 
 from __future__ import annotations
@@ -99,16 +100,23 @@ CONFIGS = ExecutorConfigs(
 )
 
 
-def remote_tool_name(configs: Mapping[str, Any], tool_name: str, server_name: str) -> str:
-    """The tool's name on the MCP server (raises ``ConfigError`` when the config is unusable)."""
+def remote_tool_name(configs: Mapping[str, Any]) -> str:
+    """The tool's name on the MCP server, from its ``remote_tool_name`` config (stored
+    when the tool was linked). Never derived from the tool's own name: renaming a
+    tool must not make it call another remote tool. Raises ``ConfigError``."""
     explicit = CONFIGS.read(configs, "remote_tool_name")
-    if explicit:
-        return explicit
-    if server_name and tool_name.startswith(f"{server_name}__"):
-        return tool_name[len(server_name) + 2 :]
-    if not server_name and "__" in tool_name:
-        return tool_name.split("__", 1)[1]
-    return tool_name
+    if not explicit:
+        raise ConfigError(
+            CONFIGS.keys["remote_tool_name"],
+            "it is not set; a platform admin sets it when linking the tool to its server",
+        )
+    return explicit
+
+
+def lent_secrets(configs: Mapping[str, Any]) -> list[str]:
+    """The server's bearer token and stdio environment values (the runner resolves a
+    registered server into ``server``), for the runner's redaction."""
+    return mcp_client.spec_secrets((configs or {}).get("server"))
 
 
 class MCPExecutor:
@@ -141,7 +149,7 @@ class MCPExecutor:
             spec = CONFIGS.read(configs, "server")
             if spec is None:
                 return failure(ErrorType.CONFIG, "the MCP tool has no 'server' configuration")
-            tool = remote_tool_name(configs, call.tool_name, spec.name)
+            tool = remote_tool_name(configs)
         except ConfigError as exc:
             return failure(ErrorType.CONFIG, str(exc))
 

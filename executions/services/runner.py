@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from executions.executors import get_executor
+from executions.executors import get_executor, lent_secrets
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
@@ -125,7 +125,7 @@ def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
     # The server's stored credentials serve only the tools its filters let through.
     from executions.executors.mcp import remote_tool_name
 
-    remote = remote_tool_name(configs, tool.name, server.name)
+    remote = remote_tool_name(configs)
     if not server.offers(remote):
         raise ValueError(
             f"MCP server '{server.name}' does not offer '{remote}' (tools_allowed/tools_denied)."
@@ -392,7 +392,10 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
     try:
         sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
         configs, secret_configs = spec.runtime(_configs_for)
-        secrets = _secret_values(secret_configs, sealed)
+        # Every secret the call uses, whatever the executor: the tool's, the caller's
+        # and those its configs resolve to (an MCP server's token, a database alias).
+        lent = lent_secrets(tool.type, configs)
+        secrets = tuple(dict.fromkeys([*_secret_values(secret_configs, sealed), *lent]))
         executor = get_executor(tool.type)
     except Exception as exc:  # configuration that cannot even be loaded
         logger.warning("execution %s: cannot prepare: %s", execution.pk, exc.__class__.__name__)

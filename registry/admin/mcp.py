@@ -29,7 +29,12 @@ from registry.admin.mixins import (
 )
 from registry.importers.run import import_content
 from registry.models import MCPServer
-from registry.models.mcp import env_problem, token_env_var_problem
+from registry.models.mcp import (
+    MCPTransport,
+    env_problem,
+    stdio_command_problem,
+    token_env_var_problem,
+)
 from registry.services import mcp as services
 from toolhub.exceptions import ToolHubError
 
@@ -107,6 +112,18 @@ class MCPServerForm(forms.ModelForm):
         if problem:
             raise forms.ValidationError(problem)
         return env
+
+    def clean(self):
+        # Refused on the form, on the command field, like the services refuse it.
+        data = super().clean()
+        launch = ("transport", "command", "args")
+        changed = not self.instance.pk or any(f in self.changed_data for f in launch)
+        if changed and data.get("transport") == MCPTransport.STDIO and data.get("command"):
+            args = data.get("args") if isinstance(data.get("args"), list) else []
+            problem = stdio_command_problem(data["command"], args)
+            if problem:
+                self.add_error("command", problem)
+        return data
 
     def token_change(self) -> dict:
         """The ``auth_token`` argument for the services: absent keeps the stored token."""

@@ -24,7 +24,12 @@ from django.db.models import QuerySet
 
 from registry import crypto
 from registry.models import MCPServer, Tool
-from registry.models.mcp import env_problem, token_env_var_problem
+from registry.models.mcp import (
+    MCPTransport,
+    env_problem,
+    stdio_command_problem,
+    token_env_var_problem,
+)
 from registry.models.tools import ToolType
 from registry.services.audit import audit_record
 from registry.services.tools import tool_update
@@ -126,6 +131,20 @@ def _check_token_env_var(name: Any) -> None:
             raise_invalid([{"field": "token_env_var", "message": problem, "code": "invalid"}])
 
 
+_LAUNCH_FIELDS = ("transport", "command", "args")
+
+
+def _check_stdio_command(server: MCPServer) -> None:
+    """A stdio server's command must be one ``TOOLHUB_MCP_STDIO_COMMANDS`` allows; checked
+    when the command, its arguments or the transport are set (a server saved before the
+    list narrowed stays editable; its syncs and calls are refused)."""
+    if server.transport != MCPTransport.STDIO:
+        return
+    problem = stdio_command_problem(server.command, server.args)
+    if problem:
+        raise_invalid([{"field": "command", "message": problem, "code": "not_allowed"}])
+
+
 def _apply_env(server: MCPServer, env: Any) -> list[str]:
     """Validate and store ``env`` (``None`` clears it); the names whose value changed."""
     env = {} if env is None else env
@@ -154,6 +173,7 @@ def mcp_server_create(
     _apply_env(server, env)
     full_clean(server)  # the format first, then whether it may be named
     _check_token_env_var(server.token_env_var)
+    _check_stdio_command(server)
     _unique_or_conflict(name)
     _save(server)
     audit_record(
@@ -201,6 +221,8 @@ def mcp_server_update(
     full_clean(server)
     if server.token_env_var != before["token_env_var"]:
         _check_token_env_var(server.token_env_var)
+    if any(getattr(server, f) != before[f] for f in _LAUNCH_FIELDS):
+        _check_stdio_command(server)
     if server.name != before["name"]:
         _unique_or_conflict(server.name, exclude_pk=server.pk)
     after = mcp_server_snapshot(server)
@@ -230,8 +252,13 @@ def mcp_server_update(
     return server
 
 
-def _remote_name(tool: Tool) -> str:
-    return str((tool.tool_metadata or {}).get(META_REMOTE_NAME) or tool.name)
+def mcp_remote_tool_name(tool: Tool) -> str:
+    """The remote tool an ``mcp`` tool calls: its ``remote_tool_name`` config (stored when
+    it was linked), never its own name; empty when it has none (its calls fail)."""
+    for config in tool.configs.all():
+        if config.config_key == "remote_tool_name" and not config.is_secret:
+            return str(config.plain_value or "")
+    return ""
 
 
 def _reactivate_tools(*, actor, server: MCPServer) -> list[str]:
@@ -242,7 +269,7 @@ def _reactivate_tools(*, actor, server: MCPServer) -> list[str]:
         meta = dict(tool.tool_metadata or {})
         if meta.get(META_SYNC_STATE) != "server_disabled":
             continue
-        if not server.offers(_remote_name(tool)):
+        if not server.offers(mcp_remote_tool_name(tool)):
             if meta.get(META_SYNC_STATE) != "denied":
                 meta[META_SYNC_STATE] = "denied"  # stays off; a sync may bring it back
                 tool_update(actor=actor, tool=tool, data={"tool_metadata": meta})
@@ -259,7 +286,7 @@ def _deactivate_tools(
     """Deactivate the server's active tools (``only_denied``: those its filters exclude)."""
     names = []
     for tool in mcp_server_tools(server).filter(is_active=True):
-        if only_denied and server.offers(_remote_name(tool)):
+        if only_denied and server.offers(mcp_remote_tool_name(tool)):
             continue
         meta = dict(tool.tool_metadata or {}, **{META_SYNC_STATE: reason})
         tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})

@@ -7,6 +7,7 @@ import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import ProtectedError, Q, RestrictedError
 from django.utils import timezone
@@ -172,6 +173,48 @@ PER_CALL_SECRET_CONFIGS = ("headers_input_map",)
 # Metadata that decides how a tool fails when a control is down (fail closed).
 RISK_METADATA = ("risk", "safety")
 MCP_LINK_METADATA = ("mcp_server", "mcp_server_id", "remote_tool_name")
+
+
+def fallback_remote_tool_name(tool_name: str, server_name: str) -> str:
+    """The remote tool an ``mcp`` tool without ``remote_tool_name`` used to call: its
+    own name without the ``<server>__`` prefix. Only read when the link is made, to
+    store the answer; a call never derives it (a rename would move it)."""
+    if server_name and tool_name.startswith(f"{server_name}__"):
+        return tool_name[len(server_name) + 2 :]
+    if not server_name and "__" in tool_name:
+        return tool_name.split("__", 1)[1]
+    return tool_name
+
+
+def _linked_server_name(tool: Tool) -> str | None:
+    """The name of the server an ``mcp`` tool is linked to (``""`` for an inline server
+    without a name), or None when it is linked to none."""
+    configs = {c.config_key: c for c in tool.configs.all()}
+    if "server" in configs:
+        inline = configs["server"].value
+        return str(inline.get("name") or "") if isinstance(inline, dict) else ""
+    server_id = configs["server_id"].value if "server_id" in configs else None
+    server_id = server_id or (tool.tool_metadata or {}).get("mcp_server_id")
+    if not server_id:
+        return None
+    try:
+        server = MCPServer.objects.filter(pk=str(server_id).strip()).only("name").first()
+    except (ValueError, TypeError, ValidationError):
+        server = None
+    return server.name if server is not None else ""
+
+
+def _store_remote_tool_name(actor, tool: Tool) -> None:
+    """Fix which remote tool a linked ``mcp`` tool calls, when the link is made without
+    saying: what its name says now, stored as ``remote_tool_name`` (which only
+    platform admins change), so that renaming the tool later changes nothing."""
+    if tool.type != "mcp" or tool.configs.filter(config_key="remote_tool_name").exists():
+        return
+    server_name = _linked_server_name(tool)
+    if server_name is None:
+        return
+    remote = fallback_remote_tool_name(tool.name, server_name)
+    config_set(actor=actor, tool=tool, config_key="remote_tool_name", config_value=remote)
 
 
 def _check_mcp_link(actor, tool: Tool, *, config_key: str | None = None, data=None) -> None:
@@ -490,6 +533,7 @@ def tool_create(
             )
         first_index.setdefault(key, index)
         config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", _creating=True, **spec)
+    _store_remote_tool_name(actor, tool)
     _check_cacheable(tool)
     return tool
 
@@ -530,6 +574,8 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool
     if set(data) == {"is_active"}:
         action = "tool.activated" if tool.is_active else "tool.deactivated"
     audit_record(actor=actor, action=action, target=tool, before=before, after=after)
+    if _mcp_link_moved(before, after):
+        _store_remote_tool_name(actor, tool)
     return tool
 
 
@@ -733,8 +779,8 @@ def _definition_changed(tool_id) -> None:
 
 # What a call of the tool does depends on these fields (and on the MCP link in its
 # metadata); its description and other metadata do not change it. The name does:
-# a Python tool without a function config, or an MCP tool without a
-# remote_tool_name, calls what its name says.
+# a Python tool without a function config calls what its name says (an MCP tool
+# calls its stored remote_tool_name).
 DEFINITION_FIELDS = (
     "name",
     "type",
@@ -756,6 +802,14 @@ PARAMETER_DEFINITION_FIELDS = (
     "has_default",
     "json_schema",
 )
+
+
+def _mcp_link_moved(before: dict, after: dict) -> bool:
+    """Whether an update made a tool an ``mcp`` tool or moved its link in the metadata."""
+    if after.get("type") != "mcp":
+        return False
+    old, new = before.get("tool_metadata") or {}, after.get("tool_metadata") or {}
+    return before.get("type") != "mcp" or old.get("mcp_server_id") != new.get("mcp_server_id")
 
 
 def _definition_moved(before: dict, after: dict) -> bool:
@@ -830,6 +884,8 @@ def config_set(
     after = config_snapshot(config)
     action = "tool_config.created" if created else "tool_config.updated"
     audit_record(actor=actor, action=action, target=config, before=before, after=after)
+    if config_key in ("server", "server_id") and not _creating:
+        _store_remote_tool_name(actor, tool)
     return config, created
 
 

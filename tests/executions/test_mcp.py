@@ -303,10 +303,12 @@ def test_the_output_schema_is_checked_on_a_fresh_session_for_a_tool_on_a_later_p
     assert "bad_structured" in result.error_message
 
 
-def test_remote_tool_name_derived_from_prefix(http_spec):
+def test_a_tool_without_remote_tool_name_calls_nothing_rather_than_its_own_name(http_spec):
+    # Named like a tool of the server, but which remote tool runs is never derived.
     result = run(http_spec, "echo", {"text": "x"}, remote_tool_name=None, tool_name="web__echo")
-    assert result.ok and result.output["text"] == "x"
-    assert result.metadata["remote_tool"] == "echo"
+    assert not result.ok and result.error_type == ErrorType.CONFIG
+    assert "remote_tool_name" in result.error_message
+    assert "remote_tool" not in result.metadata
 
 
 # --------------------------------------------------------------------------- failures

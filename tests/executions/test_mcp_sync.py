@@ -293,8 +293,10 @@ def test_stdio_sync(settings):
 
 
 def test_stdio_command_not_allowlisted(settings):
-    settings.TOOLHUB_MCP_STDIO_COMMANDS = []
-    report = mcp_server_sync(actor=None, server=stdio_server())
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = [sys.executable]
+    server = stdio_server()
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = []  # narrowed after the save: the sync refuses
+    report = mcp_server_sync(actor=None, server=server)
     assert report.error_code == "mcp_config_error"
     assert "TOOLHUB_MCP_STDIO_COMMANDS" in report.error
     assert not Tool.objects.exists()

@@ -22,6 +22,12 @@ from registry.services.tools import config_set, parameter_create
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _stdio_commands(settings):
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = ["/usr/bin/mcp-files"]  # mcp.yml's stdio server
+
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 CANARY = f"import-canary-{uuid.uuid4().hex}"
 PETS = {"base_url": "https://pets.example/v1", "namespace": "pets"}
@@ -164,6 +170,18 @@ def test_mcp_yml_creates_servers():
     assert local.args == ["--root", "/srv/data"] and local.stored_env() == {"LOG_LEVEL": "warning"}
     assert [(p.path, p.line) for p in report.unknown_keys] == [("/mcp_servers/1/region", 14)]
     assert run("mcp.yml").counts()["unchanged"] == 2
+
+
+def test_an_imported_stdio_server_must_run_an_allowed_command():
+    text = (
+        "mcp_servers:\n  - name: s1\n    transport: stdio\n    command: /bin/sh\n"
+        '    args: ["-c", "id"]\n'
+    )
+    report = run(text)
+    assert not report.ok
+    (error,) = report.errors
+    assert "TOOLHUB_MCP_STDIO_COMMANDS" in error.message
+    assert not MCPServer.objects.exists()
 
 
 def test_mcp_yml_token_variable_must_be_allowed():

@@ -40,6 +40,15 @@ def payload(**overrides) -> dict:
     return data
 
 
+# The stdio commands these tests register (the allow-list is checked when a server is saved).
+STDIO_COMMANDS = ["/usr/bin/mcp-local", "/usr/bin/vendor-mcp", "/bin/srv"]
+
+
+@pytest.fixture(autouse=True)
+def _stdio_commands(settings):
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = STDIO_COMMANDS
+
+
 def audit_text() -> str:
     return json.dumps(list(AuditEvent.objects.values("before", "after", "target_repr")))
 
@@ -271,6 +280,53 @@ def test_stdio_server_and_duplicate_name(staff_client):
     again = staff_client.post(LIST, data, format="json")
     assert again.status_code == 409
     assert again.json()["error"]["code"] == "duplicate_name"
+
+
+@pytest.mark.parametrize(
+    "command, args",
+    [
+        ("/bin/sh", ["-c", "id > /tmp/owned"]),
+        ("/usr/bin/mcp-local-evil", []),  # a prefix of an allowed command is not it
+        ("sh", ["-c", "id"]),
+    ],
+)
+def test_a_stdio_server_whose_command_the_allow_list_does_not_name_is_refused_at_save(
+    staff_client, command, args
+):
+    data = payload(name="shell", transport="stdio", url="", command=command, args=args)
+    del data["auth_token"]
+    response = staff_client.post(LIST, data, format="json")
+    assert response.status_code == 400, response.content
+    detail_ = response.json()["error"]["details"][0]
+    assert detail_["field"] == "command"
+    assert "TOOLHUB_MCP_STDIO_COMMANDS" in detail_["message"]
+    assert not MCPServer.objects.filter(name="shell").exists()
+
+    # Nor can an allowed server be changed into one, by its command or by its transport.
+    allowed = staff_client.post(
+        LIST, {**data, "command": "/usr/bin/mcp-local", "args": []}, format="json"
+    )
+    assert allowed.status_code == 201, allowed.content
+    server = MCPServer.objects.get(name="shell")
+    changed = staff_client.patch(detail(server), {"command": command, "args": args}, format="json")
+    assert changed.status_code == 400 and "TOOLHUB_MCP_STDIO_COMMANDS" in changed.content.decode()
+    web = staff_client.post(
+        LIST, payload(name="web", command=command, args=args, auth_token=None), format="json"
+    )
+    assert web.status_code == 201, web.content  # not stdio: the command is not run
+    web_server = MCPServer.objects.get(name="web")
+    turned = staff_client.patch(detail(web_server), {"transport": "stdio"}, format="json")
+    assert turned.status_code == 400 and "TOOLHUB_MCP_STDIO_COMMANDS" in turned.content.decode()
+    assert MCPServer.objects.get(pk=server.pk).command == "/usr/bin/mcp-local"
+    assert MCPServer.objects.get(pk=web_server.pk).transport == "streamable_http"
+
+
+def test_the_admin_refuses_a_stdio_command_the_allow_list_does_not_name(admin_client):
+    form = admin_form(transport="stdio", url="", command="/bin/sh", args='["-c", "id"]')
+    response = admin_client.post(reverse("admin:registry_mcpserver_add"), form)
+    assert response.status_code == 200  # the form again, with the error on the field
+    assert "TOOLHUB_MCP_STDIO_COMMANDS" in response.content.decode()
+    assert not MCPServer.objects.exists()
 
 
 ENV_CANARY = f"env-canary-{uuid.uuid4().hex}"
@@ -703,10 +759,11 @@ def test_a_denied_remote_tool_never_gets_the_servers_credentials(server):
     from executions.services.runner import _mcp_configs
 
     tool = synced_tool(server, "lookup")
-    assert _mcp_configs(tool, {})["server"]["auth_token"] == CANARY
+    configs = {"remote_tool_name": "lookup"}
+    assert _mcp_configs(tool, configs)["server"]["auth_token"] == CANARY
     MCPServer.objects.filter(pk=server.pk).update(tools_denied=["look*"])
     with pytest.raises(ValueError, match="does not offer 'lookup'"):
-        _mcp_configs(tool, {})
+        _mcp_configs(tool, configs)
 
 
 def test_a_server_saved_before_the_allow_list_narrowed_stays_editable(staff_client, settings):

@@ -18,6 +18,7 @@ import asyncio
 import base64
 import hmac
 import json
+import os
 import sys
 from typing import Any
 
@@ -96,9 +97,16 @@ def build_server() -> TestMCPServer:
         return f"slept {seconds}"
 
     @server.tool(description="Return the Authorization header this request carried.")
-    def whoami(ctx: Context) -> str:
+    def whoami(ctx: Context, form: str = "plain", env: str = "") -> str:
+        """``env``: return that environment variable of the process instead (stdio).
+        ``form``: ``plain``, ``upper``, ``lower`` or ``base64``, as a careless
+        upstream may echo a credential."""
         headers = ctx.headers or {}
-        return headers.get("authorization", "") or "anonymous"
+        found = os.environ.get(env, "") if env else headers.get("authorization", "")
+        found = found or "anonymous"
+        if form == "base64":
+            return base64.b64encode(found.encode()).decode()
+        return {"upper": found.upper(), "lower": found.lower()}.get(form, found)
 
     @server.tool(description="Answer with a JSON-RPC error, not a result flagged isError.")
     def rpc_error(code: int = -32001) -> str:
