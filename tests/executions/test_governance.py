@@ -759,7 +759,7 @@ def test_webhook_failures_are_retried_and_the_outcome_audited(gated, upstream2):
 def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, monkeypatch, who):
     from executions.services import pipeline, runner
 
-    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: None)  # no worker yet
+    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: True)  # no worker yet
     queued = call(world["clients"][0], wait=False)
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
     agent = world["agents"][0]
@@ -777,7 +777,7 @@ def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, mo
 def test_a_queued_call_of_a_tool_deactivated_before_it_ran_is_denied(world, monkeypatch):
     from executions.services import pipeline, runner
 
-    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: None)  # no worker yet
+    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: True)  # no worker yet
     queued = call(world["clients"][0], wait=False)
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
     tool_services.tool_deactivate(actor=None, tool=world["tool"])
