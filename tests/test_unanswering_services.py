@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -181,3 +182,33 @@ def test_the_web_process_keeps_serving_after_calls_to_a_broker_that_never_answer
         status__in=[ExecutionStatus.QUEUED, ExecutionStatus.RUNNING]
     ).exists()
     assert Execution.objects.filter(error_type="queue_unavailable").count() == calls
+
+
+def test_the_usage_dashboard_answers_when_its_cache_never_does(superuser, hole, settings):
+    """Computed afresh (and not kept) when the cache times out, never a hang or a 500."""
+    from django.db import connection
+    from django.test import Client
+
+    if "RedisCache" not in settings.CACHES["default"]["BACKEND"]:
+        pytest.skip("the cache is not Redis (set REDIS_URL)")
+    settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": hole.url}}
+    client = Client()
+    client.force_login(superuser)
+    answers = []
+
+    def load() -> None:
+        try:
+            answers.append(client.get("/admin/dashboard/"))
+        except Exception as exc:  # the test client raises what the view raised
+            answers.append(exc)
+        finally:
+            connection.close()  # this thread's own database connection
+
+    thread = threading.Thread(target=load)
+    started = time.monotonic()
+    thread.start()
+    thread.join(timeout=CLIENT_TIMEOUT)
+    assert not thread.is_alive(), "the dashboard hangs on a cache that never answers"
+    assert getattr(answers[0], "status_code", answers[0]) == 200
+    assert time.monotonic() - started < REFUSED_WITHIN
+    assert hole.accepted > 0
