@@ -212,3 +212,32 @@ def test_the_usage_dashboard_answers_when_its_cache_never_does(superuser, hole, 
     assert getattr(answers[0], "status_code", answers[0]) == 200
     assert time.monotonic() - started < REFUSED_WITHIN
     assert hole.accepted > 0
+
+
+def test_a_caller_waiting_on_a_redis_that_never_answers_is_answered_by_polling(hole, settings):
+    """The wake-up (BLPOP) gives up after its own wait plus TOOLHUB_REDIS_TIMEOUT; the
+    waiter then reads the row instead."""
+    from executions.services import notify
+
+    settings.REDIS_URL = hole.url
+    settings.TOOLHUB_REDIS_TIMEOUT = 0.5
+    notify._redis.cache_clear()  # clients are built once per process from the settings
+    done_at = time.monotonic() + 0.5
+    answers = []
+    thread = threading.Thread(
+        target=lambda: answers.append(
+            notify.wait_done("e-1", 30.0, lambda: time.monotonic() >= done_at)
+        )
+    )
+    started = time.monotonic()
+    try:
+        thread.start()
+        thread.join(timeout=CLIENT_TIMEOUT)
+        assert not thread.is_alive(), "the waiter hangs on a Redis that never answers"
+    finally:
+        hole.stop()  # ends a hung wait, so the thread ends too
+        thread.join(timeout=10)
+        notify._redis.cache_clear()
+    assert answers == [True]
+    # BLPOP waits at most 5 s; the socket 0.5 s more.
+    assert time.monotonic() - started < 5.5 + 2.0
