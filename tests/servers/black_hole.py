@@ -50,9 +50,11 @@ class BlackHole:
                         continue
                     try:
                         data = key.fileobj.recv(65536)
-                    except (BlockingIOError, ConnectionError):
-                        data = b"" if not isinstance(key.fileobj, socket.socket) else None
-                    if data == b"":
+                    except BlockingIOError:
+                        continue
+                    except ConnectionError:
+                        data = b""
+                    if not data:  # the client went away
                         selector.unregister(key.fileobj)
                         key.fileobj.close()
         finally:
