@@ -7,6 +7,7 @@ staff users who are reviewers or platform admins (superusers included).
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from django.contrib import admin
@@ -20,6 +21,8 @@ from executions import selectors, stats
 from executions.models import ExecutionStatus
 from executions.svg_charts import Series, line_chart, stacked_bars
 from registry import access
+
+logger = logging.getLogger(__name__)
 
 # Range choice → (span, bucket interval of the charts).
 RANGES = {
@@ -135,7 +138,11 @@ def dashboard_view(request):
     # Everyone allowed here sees every execution, so one cached copy per range
     # serves them all: re-aggregating 90 days of millions of rows takes seconds.
     cache_key = f"toolhub:dashboard:{range_key}"
-    cached = cache.get(cache_key)
+    try:
+        cached, cache_answers = cache.get(cache_key), True
+    except Exception as exc:  # Redis down or not answering: compute, and wait on it no more
+        logger.warning("dashboard cache unavailable: %s", exc.__class__.__name__)
+        cached, cache_answers = None, False
     if cached is None:
         now = timezone.now()
         window = stats.stats_window(start=now - span, end=now, interval=interval)
@@ -149,7 +156,11 @@ def dashboard_view(request):
             interval,
         )
         cached = (now, window, totals, by_tool, by_agent, series)
-        cache.set(cache_key, cached, DASHBOARD_CACHE_SECONDS)
+        if cache_answers:
+            try:
+                cache.set(cache_key, cached, DASHBOARD_CACHE_SECONDS)
+            except Exception as exc:
+                logger.warning("dashboard not cached: %s", exc.__class__.__name__)
     now, window, totals, by_tool, by_agent, series = cached
     total = totals[0].metrics if totals else stats.Metrics(denials_by_reason={})
     rate = total.success_rate

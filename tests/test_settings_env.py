@@ -108,12 +108,35 @@ def test_database_url_switches_to_production_shape(tmp_path):
 
 @pytest.mark.parametrize(
     ("helper", "raw"),
-    [(lambda: env.env_bool("TH_X", False), "perhaps"), (lambda: env.env_int("TH_X", 1), "ten")],
+    [
+        (lambda: env.env_bool("TH_X", False), "perhaps"),
+        (lambda: env.env_int("TH_X", 1), "ten"),
+        *((lambda: env.env_float("TH_X", 3.0, minimum=0.1), raw) for raw in ("ten", "nan", "0")),
+    ],
 )
 def test_typed_helpers_fail_loudly(monkeypatch, helper, raw):
     monkeypatch.setenv("TH_X", raw)
     with pytest.raises(ImproperlyConfigured, match="TH_X"):
         helper()
+
+
+def test_redis_timeouts_bound_the_cache_and_the_broker(tmp_path):
+    script = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.CACHES['default']['OPTIONS'], s.CELERY_BROKER_TRANSPORT_OPTIONS['socket_timeout'], "
+        "s.CELERY_BROKER_TRANSPORT_OPTIONS['socket_connect_timeout'])"
+    )
+    result = run_settings(
+        tmp_path,
+        script,
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        TOOLHUB_REDIS_TIMEOUT="1.5",
+        TOOLHUB_REDIS_CONNECT_TIMEOUT="0.5",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == (
+        "{'socket_connect_timeout': 0.5, 'socket_timeout': 1.5} 1.5 0.5"
+    )
 
 
 def test_file_variant_is_read(monkeypatch, tmp_path):

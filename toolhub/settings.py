@@ -17,7 +17,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-from toolhub.env import env_bool, env_egress_allow, env_int, env_list, env_map, env_str
+from toolhub.env import env_bool, env_egress_allow, env_float, env_int, env_list, env_map, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TOOLHUB_VAR_DIR") or BASE_DIR / "var")
@@ -180,12 +180,22 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
+# Every call to Redis and the broker (cache, rate limits, concurrency slots, wake-ups,
+# publishing a task) gives up after these many seconds, to connect and then to get
+# each answer: a Redis or broker that accepts connections but never answers costs a
+# web thread a few seconds, never the thread (README "Production shape").
+TOOLHUB_REDIS_CONNECT_TIMEOUT = env_float("TOOLHUB_REDIS_CONNECT_TIMEOUT", 3.0, minimum=0.1)
+TOOLHUB_REDIS_TIMEOUT = env_float("TOOLHUB_REDIS_TIMEOUT", 3.0, minimum=0.1)
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "toolhub",
+            "OPTIONS": {
+                "socket_connect_timeout": TOOLHUB_REDIS_CONNECT_TIMEOUT,
+                "socket_timeout": TOOLHUB_REDIS_TIMEOUT,
+            },
         }
     }
 else:
@@ -286,8 +296,24 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose worker died unacknowledged is redelivered after this long; the
     # reaper has usually ended or re-queued its execution well before.
     "visibility_timeout": env_int("TOOLHUB_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=60),
+    # Without these a publish to a broker that never answers waits forever.
+    "socket_connect_timeout": TOOLHUB_REDIS_CONNECT_TIMEOUT,
+    "socket_timeout": TOOLHUB_REDIS_TIMEOUT,
 }
+# Also how long, in all, a publish may spend (re)connecting before it fails.
+CELERY_BROKER_CONNECTION_TIMEOUT = TOOLHUB_REDIS_CONNECT_TIMEOUT
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A publish that fails is tried once more at once, then the call is refused
+# (executions.services.pipeline.dispatch_admitted): a caller is not held for long.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+# For a Redis result backend, should one be configured (none by default).
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = TOOLHUB_REDIS_CONNECT_TIMEOUT
+CELERY_REDIS_SOCKET_TIMEOUT = TOOLHUB_REDIS_TIMEOUT
 # Beat's own state file lives in var/ (writable by the service user), not in the
 # working directory (the image's /app is read-only to it).
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -17,15 +17,24 @@ from django.conf import settings
 logger = logging.getLogger(__name__)
 _KEY = "toolhub:execution-done:{}"
 _TTL_SECONDS = 300
+# The longest one BLPOP blocks; the row is re-checked after each.
+_BLPOP_SECONDS = 5.0
 
 
 @cache
-def _redis():
+def _redis(blocks_for: float = 0.0):
+    """A client whose commands may take ``blocks_for`` seconds besides the usual allowance:
+    a Redis that never answers ends a push or a wait (then polled) instead of holding it."""
     if not settings.REDIS_URL:
         return None
     import redis
 
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=None, health_check_interval=30)
+    return redis.Redis.from_url(
+        settings.REDIS_URL,
+        socket_connect_timeout=settings.TOOLHUB_REDIS_CONNECT_TIMEOUT,
+        socket_timeout=settings.TOOLHUB_REDIS_TIMEOUT + blocks_for,
+        health_check_interval=30,
+    )
 
 
 def notify_done(execution_id) -> None:
@@ -48,7 +57,7 @@ def wait_done(execution_id, timeout: float, is_done) -> bool:
     With Redis the wake-up is a list, not a pub/sub message: a notification
     pushed before the wait starts is still there, so no read is needed first.
     """
-    client = _redis()
+    client = _redis(_BLPOP_SECONDS)
     if client is None and is_done():
         return True
     deadline = time.monotonic() + timeout
@@ -60,7 +69,7 @@ def wait_done(execution_id, timeout: float, is_done) -> bool:
         if client is not None:
             try:
                 # BLPOP takes whole or fractional seconds; re-check the row after each wake-up.
-                if client.blpop([key], timeout=max(min(remaining, 5.0), 0.01)):
+                if client.blpop([key], timeout=max(min(remaining, _BLPOP_SECONDS), 0.01)):
                     # Pushed only once the row is final and committed.
                     return True
             except Exception as exc:

@@ -81,6 +81,13 @@ class InvalidArguments(ToolHubError):
     code = "invalid_arguments"
 
 
+class QueueUnavailable(ToolHubError):
+    """The broker did not take an admitted call: it was ended ``failed``, nothing ran."""
+
+    status_code = 503
+    code = "queue_unavailable"
+
+
 @dataclass
 class Caller:
     """Who is calling: the authenticated user, the agent behind it, and the roles it acts with."""
@@ -384,6 +391,8 @@ def execution_request(
         if slots:
             runner.release_slots(execution, slots)
         raise
+    if execution.error_type == QueueUnavailable.code:
+        raise _queue_refusal(execution)
 
     if run_here:
         try:
@@ -565,7 +574,7 @@ def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:
         rows.insert_together(execution, execution_audit_event(execution, action))
         executions_audited(execution)
     if status == ExecutionStatus.QUEUED:
-        transaction.on_commit(lambda: enqueue(execution, tool))
+        transaction.on_commit(lambda: dispatch_admitted(execution, tool))
 
 
 def _runs_inline(tool: Tool, wait: float | bool | None) -> bool:
@@ -595,7 +604,9 @@ def _tasks_run_here() -> bool:
     return bool(app.conf.task_always_eager)
 
 
-def enqueue(execution: Execution, tool: Tool) -> None:
+def enqueue(execution: Execution, tool: Tool) -> bool:
+    """Publish the task that runs ``execution``; False when the broker did not take it
+    (in time: settings.TOOLHUB_REDIS_TIMEOUT). Never raises for an unreachable broker."""
     from executions.tasks import run_execution
 
     budget = total_budget_seconds(tool)
@@ -607,14 +618,49 @@ def enqueue(execution: Execution, tool: Tool) -> None:
             time_limit=budget + 15,
         )
     except (KombuOperationalError, OSError) as exc:
-        # The row is committed as queued: the reaper re-queues calls that never
-        # started once the broker answers. A 500 here would make the caller
-        # retry and run the tool twice.
         logger.warning(
-            "broker unreachable (%s): execution %s stays queued for the reaper",
+            "broker unreachable (%s): execution %s not sent to the workers",
             type(exc).__name__,
             execution.pk,
         )
+        return False
+    return True
+
+
+QUEUE_UNAVAILABLE_MESSAGE = (
+    "The task queue (broker) could not take the call; it was not run. Retry later."
+)
+
+
+def dispatch_admitted(execution: Execution, tool: Tool) -> None:
+    """Send a just-admitted call to the workers (once its row is committed).
+
+    When the broker does not take it, the call ends ``failed`` with error type
+    ``queue_unavailable`` (the caller is answered 503): it never runs, not even
+    from a message that reached the broker after all, because a worker runs only
+    ``queued`` calls. If a worker claimed it first, it stays the worker's.
+    """
+    if enqueue(execution, tool):
+        return
+    now = timezone.now()
+    with transaction.atomic():  # the row and its event together
+        ended = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
+            status=ExecutionStatus.FAILED,
+            error_type=QueueUnavailable.code,
+            error_message=QUEUE_UNAVAILABLE_MESSAGE,
+            finished_at=now,
+            sealed_secrets="",
+            cost=not_charged(),
+        )
+        if ended:
+            execution.refresh_from_db()
+            audit_execution(execution, "execution.failed")
+
+
+def _queue_refusal(execution: Execution) -> QueueUnavailable:
+    exc = QueueUnavailable(QUEUE_UNAVAILABLE_MESSAGE)
+    exc.extra = {"execution_id": str(execution.pk)}
+    return exc
 
 
 def execution_cancel(*, actor, execution: Execution) -> Execution:

@@ -553,7 +553,8 @@ def executions_reap(*, now=None) -> dict[str, int]:
         .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
         .select_related("tool")
     ):
-        enqueue(execution, execution.tool)
+        if not enqueue(execution, execution.tool):
+            break  # the broker does not answer: the next round tries again
         Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
             queued_at=now
         )

@@ -26,7 +26,10 @@ def redis_client():
     import redis
 
     return redis.Redis.from_url(
-        settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=2, health_check_interval=30
+        settings.REDIS_URL,
+        socket_connect_timeout=settings.TOOLHUB_REDIS_CONNECT_TIMEOUT,
+        socket_timeout=settings.TOOLHUB_REDIS_TIMEOUT,
+        health_check_interval=30,
     )
 
 

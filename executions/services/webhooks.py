@@ -54,9 +54,21 @@ def notify_agent(execution: Execution) -> None:
     agent = execution.agent
     if agent is None or not agent.webhook_url:
         return
+    transaction.on_commit(lambda: _queue_delivery(execution))
+
+
+def _queue_delivery(execution: Execution) -> None:
+    """Publish the delivery task; a broker that cannot take it (in time) costs the
+    webhook, recorded as failed, never the request that ended the call."""
+    from kombu.exceptions import OperationalError
+
     from executions.tasks import deliver_webhook
 
-    transaction.on_commit(lambda: deliver_webhook.delay(str(execution.pk)))
+    try:
+        deliver_webhook.delay(str(execution.pk))
+    except (OperationalError, OSError) as exc:
+        logger.warning("webhook for execution %s not queued: %s", execution.pk, exc)
+        _audit(execution, ok=False, attempt=0, problem=f"not queued: {exc.__class__.__name__}")
 
 
 # Outcomes of one delivery attempt.

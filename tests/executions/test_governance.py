@@ -766,6 +766,30 @@ def test_webhook_is_signed_and_sent_on_the_outcome(gated, upstream2):
     assert json.loads(body)["execution"]["status"] == "rejected"
 
 
+def test_a_rejection_is_answered_when_its_webhook_cannot_be_queued(gated, eager_tasks, monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    from executions.tasks import deliver_webhook
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("Timeout reading from socket")
+
+    agent = gated["agents"][0]
+    agent.webhook_url = "http://127.0.0.1:9/hook"
+    agent.save()
+    pending = call(gated["clients"][0], amount=5000).json()
+    approval = Approval.objects.get(execution_id=pending["id"])
+    eager_tasks.conf.task_always_eager = False  # restored by the fixture
+    monkeypatch.setattr(deliver_webhook, "delay", broker_down)
+    rejected = approval_client(gated["approver"]).post(
+        f"/api/v1/approvals/{approval.pk}/reject", {"reason": "no"}, format="json"
+    )
+    assert rejected.status_code == 200, rejected.content
+    assert Execution.objects.get(pk=pending["id"]).status == "rejected"
+    failed = AuditEvent.objects.get(action="webhook.failed")
+    assert failed.after["problem"] == "not queued: OperationalError"
+
+
 def test_webhook_failures_are_retried_and_the_outcome_audited(gated, upstream2):
     from executions.services import webhooks
     from executions.tasks import deliver_webhook
@@ -803,7 +827,7 @@ def test_webhook_failures_are_retried_and_the_outcome_audited(gated, upstream2):
 def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, monkeypatch, who):
     from executions.services import pipeline, runner
 
-    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: None)  # no worker yet
+    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: True)  # no worker yet
     queued = call(world["clients"][0], wait=False)
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
     agent = world["agents"][0]
@@ -821,7 +845,7 @@ def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, mo
 def test_a_queued_call_of_a_tool_deactivated_before_it_ran_is_denied(world, monkeypatch):
     from executions.services import pipeline, runner
 
-    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: None)  # no worker yet
+    monkeypatch.setattr(pipeline, "enqueue", lambda execution, tool: True)  # no worker yet
     queued = call(world["clients"][0], wait=False)
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
     tool_services.tool_deactivate(actor=None, tool=world["tool"])

@@ -149,11 +149,14 @@ def test_embedded_mode_answers_with_what_the_call_became(world, eager_tasks, wai
     assert response.json()["output_data"]["status_code"] == 200
 
 
-def test_broker_down_the_call_stays_queued_and_answers_202(world, eager_tasks, monkeypatch, caplog):
-    # The row is committed before the enqueue: a 500 would make the caller retry
-    # (and run the tool twice) while the reaper re-queues the first one anyway.
+def test_broker_down_the_call_is_refused_503_and_ends_failed_never_to_run(
+    world, eager_tasks, monkeypatch
+):
+    # The row is committed before the publish; it ends failed, so neither the reaper
+    # nor a message that reached the broker after all runs it: the caller may retry.
     from kombu.exceptions import OperationalError
 
+    from executions.services.runner import execution_run, executions_reap
     from executions.tasks import run_execution
 
     def broker_down(*args, **kwargs):
@@ -162,10 +165,16 @@ def test_broker_down_the_call_stays_queued_and_answers_202(world, eager_tasks, m
     eager_tasks.conf.task_always_eager = False
     monkeypatch.setattr(run_execution, "apply_async", broker_down)
     response = run(world["client"], tool="echo_tool", input_data={"path": "echo"})
-    assert response.status_code == 202, response.content
-    assert response.json()["status"] == "queued"
-    assert Execution.objects.get(pk=response.json()["id"]).status == "queued"
-    assert "stays queued for the reaper" in caplog.text
+    assert response.status_code == 503, response.content
+    assert response.json()["error"]["code"] == "queue_unavailable"
+    execution = Execution.objects.get(pk=response.json()["error"]["execution_id"])
+    assert (execution.status, execution.error_type) == ("failed", "queue_unavailable")
+    assert AuditEvent.objects.filter(
+        action="execution.failed", target_id=str(execution.pk)
+    ).exists()
+    assert executions_reap()["requeued"] == 0
+    assert execution_run(execution_id=execution.pk) is None
+    assert world["upstream"].requests == []
 
 
 def test_arguments_as_json_text_are_parsed(world):
