@@ -6,6 +6,7 @@ real shared cache and a recording upstream on 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -128,3 +129,22 @@ def test_a_retry_after_the_web_process_died_mid_call_replays_the_reaped_failure(
         thread.join(30)
     assert Execution.objects.filter(tool_name="slow_echo").count() == 1
     assert len(upstream.requests) == 1
+
+
+def test_a_secret_saved_before_text_was_checked_does_not_crash_the_calls(caller, upstream):
+    """A secret holding an unpaired surrogate (stored before such text was refused)."""
+    from registry import crypto
+    from registry.models import ToolConfig
+
+    ToolConfig.objects.create(
+        tool=caller["tool"],
+        config_key="legacy_secret",
+        is_secret=True,
+        encrypted_value=crypto.fernet().encrypt(json.dumps("x\udfffy").encode()).decode(),
+    )
+    client = token_client(caller["agent"].user)
+    body = {"tool": "keyed_echo", "input_data": {"path": "echo"}, "wait": True}
+    response = client.post(URL, body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "succeeded"
+    assert not Execution.objects.filter(status="running").exists()
