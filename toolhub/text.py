@@ -9,7 +9,9 @@ that uses it. So it is refused where it comes in, naming the field:
   ``toolhub.strictjson`` refuses unpaired surrogates as it parses;
 - every save of every model (``refuse_unstorable_fields``, connected to
   ``pre_save`` by ``toolhub.apps``): each text and JSON field is checked, so no
-  write path (API, admin, importers, commands) can store either;
+  write path (API, admin, importers, commands) can store either. Executions and
+  audit events are written without signals (``toolhub.rows``): their text is
+  mended where it is recorded (``executions.jsonsafe``);
 - secrets, checked before they are encrypted (``registry.crypto``).
 """
 
