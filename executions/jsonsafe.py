@@ -36,6 +36,8 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any
 
+from toolhub.text import is_storable_text
+
 CIRCULAR = "[circular]"
 TOO_DEEP = "[nested too deeply]"
 # The deepest nesting of containers a stored value keeps (the outermost counts as 1);
@@ -119,19 +121,6 @@ def storable_text(text: str) -> str:
     if is_storable_text(text):
         return text
     return "".join("\ufffd" if c == "\x00" or 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
-
-
-def is_storable_text(text: str) -> bool:
-    """No NUL character and no unpaired surrogate (UTF-8 can encode it)."""
-    if "\x00" in text:
-        return False
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _key(key: Any, path: set[int], depth: int) -> str:

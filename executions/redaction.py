@@ -49,13 +49,14 @@ def with_encoded_forms(secrets: Iterable[str]) -> list[str]:
         if not secret:
             continue
         secret = str(secret)
-        forms.update((secret, quote(secret, safe=""), quote_plus(secret)))
+        # As bytes: a secret stored before unencodable text was refused still quotes.
+        raw = secret.encode("utf-8", "surrogatepass")
+        forms.update((secret, quote(raw, safe=""), quote_plus(raw)))
         if len(secret) < ENCODED_MIN_CHARS:
             continue
         long_enough = len(secret) >= _ALIGNED_MIN_CHARS
         if long_enough:
             forms.update((secret.lower(), secret.upper()))
-        raw = secret.encode("utf-8", "surrogatepass")
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             whole = encode(raw).decode("ascii")
             forms.update((whole, whole.rstrip("=")))

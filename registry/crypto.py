@@ -14,6 +14,8 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
+from toolhub import text
+
 MASK = "********"
 
 
@@ -30,7 +32,10 @@ def fernet() -> MultiFernet:
     return _fernet(tuple(settings.TOOLHUB_ENCRYPTION_KEYS))
 
 
-def encrypt_json(value: Any) -> str:
+def encrypt_json(value: Any, *, field: str = "value") -> str:
+    """``value`` encrypted. Text no record can hold is refused here, naming ``field``:
+    once encrypted, no check at save could see it."""
+    text.refuse_unstorable({field: value})
     return fernet().encrypt(json.dumps(value).encode()).decode()
 
 

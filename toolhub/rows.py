@@ -147,6 +147,9 @@ def _insert_values(obj: models.Model, fields: list, connection) -> list:
     return values
 
 
+# The models written this way (by label): no save signal may be connected to them.
+ROW_WRITTEN_MODELS = frozenset({"executions.Execution", "registry.AuditEvent"})
+
 _writers: dict[type, RowWriter] = {}
 # update_then_insert's statements, by their UPDATE's text (which names the table and
 # columns) and the inserted model's.

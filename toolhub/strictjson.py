@@ -6,13 +6,20 @@ column stores and no client of ours can read back. Used for request bodies
 
 An object naming a key twice is refused too: parsers disagree on which value
 wins (Python takes the last), so a proxy or a filter in front of ToolHub could
-read another request than ToolHub does."""
+read another request than ToolHub does.
+
+So is an unpaired surrogate written as an escape (``"\\udfff"``): it is not
+text (UTF-8 cannot encode it; I-JSON, RFC 7493, forbids it), and saved anyway
+it breaks every later use of the value (``toolhub.text``)."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
+
+from toolhub import text as text_rules
 
 
 class NotJSONNumber(ValueError):
@@ -22,6 +29,18 @@ class NotJSONNumber(ValueError):
 class DuplicateKey(ValueError):
     """An object names the same key twice."""
 
+
+class UnencodableText(ValueError):
+    """A string or a key holds an unpaired surrogate. ``path``: where (``a.b[0]``)."""
+
+    def __init__(self, path: str):
+        where = f" at {path}" if path else ""
+        super().__init__(f"the text{where} holds an unpaired surrogate, which UTF-8 cannot encode")
+        self.path = path
+
+
+# Only text holding such an escape (or a raw surrogate) is walked.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 # Python's own cap on the digits of an integer read from text (sys.int_info).
 MAX_INT_DIGITS = 4300
@@ -62,17 +81,23 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def loads(text: str) -> Any:
     """``json.loads`` refusing what JSON has no place for: ``NaN``, ``Infinity``, ``1e999``,
-    integers too long to read, and objects that name a key twice.
+    integers too long to read, objects that name a key twice, and unpaired surrogates.
 
-    Raises ``ValueError`` (``NotJSONNumber``, ``DuplicateKey``) or ``RecursionError``.
+    Raises ``ValueError`` (``NotJSONNumber``, ``DuplicateKey``, ``UnencodableText``) or
+    ``RecursionError``.
     """
-    return json.loads(
+    value = json.loads(
         text,
         parse_constant=_refuse_constant,
         parse_float=_finite_float,
         parse_int=_bounded_int,
         object_pairs_hook=_unique_keys,
     )
+    if _SURROGATE_ESCAPE.search(text) or not text_rules.is_encodable_text(text):
+        where = text_rules.unstorable_path(value, ok=text_rules.is_encodable_text)
+        if where is not None:
+            raise UnencodableText(where)
+    return value
 
 
 def nested_deeper_than(value: Any, limit: int, *, level: int = 1) -> bool:

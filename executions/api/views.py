@@ -152,11 +152,10 @@ class ExecutionListView(BaseAPIView):
                 wait=values.get("wait"),
                 role_ref=values.get("role_id") or values.get("role"),
                 registry=registry_entries(request),
+                on_admitted=held.admitted,
             )
-        except BaseException:
-            idempotency.settle(held, None)  # refused: the key is free for the corrected call
-            raise
-        idempotency.settle(held, str(execution.pk))
+        finally:
+            idempotency.release(held)  # refused: the key is free for the corrected call
         body = ExecutionSerializer(execution, context={"request": request}).data
         quota = getattr(execution, "quota", None)
         headers = quota.headers() if quota else None

@@ -26,6 +26,7 @@ class ErrorType:
     UPSTREAM = "upstream_error"  # the upstream answered with an error (HTTP 4xx/5xx, isError)
     TOOL = "tool_error"  # the tool itself failed (Python exception, SQL error)
     READ_ONLY = "read_only_violation"  # a write was attempted on a read-only database tool
+    INTERNAL = "internal_error"  # ToolHub itself failed while running the call (not retried)
 
 
 @dataclass(frozen=True)

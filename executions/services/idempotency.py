@@ -2,10 +2,19 @@
 
 A client that lost the answer (a dropped connection, a timeout) sends the same
 request with the same key again and gets the execution the first one made,
-instead of running the tool twice. Keys are per principal and kept 24 hours in
+instead of running the tool again. Keys are per principal and kept 24 hours in
 the shared cache (Redis in production). A key reused with other arguments is
 refused; one whose first request is still being decided answers 409. A refused
 request (404, 403, 422…) frees its key, so the corrected request can use it.
+
+The key is bound to the execution the moment the call is admitted, before the
+tool can run (``Claim.admitted``, called by the pipeline): from then on the key
+never frees itself. A retry replays that execution as it is, whatever happens
+to the first request afterwards: an error while it runs or waits, or a web
+process that dies mid-call (the reaper then fails the execution, and the retry
+replays the failure). A key whose request died before admission (nothing ran)
+frees itself after ``DECIDING_TTL_SECONDS``.
+
 How long the caller waits (``wait``) is not part of the request: a retry that
 waits longer is the same call. When the shared cache cannot be reached, a
 request with a key is refused (503 ``idempotency_unavailable``) rather than run
@@ -28,17 +37,33 @@ from toolhub.exceptions import Conflict, InvalidInput, ToolHubError
 logger = logging.getLogger(__name__)
 
 TTL_SECONDS = 24 * 3600
+# How long a key is held while its first request is decided (authorization,
+# validation, limits: no tool runs before admission binds the key for good).
+DECIDING_TTL_SECONDS = 300
 HEADER = "Idempotency-Key"
 _KEY = re.compile(r"^[A-Za-z0-9._:+/=-]{1,200}$")
 
 
 @dataclass
 class Claim:
-    """This request's hold on a key: ``replay`` is the earlier execution's id, if any."""
+    """This request's hold on a key: ``replay`` is the earlier execution's id, if any;
+    ``execution_id`` the one this request's admitted call made."""
 
     cache_key: str | None
     fingerprint: str
     replay: str | None = None
+    execution_id: str | None = None
+
+    def admitted(self, execution) -> None:
+        """Bind the key to ``execution``, written and about to run: retries replay it."""
+        self.execution_id = str(execution.pk)
+        if self.cache_key is None:
+            return
+        record = {"fingerprint": self.fingerprint, "execution_id": self.execution_id}
+        try:
+            cache.set(self.cache_key, record, TTL_SECONDS)
+        except Exception as exc:
+            logger.warning("idempotency key not kept: %s", exc.__class__.__name__)
 
 
 def _arguments(value: Any) -> Any:
@@ -81,7 +106,7 @@ def claim(user, key: str | None, body: Any) -> Claim:
     cache_key = f"toolhub:idempotency:{user.pk}:{digest}"
     fingerprint = _fingerprint(body)
     try:
-        if cache.add(cache_key, {"fingerprint": fingerprint}, TTL_SECONDS):
+        if cache.add(cache_key, {"fingerprint": fingerprint}, DECIDING_TTL_SECONDS):
             return Claim(cache_key, fingerprint)
         held = cache.get(cache_key)
     except Exception as exc:  # the cache is down: the promise cannot be kept
@@ -106,18 +131,15 @@ def claim(user, key: str | None, body: Any) -> Claim:
     return Claim(None, fingerprint, replay=held["execution_id"])
 
 
-def settle(claim_: Claim, execution_id: str | None) -> None:
-    """Remember the execution a key's request made (None: it was refused; free the key)."""
-    if claim_.cache_key is None:
+def release(claim_: Claim) -> None:
+    """Free the key of a request that ended before its call was admitted (refused,
+    or failed before the tool could run); a key bound to an execution stays."""
+    if claim_.cache_key is None or claim_.execution_id is not None:
         return
     try:
-        if execution_id is None:
-            cache.delete(claim_.cache_key)
-        else:
-            record = {"fingerprint": claim_.fingerprint, "execution_id": execution_id}
-            cache.set(claim_.cache_key, record, TTL_SECONDS)
+        cache.delete(claim_.cache_key)
     except Exception as exc:
-        logger.warning("idempotency key not kept: %s", exc.__class__.__name__)
+        logger.warning("idempotency key not freed: %s", exc.__class__.__name__)
 
 
-__all__ = ["HEADER", "Claim", "IdempotencyUnavailable", "claim", "settle"]
+__all__ = ["HEADER", "Claim", "IdempotencyUnavailable", "claim", "release"]

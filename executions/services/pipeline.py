@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -252,11 +252,14 @@ def execution_request(
     wait: float | bool | None = None,
     role_ref: Any = None,
     registry: dict | object | None = snapshot.UNREAD,
+    on_admitted: Callable[[Execution], None] | None = None,
 ) -> Execution:
     """Decide on one call and, if admitted, run it. See the module docstring for the steps.
 
     ``registry``: the in-memory registry entries the caller's authentication
     already validated in this request (saves reading the generation again).
+    ``on_admitted``: called with the execution once its row is written, before
+    the tool can run (an ``Idempotency-Key`` is bound to it there).
     """
     entries = snapshot.resolve(registry)
     try:
@@ -386,37 +389,54 @@ def execution_request(
         runner.mark_running(execution, tool, now)
         status = execution.status
     try:
-        _write_admitted(execution, tool, digest, now)
+        _write_admitted(execution, tool, digest, now, on_admitted)
     except BaseException:
         if slots:
             runner.release_slots(execution, slots)
         raise
     if execution.error_type == QueueUnavailable.code:
         raise _queue_refusal(execution)
+    execution = _run_or_wait(execution, spec, wait=wait, run_here=run_here, slots=slots)
+    execution.quota = quota
+    return execution
 
+
+def _run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
+    """An admitted call's answer: run here, wait for the worker, or answer at once.
+
+    A failure of ours from here on never leaves the call ``running`` nor answers
+    a 500: the call may have reached the tool, so it ends ``failed`` (run here)
+    or is answered as it stands (a worker still has it); never run again.
+    """
+    from executions.services import runner
+
+    tool, status = spec.tool, execution.status
     if run_here:
         try:
-            execution = runner.run_claimed(execution, spec, notify_waiters=False)
+            return runner.run_claimed(execution, spec, notify_waiters=False)
+        except Exception:
+            logger.exception("execution %s: failed after it was admitted", execution.pk)
+            return runner.fail_internal(execution, spec.tool)
         finally:
             runner.release_slots(execution, slots)
-    # A call waiting for a human answers at once, even when the caller asked to wait.
-    elif wait and status == ExecutionStatus.QUEUED:
-        limit = _wait_limit(tool, wait)
-        notify.wait_done(
-            execution.pk,
-            limit,
-            lambda: (
-                Execution.objects.filter(pk=execution.pk)
-                .exclude(status__in=[ExecutionStatus.QUEUED, ExecutionStatus.RUNNING])
-                .exists()
-            ),
-        )
-        execution.refresh_from_db()
-    elif status == ExecutionStatus.QUEUED and _tasks_run_here():
+    try:
+        # A call waiting for a human answers at once, even when the caller asked to wait.
+        if wait and status == ExecutionStatus.QUEUED:
+            notify.wait_done(
+                execution.pk,
+                _wait_limit(tool, wait),
+                lambda: (
+                    Execution.objects.filter(pk=execution.pk)
+                    .exclude(status__in=[ExecutionStatus.QUEUED, ExecutionStatus.RUNNING])
+                    .exists()
+                ),
+            )
+    except Exception:
+        logger.exception("execution %s: waiting for it failed; answered as it stands", execution.pk)
+    if (wait or _tasks_run_here()) and status == ExecutionStatus.QUEUED:
         # Embedded mode runs the task in this thread when the row commits: the
         # call has finished by now, so answer with what it became, not "queued".
         execution.refresh_from_db()
-    execution.quota = quota
     return execution
 
 
@@ -556,8 +576,11 @@ def without_secret_values(value: Any, forms: list[str]) -> Any:
     return value
 
 
-def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:
-    """Write an admitted call's row and its audit event; queue it after the commit."""
+def _write_admitted(
+    execution: Execution, tool: Tool, digest: str, now, on_admitted: Callable | None = None
+) -> None:
+    """Write an admitted call's row and its audit event, tell ``on_admitted``, then
+    queue it after the commit (so nothing runs it before ``on_admitted`` knows it)."""
     status = execution.status
     action = f"execution.{status}"
     if status == ExecutionStatus.PENDING_APPROVAL:
@@ -573,6 +596,8 @@ def _write_admitted(execution: Execution, tool: Tool, digest: str, now) -> None:
         # The row and its audit event together (one statement on PostgreSQL).
         rows.insert_together(execution, execution_audit_event(execution, action))
         executions_audited(execution)
+    if on_admitted is not None:
+        on_admitted(execution)
     if status == ExecutionStatus.QUEUED:
         transaction.on_commit(lambda: dispatch_admitted(execution, tool))
 

@@ -342,8 +342,32 @@ def run_claimed(execution: Execution, spec, *, notify_waiters: bool = True) -> E
 
     ``notify_waiters=False`` when the only waiter is the caller running it here.
     """
-    result, attempts, elapsed_ms = _run_with_retries(execution, spec)
+    started = time.monotonic()
+    try:
+        result, attempts, elapsed_ms = _run_with_retries(execution, spec)
+    except Exception:  # a bug of ours after the tool may have run: end the call, do not retry
+        logger.exception("execution %s: failed while running", execution.pk)
+        result, attempts = _internal_failure(), 1
+        elapsed_ms = (time.monotonic() - started) * 1000
     return _finish(execution, spec.tool, result, attempts, elapsed_ms, notify_waiters)
+
+
+def _internal_failure() -> ExecutorResult:
+    # No exception text: it may quote a secret or an argument.
+    return ExecutorResult(
+        ok=False,
+        error_type=ErrorType.INTERNAL,
+        error_message=(
+            "ToolHub failed while running this call; it may have reached the tool, so it "
+            "was not run again."
+        ),
+    )
+
+
+def fail_internal(execution: Execution, tool: Tool) -> Execution:
+    """End a call this process holds as ``running`` after an unexpected failure of ours
+    (if nothing ended it meanwhile), and return the row as it now is."""
+    return _finish(execution, tool, _internal_failure(), max(execution.attempts, 1), 0.0)
 
 
 def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:

@@ -16,6 +16,7 @@ from registry.services.tools import (
     non_finite_path,
 )
 from toolhub import strictjson
+from toolhub import text as text_rules
 from toolhub.api.params import parse_id
 from toolhub.api.parsers import MAX_DEPTH as BODY_MAX_DEPTH
 
@@ -34,12 +35,19 @@ class JSONTooDeep(ValueError):
     """JSON text nesting arrays and objects more than ``MAX_JSON_DEPTH`` levels deep."""
 
 
+class UnstorableJSON(ValueError):
+    """JSON text whose strings hold a NUL character or an unpaired surrogate (``toolhub.text``)."""
+
+    def __init__(self, path: str):
+        super().__init__(f"{path}: {text_rules.MESSAGE}" if path else text_rules.MESSAGE)
+
+
 def load_json_text(text: str, *, decoder=None):
     """JSON text as JSON defines it (NaN, Infinity and 1e999 are refused, not read),
     nested at most ``MAX_JSON_DEPTH`` levels deep.
 
-    Raises ``strictjson.NotJSONNumber``, ``JSONTooDeep`` or ``ValueError``, never
-    ``RecursionError``, however deep the text nests.
+    Raises ``strictjson.NotJSONNumber``, ``JSONTooDeep``, ``UnstorableJSON`` or
+    ``ValueError``, never ``RecursionError``, however deep the text nests.
     """
     try:
         value = strictjson.loads(text) if decoder is None else json.loads(text, cls=decoder)
@@ -50,6 +58,9 @@ def load_json_text(text: str, *, decoder=None):
         value, MAX_JSON_DEPTH
     ):
         raise JSONTooDeep(TOO_DEEP)
+    where = text_rules.unstorable_path(value)
+    if where is not None:
+        raise UnstorableJSON(where)
     return value
 
 
@@ -81,8 +92,8 @@ class AdminJSONField(forms.JSONField):
             return load_json_text(text, decoder=self.decoder)
         except JSONTooDeep:
             raise forms.ValidationError(self.error_messages["too_deep"], code="too_deep") from None
-        except strictjson.NotJSONNumber as exc:
-            message = str(exc)
+        except (strictjson.NotJSONNumber, strictjson.UnencodableText, UnstorableJSON) as exc:
+            message = str(exc).rstrip(".")
             raise forms.ValidationError(
                 f"{message[:1].upper()}{message[1:]}.", code="not_finite"
             ) from None
@@ -279,8 +290,8 @@ class ToolConfigForm(forms.ModelForm):
             except JSONTooDeep:
                 self.add_error("value", TOO_DEEP)
                 return data
-            except strictjson.NotJSONNumber as exc:
-                message = str(exc)
+            except (strictjson.NotJSONNumber, strictjson.UnencodableText, UnstorableJSON) as exc:
+                message = str(exc).rstrip(".")
                 self.add_error("value", f"{message[:1].upper()}{message[1:]}.")
                 return data
             except ValueError:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from toolhub import text as text_rules
 from toolhub.strictjson import nested_deeper_than
 
 # Aliases can make a small file expand enormously ("billion laughs"): refuse
@@ -151,6 +152,10 @@ def _plain(value: Any, path: str, problems: list[Problem], lines: dict[str, int]
                     Problem(f"keys must be strings, got {key!r}", child, lines.get(child))
                 )
                 continue
+            if not text_rules.is_storable_text(key):
+                shown = f"{path}{pointer(text_rules.shown(key))}"
+                problems.append(Problem(text_rules.MESSAGE, shown, lines.get(child), "unencodable"))
+                continue
             out[key] = _plain(item, child, problems, lines)
         return out
     if isinstance(value, list):
@@ -159,6 +164,9 @@ def _plain(value: Any, path: str, problems: list[Problem], lines: dict[str, int]
         return value.isoformat()
     if isinstance(value, float) and value != value:  # NaN
         problems.append(Problem("NaN is not a JSON value", path, lines.get(path)))
+        return None
+    if isinstance(value, str) and not text_rules.is_storable_text(value):
+        problems.append(Problem(text_rules.MESSAGE, path, lines.get(path), "unencodable"))
         return None
     if value is None or isinstance(value, str | int | float | bool):
         return value

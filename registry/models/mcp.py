@@ -344,7 +344,7 @@ class MCPServer(models.Model):
         return bool(self.encrypted_auth_token)
 
     def set_auth_token(self, token: str | None) -> None:
-        self.encrypted_auth_token = crypto.encrypt_json(token) if token else ""
+        self.encrypted_auth_token = crypto.encrypt_json(token, field="auth_token") if token else ""
 
     def stored_auth_token(self) -> str | None:
         """The decrypted stored token. Only the connection spec should read this."""
@@ -375,7 +375,7 @@ class MCPServer(models.Model):
         new = {name: old[name] if value == crypto.MASK else value for name, value in env.items()}
         changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
         if changed:
-            self.encrypted_env = crypto.encrypt_json(new) if new else ""
+            self.encrypted_env = crypto.encrypt_json(new, field="env") if new else ""
         return changed
 
     @property

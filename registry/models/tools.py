@@ -213,7 +213,7 @@ class ToolConfig(models.Model):
 
     def set_value(self, value) -> None:
         if self.is_secret:
-            self.encrypted_value = crypto.encrypt_json(value)
+            self.encrypted_value = crypto.encrypt_json(value, field="config_value")
             self.plain_value = None
         else:
             self.plain_value = value

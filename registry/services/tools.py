@@ -18,6 +18,7 @@ from registry.hooks import ConfigValueError, config_spec, encrypted_fields
 from registry.models import MCPServer, Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean, raise_invalid
+from toolhub import text as text_rules
 from toolhub.exceptions import Conflict, PermissionDenied
 
 logger = logging.getLogger(__name__)
@@ -135,6 +136,8 @@ def config_problem(tool_type: str, key: str, value: Any, *, secret: bool = False
 
 
 def _check_config(tool: Tool, key: str, value: Any, *, secret: bool, field: str) -> None:
+    # Named as given (the value is stored in one of two columns, a secret encrypted).
+    text_rules.refuse_unstorable({field: value})
     message = config_problem(tool.type, key, value, secret=secret)
     if message:
         raise_invalid([{"field": field, "message": message, "code": "invalid_config"}])

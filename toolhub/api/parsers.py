@@ -14,10 +14,11 @@ guard its recursion against a client's nesting.
 from __future__ import annotations
 
 from django.conf import settings
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ErrorDetail, ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
 from toolhub import strictjson
+from toolhub import text as text_rules
 from toolhub.api.exceptions import PayloadTooLarge
 
 # The deepest nesting of arrays and objects a request body may have (the body
@@ -28,6 +29,12 @@ MAX_DEPTH = 128
 
 def _too_deep() -> ParseError:
     return ParseError(f"JSON parse error: the body is nested more than {MAX_DEPTH} levels deep.")
+
+
+def _unencodable(path: str) -> ValidationError:
+    """A 400 naming the field whose text holds an unpaired surrogate."""
+    message = ErrorDetail(text_rules.MESSAGE, code=text_rules.CODE)
+    return ValidationError({path: [message]} if path else [message])
 
 
 class LimitedJSONParser(JSONParser):
@@ -44,6 +51,8 @@ class LimitedJSONParser(JSONParser):
             data = strictjson.loads(raw.decode(encoding))
         except RecursionError:
             raise _too_deep() from None
+        except strictjson.UnencodableText as exc:
+            raise _unencodable(exc.path) from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"JSON parse error: {exc}") from exc
         # Fewer opening brackets than the limit cannot nest deeper: most bodies skip the walk.
