@@ -1,7 +1,8 @@
 """Tool lists in the shapes LLM providers expect (OpenAI, Anthropic, Gemini, MCP) or raw.
 
 Names are made valid for each provider, kept unique, and mapped back to the
-ToolHub tool (``name_map``) so a provider's tool call can be resolved.
+ToolHub tool (``name_map``) so a provider's tool call can be resolved. Schemas
+are made valid for each provider (Gemini's subset: ``registry/gemini_schema.py``).
 Parameters that carry per-call secrets (keys of the HTTP tool's
 ``headers_input_map``) are marked so agents know to pass them.
 """
@@ -13,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from registry.gemini_schema import gemini_parameters
+
 FORMATS = ("openai", "anthropic", "gemini", "mcp", "raw")
 
 # Each provider's rule for function names.
@@ -23,27 +26,6 @@ _NAME_RULES = {
     "gemini": (re.compile(r"[^a-zA-Z0-9_.-]"), 64, True),
     "mcp": (re.compile(r"[^a-zA-Z0-9_.-]"), 128, False),
     "raw": (re.compile(r"[^a-zA-Z0-9_-]"), 64, False),
-}
-# Keys of the OpenAPI 3 schema subset Gemini's function declarations accept.
-_GEMINI_KEYS = {
-    "type",
-    "format",
-    "description",
-    "nullable",
-    "enum",
-    "properties",
-    "required",
-    "items",
-    "minItems",
-    "maxItems",
-    "minimum",
-    "maximum",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "anyOf",
-    "propertyOrdering",
-    "title",
 }
 SECRET_MARK = "x-toolhub-secret"  # noqa: S105 - a schema key, not a secret
 SECRET_NOTE = "Per-call secret: sent to the upstream as a header, never stored or echoed."  # noqa: S105
@@ -100,22 +82,30 @@ def _without_dialect(schema: dict) -> dict:
     return {k: v for k, v in schema.items() if k != "$schema"}
 
 
-def _gemini_schema(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        out = {}
-        for key, value in schema.items():
-            if key not in _GEMINI_KEYS:
-                continue
-            if key == "properties" and isinstance(value, dict):
-                out[key] = {name: _gemini_schema(sub) for name, sub in value.items()}
-            elif key in ("items",):
-                out[key] = _gemini_schema(value)
-            elif key == "anyOf" and isinstance(value, list):
-                out[key] = [_gemini_schema(v) for v in value]
-            else:
-                out[key] = value
-        return out
-    return schema
+def _with_array_items(schema: Any) -> Any:
+    """``schema`` with ``items: {}`` (any item, as without it) on every array that has no
+    ``items``: OpenAI refuses such an array ("array schema missing items")."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _with_array_items(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_with_array_items(sub) for sub in value]
+        elif key in _SCHEMAS:
+            out[key] = _with_array_items(value)
+    kinds = schema.get("type")
+    if "array" in (kinds if isinstance(kinds, list) else [kinds]) and "items" not in schema:
+        out["items"] = {}
+    return out
+
+
+# Where JSON Schema keywords hold schemas: by name, in a list, or one.
+_SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+_SCHEMA_LISTS = {"anyOf", "oneOf", "allOf", "prefixItems"}
+_SCHEMAS = {"items", "additionalProperties", "not", "if", "then", "else", "contains"}
+_SCHEMAS |= {"propertyNames", "unevaluatedItems", "unevaluatedProperties"}
 
 
 def render(tools, fmt: str) -> dict:
@@ -135,7 +125,7 @@ def render(tools, fmt: str) -> dict:
                     "function": {
                         "name": name,
                         "description": description,
-                        "parameters": _without_dialect(schema),
+                        "parameters": _with_array_items(_without_dialect(schema)),
                     },
                 }
             )
@@ -144,9 +134,11 @@ def render(tools, fmt: str) -> dict:
                 {"name": name, "description": description, "input_schema": _without_dialect(schema)}
             )
         elif fmt == "gemini":
-            items.append(
-                {"name": name, "description": description, "parameters": _gemini_schema(schema)}
-            )
+            declaration = {"name": name, "description": description}
+            parameters = gemini_parameters(schema)
+            if parameters is not None:
+                declaration["parameters"] = parameters
+            items.append(declaration)
         elif fmt == "mcp":
             entry = {
                 "name": name,
