@@ -1,8 +1,9 @@
 """Tool lists in the shapes LLM providers expect (OpenAI, Anthropic, Gemini, MCP) or raw.
 
-Names are made valid for each provider, kept unique, and mapped back to the
-ToolHub tool (``name_map``) so a provider's tool call can be resolved. Schemas
-are made valid for each provider (Gemini's subset: ``registry/gemini_schema.py``).
+Each tool is listed under its own name wherever the provider takes it, else
+under one no other tool can have (``provider_name``), which a call may name
+too; ``name_map`` maps each listed name back to the ToolHub tool. Schemas are
+made valid for each provider (Gemini's subset: ``registry/gemini_schema.py``).
 Parameters that carry per-call secrets (keys of the HTTP tool's
 ``headers_input_map``) are marked so agents know to pass them.
 """
@@ -10,12 +11,15 @@ Parameters that carry per-call secrets (keys of the HTTP tool's
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import logging
 import re
 from typing import Any
 
 from registry.gemini_schema import gemini_parameters
 
+logger = logging.getLogger(__name__)
 FORMATS = ("openai", "anthropic", "gemini", "mcp", "raw")
 
 # Each provider's rule for function names.
@@ -31,19 +35,39 @@ SECRET_MARK = "x-toolhub-secret"  # noqa: S105 - a schema key, not a secret
 SECRET_NOTE = "Per-call secret: sent to the upstream as a header, never stored or echoed."  # noqa: S105
 
 
-def provider_name(name: str, fmt: str, taken: set[str]) -> str:
+# A tool Gemini cannot list under its own name (one that starts with a digit or '-')
+# is listed as this + its name: '_' because Gemini wants a letter or '_' first, and
+# '.' because no tool name has one, so the name stands for that tool and no other.
+RENAMED = "_."
+# A renamed name too long for the format keeps the start of the tool's name and ends
+# in this many hex digits of its digest.
+_DIGEST_LENGTH = 16
+
+
+def provider_name(name: str, fmt: str) -> str:
+    """``name`` as format ``fmt`` lists it: the tool's own name wherever the format takes it,
+    otherwise a name that POST /executions takes too (``tool_names_listed_as``)."""
     pattern, limit, letter_first = _NAME_RULES[fmt]
-    clean = pattern.sub("_", name) or "tool"
-    if letter_first and not re.match(r"[A-Za-z_]", clean):
-        clean = "_" + clean
-    clean = clean[:limit]
-    candidate, n = clean, 2
-    while candidate in taken:
-        suffix = f"_{n}"
-        candidate = clean[: limit - len(suffix)] + suffix
-        n += 1
-    taken.add(candidate)
-    return candidate
+    first_ok = not letter_first or re.match(r"[A-Za-z_]", name)
+    if name and first_ok and len(name) <= limit and not pattern.search(name):
+        return name
+    if pattern.search("."):  # no '.' in this format: only a name no tool may have gets here
+        return (pattern.sub("_", name) or "tool")[:limit]
+    renamed = RENAMED + pattern.sub("_", name)
+    if len(renamed) <= limit:
+        return renamed
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST_LENGTH]
+    return f"{renamed[: limit - _DIGEST_LENGTH - 1]}.{digest}"
+
+
+def renamed_lookup(given: str) -> dict | None:
+    """A ``Tool`` filter that finds the tools a format may list as ``given`` when that is not
+    their own name (``provider_name`` tells which of them it is), or None: ``given`` is
+    no such name."""
+    if not given.startswith(RENAMED):
+        return None
+    start, digest, _ = given[len(RENAMED) :].partition(".")
+    return {"name__startswith": start} if digest else {"name": start}
 
 
 def secret_parameters(tool) -> list[str]:
@@ -110,11 +134,13 @@ _SCHEMAS |= {"propertyNames", "unevaluatedItems", "unevaluatedProperties"}
 
 def render(tools, fmt: str) -> dict:
     """The caller's tools in format ``fmt``: ``{"format", "tools", "name_map"}``."""
-    taken: set[str] = set()
     items: list[dict] = []
     name_map: dict[str, dict] = {}
     for tool in tools:
-        name = provider_name(tool.name, fmt, taken)
+        name = provider_name(tool.name, fmt)
+        if name in name_map:  # two names no tool may have (written past validation)
+            logger.warning("Tool %s not listed for %s: its name is taken.", tool.pk, fmt)
+            continue
         name_map[name] = {"tool_id": str(tool.pk), "tool_name": tool.name}
         schema, secrets = _marked_schema(tool)
         description = tool.description or tool.name

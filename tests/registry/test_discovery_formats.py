@@ -166,14 +166,21 @@ def test_unknown_format_is_400(agent_client):
     assert response.json()["error"]["details"][0]["field"] == "format"
 
 
-def test_names_are_sanitized_unique_and_mapped_back():
-    taken: set[str] = set()
-    assert provider_name("9lives", "gemini", taken) == "_9lives"
-    assert provider_name("a.b", "openai", taken) == "a_b"
-    assert provider_name("a_b", "openai", taken) == "a_b_2"
-    long = "x" * 64
-    assert provider_name(long, "openai", taken) == long
-    assert provider_name(long, "openai", taken) == "x" * 62 + "_2"
+def test_names_are_the_tools_own_where_the_format_takes_them():
+    for fmt in ("openai", "anthropic", "gemini", "mcp", "raw"):
+        assert provider_name("a_b-c", fmt) == "a_b-c"
+        assert provider_name("x" * 64, fmt) == "x" * 64
+    for fmt in ("openai", "anthropic", "mcp", "raw"):
+        assert provider_name("9lives", fmt) == "9lives"
+
+
+def test_gemini_marks_a_name_it_cannot_take_with_a_dot_no_tool_name_has():
+    assert provider_name("9lives", "gemini") == "_.9lives"
+    assert provider_name("-x", "gemini") == "_.-x"
+    long = "9" * 64
+    marked = provider_name(long, "gemini")
+    assert len(marked) == 64 and marked.startswith("_." + "9" * 45 + ".")
+    assert marked != provider_name("9" * 63 + "8", "gemini")  # the digest keeps them apart
 
 
 def test_inactive_tools_are_not_offered(agent_client):
