@@ -64,7 +64,7 @@ def renamed_lookup(given: str) -> dict | None:
     """A ``Tool`` filter that finds the tools a format may list as ``given`` when that is not
     their own name (``provider_name`` tells which of them it is), or None: ``given`` is
     no such name."""
-    if not given.startswith(RENAMED):
+    if not given.startswith(RENAMED) or len(given) > max(r[1] for r in _NAME_RULES.values()):
         return None
     start, digest, _ = given[len(RENAMED) :].partition(".")
     return {"name__startswith": start} if digest else {"name": start}
