@@ -88,9 +88,12 @@ def _typed(node: dict, kind: str | None, nullable: bool) -> tuple[dict, dict, st
     """A schema of one type (None: only null, or no type said)."""
     rest: dict[str, Any] = {}
     done = set(_DONE)
-    if kind is None:
+    if kind is None and nullable:
         out: dict[str, Any] = {"type": "string"}
-        note = "Only null." if nullable else "Any JSON value; one not a string as JSON text."
+        note = "Only null."
+    elif kind is None:  # no type said: any value, of the types Gemini can give
+        out = {"anyOf": [{"type": t} for t in ("string", "number", "boolean")], "nullable": True}
+        note = ""
     elif kind == "object" and isinstance(node.get("properties"), dict) and node["properties"]:
         out, note = _object(node, rest), ""
         done |= {"properties", "required"}
@@ -106,7 +109,7 @@ def _typed(node: dict, kind: str | None, nullable: bool) -> tuple[dict, dict, st
         if node.get("format") in _FORMATS.get(kind, ()):
             out["format"] = node["format"]
             done.add("format")
-    _leftover(node, kind, out, rest, done, _KEPT.get(out["type"], set()))
+    _leftover(node, kind, out, rest, done, _KEPT.get(out.get("type"), set()))
     return out, rest, note
 
 
