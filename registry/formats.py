@@ -1,7 +1,9 @@
 """Tool lists in the shapes LLM providers expect (OpenAI, Anthropic, Gemini, MCP) or raw.
 
-Names are made valid for each provider, kept unique, and mapped back to the
-ToolHub tool (``name_map``) so a provider's tool call can be resolved.
+Each tool is listed under its own name wherever the provider takes it, else
+under one no other tool can have (``provider_name``), which a call may name
+too; ``name_map`` maps each listed name back to the ToolHub tool. Schemas are
+made valid for each provider (Gemini's subset: ``registry/gemini_schema.py``).
 Parameters that carry per-call secrets (keys of the HTTP tool's
 ``headers_input_map``) are marked so agents know to pass them.
 """
@@ -9,10 +11,15 @@ Parameters that carry per-call secrets (keys of the HTTP tool's
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import logging
 import re
 from typing import Any
 
+from registry.gemini_schema import gemini_parameters
+
+logger = logging.getLogger(__name__)
 FORMATS = ("openai", "anthropic", "gemini", "mcp", "raw")
 
 # Each provider's rule for function names.
@@ -24,44 +31,43 @@ _NAME_RULES = {
     "mcp": (re.compile(r"[^a-zA-Z0-9_.-]"), 128, False),
     "raw": (re.compile(r"[^a-zA-Z0-9_-]"), 64, False),
 }
-# Keys of the OpenAPI 3 schema subset Gemini's function declarations accept.
-_GEMINI_KEYS = {
-    "type",
-    "format",
-    "description",
-    "nullable",
-    "enum",
-    "properties",
-    "required",
-    "items",
-    "minItems",
-    "maxItems",
-    "minimum",
-    "maximum",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "anyOf",
-    "propertyOrdering",
-    "title",
-}
 SECRET_MARK = "x-toolhub-secret"  # noqa: S105 - a schema key, not a secret
 SECRET_NOTE = "Per-call secret: sent to the upstream as a header, never stored or echoed."  # noqa: S105
 
 
-def provider_name(name: str, fmt: str, taken: set[str]) -> str:
+# A tool Gemini cannot list under its own name (one that starts with a digit or '-')
+# is listed as this + its name: '_' because Gemini wants a letter or '_' first, and
+# '.' because no tool name has one, so the name stands for that tool and no other.
+RENAMED = "_."
+# A renamed name too long for the format keeps the start of the tool's name and ends
+# in this many hex digits of its digest.
+_DIGEST_LENGTH = 16
+
+
+def provider_name(name: str, fmt: str) -> str:
+    """``name`` as format ``fmt`` lists it: the tool's own name wherever the format takes it,
+    otherwise a name that POST /executions takes too (``tool_names_listed_as``)."""
     pattern, limit, letter_first = _NAME_RULES[fmt]
-    clean = pattern.sub("_", name) or "tool"
-    if letter_first and not re.match(r"[A-Za-z_]", clean):
-        clean = "_" + clean
-    clean = clean[:limit]
-    candidate, n = clean, 2
-    while candidate in taken:
-        suffix = f"_{n}"
-        candidate = clean[: limit - len(suffix)] + suffix
-        n += 1
-    taken.add(candidate)
-    return candidate
+    first_ok = not letter_first or re.match(r"[A-Za-z_]", name)
+    if name and first_ok and len(name) <= limit and not pattern.search(name):
+        return name
+    if pattern.search("."):  # no '.' in this format: only a name no tool may have gets here
+        return (pattern.sub("_", name) or "tool")[:limit]
+    renamed = RENAMED + pattern.sub("_", name)
+    if len(renamed) <= limit:
+        return renamed
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST_LENGTH]
+    return f"{renamed[: limit - _DIGEST_LENGTH - 1]}.{digest}"
+
+
+def renamed_lookup(given: str) -> dict | None:
+    """A ``Tool`` filter that finds the tools a format may list as ``given`` when that is not
+    their own name (``provider_name`` tells which of them it is), or None: ``given`` is
+    no such name."""
+    if not given.startswith(RENAMED) or len(given) > max(r[1] for r in _NAME_RULES.values()):
+        return None
+    start, digest, _ = given[len(RENAMED) :].partition(".")
+    return {"name__startswith": start} if digest else {"name": start}
 
 
 def secret_parameters(tool) -> list[str]:
@@ -100,31 +106,41 @@ def _without_dialect(schema: dict) -> dict:
     return {k: v for k, v in schema.items() if k != "$schema"}
 
 
-def _gemini_schema(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        out = {}
-        for key, value in schema.items():
-            if key not in _GEMINI_KEYS:
-                continue
-            if key == "properties" and isinstance(value, dict):
-                out[key] = {name: _gemini_schema(sub) for name, sub in value.items()}
-            elif key in ("items",):
-                out[key] = _gemini_schema(value)
-            elif key == "anyOf" and isinstance(value, list):
-                out[key] = [_gemini_schema(v) for v in value]
-            else:
-                out[key] = value
-        return out
-    return schema
+def _with_array_items(schema: Any) -> Any:
+    """``schema`` with ``items: {}`` (any item, as without it) on every array that has no
+    ``items``: OpenAI refuses such an array ("array schema missing items")."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _with_array_items(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_with_array_items(sub) for sub in value]
+        elif key in _SCHEMAS:
+            out[key] = _with_array_items(value)
+    kinds = schema.get("type")
+    if "array" in (kinds if isinstance(kinds, list) else [kinds]) and "items" not in schema:
+        out["items"] = {}
+    return out
+
+
+# Where JSON Schema keywords hold schemas: by name, in a list, or one.
+_SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+_SCHEMA_LISTS = {"anyOf", "oneOf", "allOf", "prefixItems"}
+_SCHEMAS = {"items", "additionalProperties", "not", "if", "then", "else", "contains"}
+_SCHEMAS |= {"propertyNames", "unevaluatedItems", "unevaluatedProperties"}
 
 
 def render(tools, fmt: str) -> dict:
     """The caller's tools in format ``fmt``: ``{"format", "tools", "name_map"}``."""
-    taken: set[str] = set()
     items: list[dict] = []
     name_map: dict[str, dict] = {}
     for tool in tools:
-        name = provider_name(tool.name, fmt, taken)
+        name = provider_name(tool.name, fmt)
+        if name in name_map:  # two names no tool may have (written past validation)
+            logger.warning("Tool %s not listed for %s: its name is taken.", tool.pk, fmt)
+            continue
         name_map[name] = {"tool_id": str(tool.pk), "tool_name": tool.name}
         schema, secrets = _marked_schema(tool)
         description = tool.description or tool.name
@@ -135,7 +151,7 @@ def render(tools, fmt: str) -> dict:
                     "function": {
                         "name": name,
                         "description": description,
-                        "parameters": _without_dialect(schema),
+                        "parameters": _with_array_items(_without_dialect(schema)),
                     },
                 }
             )
@@ -144,9 +160,11 @@ def render(tools, fmt: str) -> dict:
                 {"name": name, "description": description, "input_schema": _without_dialect(schema)}
             )
         elif fmt == "gemini":
-            items.append(
-                {"name": name, "description": description, "parameters": _gemini_schema(schema)}
-            )
+            declaration = {"name": name, "description": description}
+            parameters = gemini_parameters(schema)
+            if parameters is not None:
+                declaration["parameters"] = parameters
+            items.append(declaration)
         elif fmt == "mcp":
             entry = {
                 "name": name,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
+from registry import formats
 from registry.models import RateLimitRule, Tool, ToolConfig, ToolParameter
 
 
@@ -31,6 +32,17 @@ def tool_list(
     if filters.get("category"):
         qs = qs.filter(tool_metadata__category=filters["category"])
     return qs.order_by("name")
+
+
+def tool_names_listed_as(given: str) -> list[str]:
+    """The names of the tools a discovery format lists as ``given`` when that is not their
+    own name (Gemini's ``_.2fa-lookup`` for ``2fa-lookup``); more than one only if digests
+    of long names collide."""
+    lookup = formats.renamed_lookup(given)
+    if lookup is None:
+        return []
+    names = Tool.objects.filter(**lookup).values_list("name", flat=True)
+    return [n for n in names if any(formats.provider_name(n, f) == given for f in formats.FORMATS)]
 
 
 def tool_with_details(queryset: QuerySet[Tool]) -> QuerySet[Tool]:

@@ -187,7 +187,10 @@ def _unknown_fields(names: list) -> dict:
 
 class ExecutionRequestSerializer(serializers.Serializer):
     tool_id = serializers.CharField(required=False, help_text="The tool's UUID (or give `tool`).")
-    tool = serializers.CharField(required=False, help_text="The tool's name (or give `tool_id`).")
+    tool = serializers.CharField(
+        required=False,
+        help_text="The tool's name, or the name registry/me listed it under (or give `tool_id`).",
+    )
     input_data = serializers.JSONField(
         required=False,
         default=dict,

@@ -129,10 +129,11 @@ class ExecutionListView(BaseAPIView):
         description=(
             "Run a tool. Answers 202 with the queued execution at once, or with `wait` the "
             "finished execution (200) when it completes in time. Refusals: 404 unknown or "
-            "unreadable tool, 409 deactivated, 403 no execute right, 422 arguments that do not "
-            "match the schema (each problem as {path, message, expected}), 503 "
-            "`queue_unavailable` when the task queue cannot take the call (it ends failed and "
-            "never runs: retry); each carries `execution_id` of the recorded refusal."
+            "unreadable tool, 409 deactivated (or a listed name that stands for two tools), "
+            "403 no execute right, 422 arguments that do not match the schema (each problem "
+            "as {path, message, expected}), 503 `queue_unavailable` when the task queue cannot "
+            "take the call (it ends failed and never runs: retry); each carries `execution_id` "
+            "of the recorded refusal."
         ),
     )
     def post(self, request):

@@ -47,7 +47,7 @@ from executions.services.records import (
     not_charged,
 )
 from executions.validation import validate_arguments
-from registry import access, crypto, snapshot
+from registry import access, crypto, selectors, snapshot
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub import context, rows
@@ -234,14 +234,44 @@ def resolve_caller(user, role_ref: Any = None) -> Caller:
     return caller
 
 
+class AmbiguousToolName(Conflict):
+    code = "tool_name_ambiguous"
+
+
 def _find_tool(caller: Caller, tool_ref: str, entries) -> snapshot.ToolSpec | None:
-    """The tool ``tool_ref`` names, if the caller may read it (None otherwise: one answer, 404)."""
+    """The tool ``tool_ref`` names, if the caller may read it (None otherwise: one answer, 404).
+
+    A name a discovery format listed a tool under (``registry.formats.provider_name``)
+    names that tool too; should it stand for two tools the caller may read, the call
+    is refused (``AmbiguousToolName``), never given to either."""
     spec = snapshot.tool_spec(tool_ref, entries)
-    if spec is None or not access.can(
-        caller.user, Action.READ, spec.tool, role_ids=caller.role_ids, entries=entries
-    ):
+    if spec is None:
+        return _tool_listed_as(caller, tool_ref, entries)
+    if not _may_read(caller, spec, entries):
         return None
     return spec
+
+
+def _may_read(caller: Caller, spec: snapshot.ToolSpec, entries) -> bool:
+    return access.can(
+        caller.user, Action.READ, spec.tool, role_ids=caller.role_ids, entries=entries
+    )
+
+
+def _tool_listed_as(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec | None:
+    names = snapshot.cached(
+        entries,
+        ("tool-listed-as", str(tool_ref)),
+        lambda: tuple(selectors.tool_names_listed_as(str(tool_ref))) or None,
+        keep_none=False,  # any text may be asked for: only names of tools are kept
+    )
+    specs = [snapshot.tool_spec(name, entries) for name in names or ()]
+    readable = [spec for spec in specs if spec is not None and _may_read(caller, spec, entries)]
+    if len(readable) > 1:
+        raise AmbiguousToolName(
+            f"'{tool_ref}' stands for more than one tool: give the tool's tool_id instead."
+        )
+    return readable[0] if readable else None
 
 
 def execution_request(
@@ -268,11 +298,17 @@ def execution_request(
         caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
         # The refusal names the tool when the caller may read it with its own roles, so
         # the record can be found by tool; otherwise it stays unnamed (as a 404 would).
-        spec = _find_tool(caller, tool_ref, entries)
+        try:
+            spec = _find_tool(caller, tool_ref, entries)
+        except AmbiguousToolName:
+            spec = None
         tool = spec.tool if spec is not None else None
         raise _refuse(exc, caller=caller, tool=tool, tool_ref=tool_ref) from None
 
-    spec = _find_tool(caller, tool_ref, entries)
+    try:
+        spec = _find_tool(caller, tool_ref, entries)
+    except AmbiguousToolName as exc:
+        raise _refuse(exc, caller=caller, tool=None, tool_ref=tool_ref) from None
     if spec is None:
         raise _refuse(
             NotFound("Tool not found.", code="tool_not_found"),

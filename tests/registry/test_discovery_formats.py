@@ -124,7 +124,12 @@ def test_gemini(agent_client):
                                 "type": "string",
                                 "description": "Session token. " + SECRET_NOTE,
                             },
-                            "currency": {"type": "string", "enum": ["USD", "EUR"]},
+                            "currency": {
+                                "type": "string",
+                                "format": "enum",
+                                "enum": ["USD", "EUR"],
+                                "description": 'Default: "USD".',
+                            },
                         },
                         "required": ["account_id", "customer_token"],
                     },
@@ -161,14 +166,21 @@ def test_unknown_format_is_400(agent_client):
     assert response.json()["error"]["details"][0]["field"] == "format"
 
 
-def test_names_are_sanitized_unique_and_mapped_back():
-    taken: set[str] = set()
-    assert provider_name("9lives", "gemini", taken) == "_9lives"
-    assert provider_name("a.b", "openai", taken) == "a_b"
-    assert provider_name("a_b", "openai", taken) == "a_b_2"
-    long = "x" * 64
-    assert provider_name(long, "openai", taken) == long
-    assert provider_name(long, "openai", taken) == "x" * 62 + "_2"
+def test_names_are_the_tools_own_where_the_format_takes_them():
+    for fmt in ("openai", "anthropic", "gemini", "mcp", "raw"):
+        assert provider_name("a_b-c", fmt) == "a_b-c"
+        assert provider_name("x" * 64, fmt) == "x" * 64
+    for fmt in ("openai", "anthropic", "mcp", "raw"):
+        assert provider_name("9lives", fmt) == "9lives"
+
+
+def test_gemini_marks_a_name_it_cannot_take_with_a_dot_no_tool_name_has():
+    assert provider_name("9lives", "gemini") == "_.9lives"
+    assert provider_name("-x", "gemini") == "_.-x"
+    long = "9" * 64
+    marked = provider_name(long, "gemini")
+    assert len(marked) == 64 and marked.startswith("_." + "9" * 45 + ".")
+    assert marked != provider_name("9" * 63 + "8", "gemini")  # the digest keeps them apart
 
 
 def test_inactive_tools_are_not_offered(agent_client):
@@ -218,3 +230,108 @@ def test_the_secret_note_is_a_sentence_of_its_own(monkeypatch):
     monkeypatch.setattr(formats, "secret_parameters", lambda t: ["token"])
     schema, _ = formats._marked_schema(tool)
     assert schema["properties"]["token"]["description"] == f"session token. {SECRET_NOTE}"
+
+
+# Gemini takes an OpenAPI 3.0 subset; one schema outside it and the whole list is refused.
+
+
+def _gemini_declaration(parameters: list[dict]) -> dict:
+    """The Gemini declaration of a tool with ``parameters``, checked by the genai SDK."""
+    from google.genai import types
+
+    role = services.role_create(actor=None, name="gemini-callers")
+    agent = services.agent_create(
+        actor=None, name="gemini-agent", owner=make_user("gemini-owner"), role_ids=[role.pk]
+    )
+    tool = tool_services.tool_create(
+        actor=None, name="shaped", type="http", description="Shapes.", parameters=parameters
+    )
+    services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    body = token_client(agent.user).get("/api/v1/registry/me?format=gemini").json()
+    types.Tool.model_validate(body["tools"][0])
+    (declaration,) = body["tools"][0]["functionDeclarations"]
+    return declaration
+
+
+def _accepted(arguments: dict, parameters: list[dict]):
+    """What ToolHub makes of ``arguments`` as a Gemini model writes them for the tool."""
+    from executions.validation import validate_arguments
+
+    outcome = validate_arguments(arguments, Tool.objects.get(name="shaped").input_schema())
+    assert outcome.ok, outcome.errors
+    return outcome.value
+
+
+def test_gemini_gets_an_integer_enum_as_strings_and_the_call_gets_integers():
+    params = [{"name": "level", "type": "integer", "json_schema": {"enum": [1, 2, 3]}}]
+    level = _gemini_declaration(params)["parameters"]["properties"]["level"]
+    assert level == {
+        "type": "string",
+        "format": "enum",
+        "enum": ["1", "2", "3"],
+        "description": "A value of type integer, written as text.",
+    }
+    assert _accepted({"level": "2"}, params) == {"level": 2}
+
+
+def test_gemini_gets_a_number_enum_and_a_const_as_string_enums():
+    params = [
+        {"name": "ratio", "type": "number", "json_schema": {"enum": [0.5, 1.5]}},
+        {"name": "kind", "type": "string", "json_schema": {"const": "invoice"}},
+    ]
+    properties = _gemini_declaration(params)["parameters"]["properties"]
+    assert properties["ratio"]["enum"] == ["0.5", "1.5"]
+    assert properties["kind"] == {"type": "string", "format": "enum", "enum": ["invoice"]}
+    assert _accepted({"ratio": "1.5", "kind": "invoice"}, params) == {
+        "ratio": 1.5,
+        "kind": "invoice",
+    }
+
+
+def test_gemini_gets_only_its_formats_and_the_rest_in_the_description():
+    params = [
+        {"name": "when", "type": "string", "json_schema": {"format": "date-time"}},
+        {
+            "name": "email",
+            "type": "string",
+            "description": "Mail",
+            "json_schema": {"format": "email"},
+        },
+        {"name": "amount", "type": "number", "json_schema": {"exclusiveMinimum": 0, "maximum": 9}},
+    ]
+    properties = _gemini_declaration(params)["parameters"]["properties"]
+    assert properties["when"] == {"type": "string", "format": "date-time"}
+    assert properties["email"] == {
+        "type": "string",
+        "description": 'Mail. JSON Schema also requires: {"format": "email"}.',
+    }
+    assert properties["amount"] == {
+        "type": "number",
+        "maximum": 9,
+        "description": 'JSON Schema also requires: {"exclusiveMinimum": 0}.',
+    }
+
+
+def test_gemini_asks_for_an_object_without_properties_as_json_text():
+    params = [
+        {"name": "free", "type": "object"},
+        {"name": "list", "type": "array"},
+        {
+            "name": "pair",
+            "type": "object",
+            "json_schema": {"properties": {"a": {"type": "integer"}}},
+        },
+    ]
+    properties = _gemini_declaration(params)["parameters"]["properties"]
+    assert properties["free"] == {
+        "type": "string",
+        "description": "Give a JSON object, written as JSON text.",
+    }
+    assert properties["list"]["type"] == "string"
+    assert properties["pair"] == {"type": "object", "properties": {"a": {"type": "integer"}}}
+    value = _accepted({"free": '{"k": [1]}', "list": "[1, 2]"}, params)
+    assert value == {"free": {"k": [1]}, "list": [1, 2]}
+
+
+def test_a_tool_without_inputs_is_declared_to_gemini_without_parameters():
+    assert _gemini_declaration([]) == {"name": "shaped", "description": "Shapes."}
