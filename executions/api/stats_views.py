@@ -9,16 +9,17 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from executions import selectors, stats
+from toolhub.api.openapi import DATE_OR_DATETIME
 from toolhub.api.params import query_choice, query_datetime, query_uuid
 from toolhub.api.views import BaseAPIView
 
 STATS_PARAMETERS = [
     OpenApiParameter(
         "from",
-        str,
+        DATE_OR_DATETIME,
         description="ISO 8601 date-time or date (UTC if no offset). Default: 7 days before to.",
     ),
-    OpenApiParameter("to", str, description="ISO 8601, exclusive. Default: now."),
+    OpenApiParameter("to", DATE_OR_DATETIME, description="ISO 8601, exclusive. Default: now."),
     OpenApiParameter("group_by", str, enum=list(stats.GROUPINGS), description="Default: tool."),
     OpenApiParameter(
         "interval",

@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 
 TTL_SECONDS = 24 * 3600
 HEADER = "Idempotency-Key"
-_KEY = re.compile(r"^[A-Za-z0-9._:+/=-]{1,200}$")
+KEY_PATTERN = r"^[A-Za-z0-9._:+/=-]{1,200}$"
+_KEY = re.compile(KEY_PATTERN)
 
 
 @dataclass

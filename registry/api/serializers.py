@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from registry.models import Tool, ToolConfig, ToolParameter
 from registry.models.tools import JSONType, ParameterKind, ToolType
-from toolhub.api.serializers import AnyJSONField, StrictSerializer
+from toolhub.api.serializers import AnyJSONField, JSONObjectField, StrictSerializer
 
 # Output
 
@@ -133,7 +133,7 @@ class ToolInputSerializer(StrictSerializer):
     description = serializers.CharField(allow_blank=True, required=False, default="")
     type = serializers.ChoiceField(choices=ToolType.choices)
     version = serializers.CharField(max_length=32, required=False)
-    tool_metadata = serializers.JSONField(required=False)
+    tool_metadata = JSONObjectField(required=False)
     is_active = serializers.BooleanField(required=False)
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_retries = serializers.IntegerField(min_value=0, max_value=10, required=False)
