@@ -24,6 +24,8 @@ exception_handler
 PaginatedListExtension
 map_serializer
 document_errors  # drf-spectacular postprocessing hook (settings), takes ``generator``
+document_parameters  # drf-spectacular postprocessing hook (settings)
+match_subclasses  # drf-spectacular extension option
 generator
 content_negotiation_class
 default_detail

@@ -203,7 +203,7 @@ def export_format(params) -> str:
     """The ``format`` query parameter (csv when absent); a 400 naming it otherwise."""
     from rest_framework.exceptions import ValidationError
 
-    raw = params.get("format") or "csv"
+    raw = params.get("format", "csv")
     if raw not in FORMATS:
         raise ValidationError({"format": [f"'{raw}' is not one of: {', '.join(FORMATS)}."]})
     return raw

@@ -8,6 +8,7 @@ of an unread body and otherwise closes the connection it announced as keep-alive
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import socket
@@ -99,3 +100,22 @@ def test_the_next_request_on_the_connection_is_answered(server, path, size, stat
     assert answered.status == status
     connection.request("GET", "/healthz")
     assert connection.getresponse().status == 200
+
+
+def test_a_request_line_past_gunicorns_limit_is_answered_as_the_document_says(server):
+    """gunicorn answers 414 (HTML) before ToolHub sees the request; the document says so."""
+    port, token = server
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/api/schema/?format=json")
+    document = json.loads(connection.getresponse().read())
+    connection.close()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request(
+        "GET", "/api/v1/tools?search=" + "a" * 5000, headers={"Authorization": f"Bearer {token}"}
+    )
+    answered = connection.getresponse()
+    answered.read()
+    assert answered.status == 414
+    assert answered.getheader("Content-Type") == "text/html"
+    documented = document["paths"]["/api/v1/tools"]["get"]["responses"]["414"]
+    assert list(documented["content"]) == ["text/html"]

@@ -274,6 +274,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "toolhub.api.openapi.document_errors",
+        "toolhub.api.openapi.document_parameters",
     ],
 }
 

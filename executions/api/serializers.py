@@ -185,7 +185,19 @@ def _unknown_fields(names: list) -> dict:
     return {storable_text(str(name)): ["Unknown field."] for name in names}
 
 
+@extend_schema_field(
+    {"anyOf": [{"type": "boolean"}, {"type": "number", "minimum": 0, "maximum": 3600}]}
+)
+class WaitField(serializers.JSONField):
+    """``wait``: true or false, or a number of seconds (``validate_wait`` reads it)."""
+
+
 class ExecutionRequestSerializer(serializers.Serializer):
+    # What ``validate`` and ``to_internal_value`` enforce, for the OpenAPI document.
+    refuses_unknown_fields = True
+    exclusive_fields = (("tool_id", "tool"), ("input_data", "arguments"), ("role_id", "role"))
+    one_of_required = ("tool_id", "tool")
+
     tool_id = serializers.CharField(required=False, help_text="The tool's UUID (or give `tool`).")
     tool = serializers.CharField(
         required=False,
@@ -200,7 +212,7 @@ class ExecutionRequestSerializer(serializers.Serializer):
     arguments = serializers.JSONField(
         required=False, allow_null=True, help_text="Alias of input_data."
     )
-    wait = serializers.JSONField(
+    wait = WaitField(
         required=False,
         default=False,
         help_text="true to wait up to the tool's timeout, or a number of seconds.",

@@ -10,15 +10,16 @@ from rest_framework.response import Response
 
 from executions import selectors, stats
 from registry.api.base import BaseAPIView
+from toolhub.api.openapi import DATE_OR_DATETIME
 from toolhub.api.params import query_choice, query_datetime, query_uuid
 
 STATS_PARAMETERS = [
     OpenApiParameter(
         "from",
-        str,
+        DATE_OR_DATETIME,
         description="ISO 8601 date-time or date (UTC if no offset). Default: 7 days before to.",
     ),
-    OpenApiParameter("to", str, description="ISO 8601, exclusive. Default: now."),
+    OpenApiParameter("to", DATE_OR_DATETIME, description="ISO 8601, exclusive. Default: now."),
     OpenApiParameter("group_by", str, enum=list(stats.GROUPINGS), description="Default: tool."),
     OpenApiParameter(
         "interval",

@@ -7,6 +7,7 @@ import logging
 
 from django.core.files.storage import default_storage
 from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -30,14 +31,22 @@ class ExecutionCursorPagination(CursorPagination):
     ordering = ("-created_at", "-id")
 
 
+_ONE_STATUS = "(" + "|".join(ExecutionStatus.values) + ")"
+# ``status``: statuses separated by commas (spaces around them allowed).
+STATUS_LIST = f"^ *{_ONE_STATUS} *(, *{_ONE_STATUS} *)*$"
+
 FILTER_PARAMETERS = [
-    OpenApiParameter("tool_id", str),
+    OpenApiParameter("tool_id", OpenApiTypes.UUID),
     OpenApiParameter("tool", str, description="Tool name"),
-    OpenApiParameter("agent_id", str),
+    OpenApiParameter("agent_id", OpenApiTypes.UUID),
     OpenApiParameter("role", str, description="Role id or name the call was narrowed to"),
-    OpenApiParameter("status", str, description="One status or a comma-separated list"),
-    OpenApiParameter("created_after", str, description="ISO 8601"),
-    OpenApiParameter("created_before", str, description="ISO 8601"),
+    OpenApiParameter(
+        "status",
+        {"type": "string", "pattern": STATUS_LIST},
+        description="One status or a comma-separated list",
+    ),
+    OpenApiParameter("created_after", OpenApiTypes.DATETIME, description="ISO 8601"),
+    OpenApiParameter("created_before", OpenApiTypes.DATETIME, description="ISO 8601"),
     *page_parameters(ExecutionCursorPagination),
 ]
 
@@ -69,13 +78,14 @@ def filter_executions(qs, params, *, also=()):
         role_id = parse_id(role)  # anything else, huge numbers included, is a role name
         qs = qs.filter(role_id=role_id) if role_id is not None else qs.filter(role__name=role)
     if params.get("status"):
-        statuses = [s.strip() for s in params["status"].split(",") if s.strip()]
+        statuses = [s.strip() for s in params["status"].split(",")]
         bad = sorted(set(statuses) - set(ExecutionStatus.values))
         if bad:
             raise ValidationError(
                 {
                     "status": [
-                        f"Unknown status {', '.join(bad)}; use {', '.join(ExecutionStatus.values)}."
+                        f"Unknown status {', '.join(map(repr, bad))}; "
+                        f"use {', '.join(ExecutionStatus.values)}."
                     ]
                 }
             )
@@ -108,7 +118,7 @@ class ExecutionListView(BaseAPIView):
         parameters=[
             OpenApiParameter(
                 idempotency.HEADER,
-                str,
+                {"type": "string", "pattern": idempotency.KEY_PATTERN},
                 location=OpenApiParameter.HEADER,
                 required=False,
                 description=(

@@ -41,7 +41,8 @@ TTL_SECONDS = 24 * 3600
 # validation, limits: no tool runs before admission binds the key for good).
 DECIDING_TTL_SECONDS = 300
 HEADER = "Idempotency-Key"
-_KEY = re.compile(r"^[A-Za-z0-9._:+/=-]{1,200}$")
+KEY_PATTERN = r"^[A-Za-z0-9._:+/=-]{1,200}$"
+_KEY = re.compile(KEY_PATTERN)
 
 
 @dataclass

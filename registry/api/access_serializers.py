@@ -201,7 +201,7 @@ class BulkGrantInputSerializer(StrictSerializer):
     tool_id = serializers.UUIDField(
         required=False, help_text="Omit for all tools.", error_messages=ALL_TOOLS_BY_OMISSION
     )
-    role_ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False)
+    role_ids = serializers.ListField(child=serializers.IntegerField(), min_length=1)
     action = serializers.ChoiceField(choices=Action.choices)
 
 

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
@@ -248,7 +249,7 @@ class GrantListView(BaseAPIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("tool_id", str),
+            OpenApiParameter("tool_id", OpenApiTypes.UUID),
             OpenApiParameter("role_id", int),
             OpenApiParameter("action", str, enum=Action.values),
             *page_parameters(),
@@ -260,8 +261,9 @@ class GrantListView(BaseAPIView):
         qs = _grant_qs()
         params = request.query_params
         reject_unknown(params, ("tool_id", "role_id", "action"))
-        if params.get("tool_id"):
-            qs = qs.filter(tool_id=query_uuid(params, "tool_id"))
+        tool_id = query_uuid(params, "tool_id")
+        if tool_id:
+            qs = qs.filter(tool_id=tool_id)
         role_id = query_id(params, "role_id", what="a role id")
         if role_id is not None:
             qs = qs.filter(role_id=role_id)

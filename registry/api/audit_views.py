@@ -24,7 +24,7 @@ from registry.exports import (
 )
 from registry.models import AuditEvent
 from registry.services import access as access_services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi import DATE_OR_DATETIME, errors, page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import query_datetime, query_id, reject_unknown
 from toolhub.exceptions import PermissionDenied
@@ -42,8 +42,12 @@ AUDIT_FILTER_PARAMETERS = [
     OpenApiParameter("target_type", str, description="e.g. `executions.execution`"),
     OpenApiParameter("target_id", str),
     OpenApiParameter("request_id", str),
-    OpenApiParameter("occurred_after", str, description="ISO 8601 date or date-time (inclusive)"),
-    OpenApiParameter("occurred_before", str, description="ISO 8601 date or date-time (exclusive)"),
+    OpenApiParameter(
+        "occurred_after", DATE_OR_DATETIME, description="ISO 8601 date or date-time (inclusive)"
+    ),
+    OpenApiParameter(
+        "occurred_before", DATE_OR_DATETIME, description="ISO 8601 date or date-time (exclusive)"
+    ),
 ]
 
 

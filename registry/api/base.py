@@ -28,11 +28,17 @@ class BaseAPIView(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        if not self._serves(request.method):
+            return  # dispatch answers 405 (with Allow), whatever the query string says
         reading = request.method in ("GET", "HEAD")
         if self.known_query_params is not None:
             reject_unknown(request.query_params, self.known_query_params, paging=reading)
         elif not reading:
             reject_unknown(request.query_params, (), paging=False)
+
+    def _serves(self, method: str) -> bool:
+        name = method.lower()
+        return name in self.http_method_names and hasattr(self, name)
 
     def tool_queryset(self, action: str = Action.READ):
         return access.restrict(Tool.objects.all(), self.request.user, action)

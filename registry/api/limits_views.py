@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -74,7 +75,7 @@ class RateLimitListView(BaseAPIView):
     known_query_params = ("tool_id",)
 
     @extend_schema(
-        parameters=[OpenApiParameter("tool_id", str), *page_parameters()],
+        parameters=[OpenApiParameter("tool_id", OpenApiTypes.UUID), *page_parameters()],
         responses=paginated(RateLimitOutputSerializer),
     )
     def get(self, request):

@@ -11,7 +11,12 @@ from rest_framework import serializers
 from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter
 from registry.models.tools import JSONType, ParameterKind, ToolType
-from toolhub.api.serializers import AnyCaseChoiceField, AnyJSONField, StrictSerializer
+from toolhub.api.serializers import (
+    AnyCaseChoiceField,
+    AnyJSONField,
+    JSONObjectField,
+    StrictSerializer,
+)
 
 DEFAULT_VALUE_HELP = (
     "The default written as text, as the original Tools Module writes it: read per the "
@@ -190,7 +195,7 @@ class ToolInputSerializer(StrictSerializer):
     description = serializers.CharField(allow_blank=True, required=False, default="")
     type = AnyCaseChoiceField(choices=ToolType.choices)
     version = serializers.CharField(max_length=32, required=False)
-    tool_metadata = serializers.JSONField(required=False)
+    tool_metadata = JSONObjectField(required=False)
     is_active = serializers.BooleanField(required=False)
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_retries = serializers.IntegerField(min_value=0, max_value=10, required=False)

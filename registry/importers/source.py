@@ -196,7 +196,11 @@ def load_documents(text: str) -> list[Document]:
     """Every non-empty document in ``text`` (YAML, or JSON); raises ``SourceError``."""
     if not isinstance(text, str) or not text.strip():
         raise SourceError([Problem("the file is empty", code="empty")])
-    loader = yaml.SafeLoader(text)
+    try:
+        # The reader refuses characters YAML does not allow (control characters) here.
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:
+        raise SourceError([_yaml_problem(exc)]) from None
     documents: list[Document] = []
     try:
         index = 0

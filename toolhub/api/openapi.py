@@ -27,6 +27,7 @@ from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 
 from toolhub.api.pagination import CursorPagination, PageNumberPagination
+from toolhub.api.params import MAX_DB_INTEGER
 from toolhub.api.serializers import AnyCaseChoiceField
 
 # Choices in any letter case
@@ -105,7 +106,7 @@ def page_parameters(pagination_class=PageNumberPagination) -> list[OpenApiParame
     """The query parameters ``pagination_class`` reads."""
     size = OpenApiParameter(
         pagination_class.page_size_query_param,
-        int,
+        {"type": "integer", "minimum": 1, "maximum": pagination_class.max_page_size},
         description=(
             f"Items per page, 1 to {pagination_class.max_page_size} "
             f"(default {pagination_class.page_size})."
@@ -114,12 +115,17 @@ def page_parameters(pagination_class=PageNumberPagination) -> list[OpenApiParame
     if issubclass(pagination_class, CursorPagination):
         where = OpenApiParameter(
             pagination_class.cursor_query_param,
-            str,
-            description="Opaque: the `next` or `previous` link's cursor. Leave out for the first page.",
+            {"type": "string", "pattern": "^[^\\u0000]*$"},
+            description=(
+                "Opaque: the `next` or `previous` link's cursor. Leave out (or empty) "
+                "for the first page."
+            ),
         )
     else:
         where = OpenApiParameter(
-            pagination_class.page_query_param, int, description="Page number, from 1."
+            pagination_class.page_query_param,
+            {"type": "integer", "minimum": 1, "maximum": MAX_DB_INTEGER},
+            description="Page number, from 1.",
         )
     return [where, size]
 
@@ -184,6 +190,11 @@ ERROR_DESCRIPTIONS = {
     409: "In conflict with the current state: a name in use, a tool still referenced, a call no longer pending, …",
     411: "The body came chunked, without a `Content-Length` (chunked bodies are not read).",
     413: "The request body is larger than the limit (`TOOLHUB_MAX_REQUEST_BYTES`).",
+    414: (
+        "The request line (method, path and query string) is longer than the HTTP server "
+        "takes (gunicorn: 4094 bytes, `--limit-request-line`); the server answers before "
+        "ToolHub sees the request, with an HTML body."
+    ),
     415: "The request body is not `application/json`.",
     422: "The call's arguments do not match the tool's input schema (each problem in `details`).",
     429: "A rate limit was reached: `Retry-After` says in how many seconds to try again.",
@@ -220,10 +231,14 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: error_response(ERROR_DESCRIPTIONS[code]) for code in codes}
 
 
+# Answered by the HTTP server in front of ToolHub (gunicorn), not by ToolHub: not the Error body.
+SERVER_ERRORS = {414: {"text/html": {"schema": {"type": "string"}}}}
+
+
 def _general_errors(method: str, operation: dict) -> list[int]:
     """The error statuses an operation can answer whatever it does."""
     # Every operation refuses query parameters it does not read (BaseAPIView).
-    codes = [400]
+    codes = [400, *SERVER_ERRORS]
     parameters = operation.get("parameters", [])
     security = operation.get("security")
     if security and {} not in security:
@@ -250,12 +265,10 @@ def document_errors(result, generator, request, public):
         for method, operation in path_item.items():
             responses = operation.setdefault("responses", {})
             for code in _general_errors(method, operation):
+                content = SERVER_ERRORS.get(code) or {"application/json": {"schema": ERROR_REF}}
                 responses.setdefault(
                     str(code),
-                    {
-                        "description": ERROR_DESCRIPTIONS[code],
-                        "content": {"application/json": {"schema": dict(ERROR_REF)}},
-                    },
+                    {"description": ERROR_DESCRIPTIONS[code], "content": deepcopy(content)},
                 )
             for code, response in responses.items():
                 # Every error answer has the one body: "an object" is that body.
@@ -267,6 +280,98 @@ def document_errors(result, generator, request, public):
                     responses[str(code)].setdefault("headers", deepcopy(headers))
             operation["responses"] = dict(sorted(responses.items()))
     return result
+
+
+# Parameters and request bodies
+
+# A query parameter read by ``query_datetime(..., allow_date=True)``.
+DATE_OR_DATETIME = {
+    "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}]
+}
+# Any query parameter: RequestShapeMiddleware refuses NUL characters, reject_unknown empty values.
+QUERY_TEXT = {"minLength": 1, "pattern": "^[^\\u0000]*$"}
+
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_DB_INTEGER}
+
+
+def document_parameters(result, generator, request, public):
+    """Postprocessing hook: integer ids are read as ``parse_id`` reads them (1 to the
+    largest bigint), so the document does not offer ``0`` or ``-1`` as valid ids."""
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                name = parameter["name"]
+                if parameter["in"] == "query" and schema.get("type") == "string":
+                    if not {"enum", "format", "pattern"} & set(schema):
+                        for key, value in QUERY_TEXT.items():
+                            schema.setdefault(key, value)
+                if schema.get("type") == "integer" and (name == "id" or name.endswith("_id")):
+                    for key, value in ID_SCHEMA.items():
+                        schema.setdefault(key, value)
+    return result
+
+
+# Any JSON value but null, in OpenAPI 3.0 (which has no null type).
+NOT_NULL = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean")]}
+
+
+def _not_null_json(serializer, schema: dict) -> None:
+    """A JSON field that refuses null is documented as any value but null (drf-spectacular
+    would say any value, null included)."""
+    for name, field in serializer.fields.items():
+        documented = schema.get("properties", {}).get(name)
+        if (
+            isinstance(field, serializers.JSONField)
+            and not field.allow_null
+            and documented is not None
+            and not {"type", "$ref", "anyOf", "oneOf", "allOf"} & set(documented)
+        ):
+            documented.update(deepcopy(NOT_NULL))
+
+
+def _not_both(schema: dict, pair) -> dict:
+    """At most one of ``pair`` given: a null stands for "not given" where the field allows it."""
+    given = {}
+    for name in pair:
+        field = schema.get("properties", {}).get(name, {})
+        if field.get("nullable") and field.get("type"):
+            given[name] = {"type": field["type"]}
+    rule = {"required": list(pair)}
+    if given:
+        rule["properties"] = given
+    return {"not": rule}
+
+
+class ClosedSerializerExtension(OpenApiSerializerExtension):
+    """Request bodies as the serializer reads them: closed to unknown fields
+    (``refuses_unknown_fields``) and with ``exclusive_fields`` (pairs of which at most
+    one may be given) and ``one_of_required`` (of which at least one must be)."""
+
+    target_class = serializers.Serializer
+    match_subclasses = True
+
+    @classmethod
+    def _matches(cls, target) -> bool:
+        return super()._matches(target) and any(
+            getattr(target, name, None)
+            for name in ("refuses_unknown_fields", "exclusive_fields", "one_of_required")
+        )
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction != "request":
+            return schema
+        if getattr(self.target, "refuses_unknown_fields", False):
+            schema["additionalProperties"] = False
+        _not_null_json(self.target, schema)
+        rules = [_not_both(schema, pair) for pair in getattr(self.target, "exclusive_fields", ())]
+        required = getattr(self.target, "one_of_required", ())
+        if required:
+            rules.append({"anyOf": [{"required": [name]} for name in required]})
+        if rules:
+            schema["allOf"] = rules
+        return schema
 
 
 # The document itself

@@ -71,6 +71,10 @@ def reject_unknown(params, known, *, paging: bool = True) -> None:
     if unknown:
         takes = f"this endpoint takes: {', '.join(allowed)}" if allowed else "it takes none"
         raise ValidationError({name: [f"Unknown query parameter; {takes}."] for name in unknown})
+    # An empty cursor stands for the first page (a next link's template left blank).
+    empty = sorted(name for name in params if params.get(name) == "" and name != "cursor")
+    if empty:
+        raise ValidationError({name: [EMPTY] for name in empty})
     repeated = sorted(name for name in params if len(params.getlist(name)) > 1)
     if repeated:
         raise ValidationError(
@@ -84,9 +88,24 @@ def reject_unknown(params, known, *, paging: bool = True) -> None:
         )
 
 
-def query_bool(params, name: str) -> bool | None:
+EMPTY = "Empty: give a value, or leave the parameter out."
+
+
+def _given(params, name: str) -> str | None:
+    """The parameter's raw value, None when it is absent; an empty value is a 400.
+
+    Read as "no filter", ``?status=`` would answer with everything, as a
+    misspelled name would; and no value is an empty one of the documented type.
+    """
     raw = params.get(name)
-    if raw is None or raw == "":
+    if raw == "":
+        raise ValidationError({name: [EMPTY]})
+    return raw
+
+
+def query_bool(params, name: str) -> bool | None:
+    raw = _given(params, name)
+    if raw is None:
         return None
     value = raw.lower()
     if value in _TRUE:
@@ -98,8 +117,8 @@ def query_bool(params, name: str) -> bool | None:
 
 def query_choice(params, name: str, choices, *, any_case: bool = False) -> str | None:
     """One of ``choices`` (``any_case``: in any letter case, answered as declared)."""
-    raw = params.get(name)
-    if raw is None or raw == "":
+    raw = _given(params, name)
+    if raw is None:
         return None
     allowed = [c for c in choices]
     if any_case:
@@ -110,8 +129,8 @@ def query_choice(params, name: str, choices, *, any_case: bool = False) -> str |
 
 
 def query_uuid(params, name: str) -> uuid.UUID | None:
-    raw = params.get(name)
-    if raw is None or raw == "":
+    raw = _given(params, name)
+    if raw is None:
         return None
     try:
         return uuid.UUID(str(raw))
@@ -121,8 +140,8 @@ def query_uuid(params, name: str) -> uuid.UUID | None:
 
 def query_id(params, name: str, *, what: str = "an id") -> int | None:
     """A positive integer id (see ``parse_id``); a 400 naming ``name`` when it is not one."""
-    raw = params.get(name)
-    if raw is None or raw == "":
+    raw = _given(params, name)
+    if raw is None:
         return None
     value = parse_id(raw)
     if value is None:
@@ -149,8 +168,8 @@ def query_datetime(
     ``plus_as_space`` repairs an offset whose '+' arrived as a space because the
     client did not encode the query string.
     """
-    raw = params.get(name)
-    if raw is None or raw == "":
+    raw = _given(params, name)
+    if raw is None:
         return None
     text = raw.strip()
     if plus_as_space and "T" in text:

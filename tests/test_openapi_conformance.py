@@ -1,0 +1,182 @@
+"""What the OpenAPI document promises, one promise at a time, against what the API does.
+
+Each test here stands for a class of discrepancy the schemathesis run
+(tests/test_schemathesis.py) reports: a value the document offers that the API
+refuses, or one it forbids that the API takes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from jsonschema import Draft4Validator
+
+from tests.test_openapi_schema import json_schema
+
+pytestmark = pytest.mark.django_db
+
+API = "/api/v1"
+
+
+@pytest.fixture(scope="module")
+def document(django_db_setup, django_db_blocker) -> dict:
+    with django_db_blocker.unblock():
+        response = Client().get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def component(document: dict, name: str) -> dict:
+    """The component as JSON Schema (``nullable`` read as OpenAPI 3.0 means it)."""
+    return json_schema(document["components"]["schemas"][name])
+
+
+def parameters(document: dict, name: str):
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            for parameter in operation.get("parameters", []):
+                if parameter["name"] == name:
+                    yield f"{method.upper()} {path}", parameter["schema"]
+
+
+def test_page_size_and_page_are_documented_from_one_as_the_api_reads_them(document, staff_client):
+    sizes = dict(parameters(document, "page_size"))
+    pages = dict(parameters(document, "page"))
+    assert sizes and pages
+    assert {(s.get("minimum"), s.get("maximum")) for s in sizes.values()} == {(1, 200)}
+    assert {p.get("minimum") for p in pages.values()} == {1}
+    for query in ({"page_size": 0}, {"page": 0}):
+        response = staff_client.get(f"{API}/tools", query)
+        assert response.status_code == 400
+        assert response.json()["error"]["details"][0]["field"] == next(iter(query))
+
+
+def test_integer_ids_are_documented_from_one(document, staff_client):
+    ids = dict(parameters(document, "actor_id")) | dict(parameters(document, "role_id"))
+    integers = {where: schema for where, schema in ids.items() if schema["type"] == "integer"}
+    assert integers
+    assert {s.get("minimum") for s in integers.values()} == {1}
+    response = staff_client.get(f"{API}/audit", {"actor_id": 0})
+    assert response.status_code == 400
+
+
+def test_the_execution_request_is_documented_with_tool_or_tool_id_not_both(document, staff_client):
+    validator = Draft4Validator(component(document, "ExecutionRequestRequest"))
+    both = {"tool": "text_stats", "tool_id": "00000000-0000-4000-8000-000000000000"}
+    assert not validator.is_valid(both)
+    assert not validator.is_valid({"input_data": {}})
+    assert not validator.is_valid({"tool": "text_stats", "input_data": {}, "arguments": {}})
+    assert not validator.is_valid({"tool": "text_stats", "role": "a", "role_id": "1"})
+    assert validator.is_valid({"tool": "text_stats", "role": "a", "role_id": None})
+    assert validator.is_valid({"tool_id": "00000000-0000-4000-8000-000000000000", "wait": 2.5})
+    response = staff_client.post(f"{API}/executions", both, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "tool"
+
+
+@pytest.mark.parametrize(
+    "url, name",
+    [
+        (f"{API}/permissions?action=", "action"),
+        (f"{API}/permissions?tool_id=", "tool_id"),
+        (f"{API}/executions?tool_id=", "tool_id"),
+        (f"{API}/executions/export?format=", "format"),
+        (f"{API}/stats?group_by=", "group_by"),
+        (f"{API}/stats?tool_id=", "tool_id"),
+        (f"{API}/tools?is_active=", "is_active"),
+        (f"{API}/audit?occurred_after=", "occurred_after"),
+    ],
+)
+def test_an_empty_filter_value_is_refused_naming_the_parameter(staff_client, url, name):
+    response = staff_client.get(url)
+    assert response.status_code == 400, response.content
+    assert [d["field"] for d in response.json()["error"]["details"]] == [name]
+
+
+def test_an_undeclared_method_is_answered_405_whatever_the_query_string(staff_client):
+    response = staff_client.generic("TRACE", f"{API}/tools?page=0&bogus=1")
+    assert response.status_code == 405
+    assert "GET" in response["Allow"]
+    assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_every_operation_documents_the_http_servers_414_for_a_long_request_line(document):
+    operations = [op for item in document["paths"].values() for op in item.values()]
+    assert operations
+    for operation in operations:
+        answer = operation["responses"]["414"]
+        assert list(answer["content"]) == ["text/html"]
+        assert "gunicorn" in answer["description"]
+
+
+def test_request_bodies_are_documented_closed_to_unknown_fields(document, staff_client):
+    for name in ("RoleInputRequest", "GrantInputRequest", "ExecutionRequestRequest"):
+        assert component(document, name)["additionalProperties"] is False
+    response = staff_client.post(f"{API}/roles", {"name": "r", "colour": "red"}, format="json")
+    assert response.status_code == 400
+
+
+def test_a_number_where_the_document_says_string_is_refused(staff_client):
+    response = staff_client.post(f"{API}/roles", {"name": "r", "description": 0}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "description"
+    response = staff_client.post(
+        f"{API}/permissions", {"role_id": 1, "action": "read", "tool_id": 7}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "tool_id"
+
+
+def test_json_fields_are_documented_with_the_values_the_api_takes(document):
+    tool = component(document, "ToolInputRequest")["properties"]
+    assert tool["tool_metadata"]["type"] == "object"
+    condition = Draft4Validator(tool["approval_condition"])
+    assert not condition.is_valid(None) and condition.is_valid({"type": "object"})
+    grants = component(document, "BulkGrantInputRequest")["properties"]["role_ids"]
+    assert grants["minItems"] == 1
+
+
+def test_query_parameters_are_documented_as_the_api_reads_them(document):
+    for where, schema in parameters(document, "tool_id"):
+        if schema.get("type") == "string":
+            assert schema.get("format") == "uuid", where
+    for name in ("created_after", "occurred_after", "from"):
+        assert all(("format" in s or "anyOf" in s) for _, s in parameters(document, name)), name
+    for path, item in document["paths"].items():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter["schema"]
+                if parameter["in"] == "query" and schema.get("type") == "string":
+                    constrained = {"enum", "format", "pattern"} & set(schema)
+                    assert constrained and schema.get("minLength", 1) >= 1, (path, parameter)
+    (key,) = [s for _, s in parameters(document, "Idempotency-Key")]
+    assert key["pattern"] == r"^[A-Za-z0-9._:+/=-]{1,200}$"
+
+
+def test_a_control_character_in_an_imported_file_is_a_400_not_a_500(staff_client):
+    response = staff_client.post(f"{API}/tools/import", {"content": "\x0e"}, format="json")
+    assert response.status_code == 400
+    assert "YAML" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"name": "t", "type": "http", "is_active": "yes"}, "is_active"),
+        ({"name": "t", "type": "http", "timeout_seconds": "7"}, "timeout_seconds"),
+    ],
+)
+def test_a_string_where_the_document_says_boolean_or_integer_is_refused(staff_client, body, field):
+    response = staff_client.post(f"{API}/tools", body, format="json")
+    assert response.status_code == 400
+    assert [d["field"] for d in response.json()["error"]["details"]] == [field]
+
+
+def test_a_status_list_with_an_empty_entry_is_refused_as_documented(document, staff_client):
+    (pattern,) = {s["pattern"] for _, s in parameters(document, "status") if "pattern" in s}
+    assert re.match(pattern, "queued, running") and not re.match(pattern, "queued,,running")
+    assert staff_client.get(f"{API}/executions", {"status": "queued, running"}).status_code == 200
+    response = staff_client.get(f"{API}/executions", {"status": "queued,,running"})
+    assert response.status_code == 400
