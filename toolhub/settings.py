@@ -269,6 +269,7 @@ SPECTACULAR_SETTINGS = {
         "ToolTypeEnum": "registry.models.tools.ToolType",
         "JSONTypeEnum": "registry.models.tools.JSONType",
         "ParameterKindEnum": "registry.models.tools.ParameterKind",
+        "ActionEnum": "registry.models.access.Action",
     },
     # The error body as a component, and the errors every operation can answer.
     "POSTPROCESSING_HOOKS": [
