@@ -17,4 +17,4 @@ RUN DEBUG=false SECRET_KEY=collectstatic-only TOOLHUB_AUDIT_SIGNING_KEY=collects
     && rm -rf /tmp/collectstatic-var && mkdir -p /app/var && chown nobody /app/var
 USER nobody
 EXPOSE 8000
-CMD ["gunicorn", "toolhub.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]
+CMD ["gunicorn", "toolhub.wsgi:application", "--config", "python:toolhub.gunicorn_conf", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]

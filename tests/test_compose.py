@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import re
 import shlex
 from pathlib import Path
 
 import yaml
 from django.core.management import get_commands
 
-from toolhub.env import env_bool
+from toolhub.env import SETTINGS_NAMES, env_bool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,7 +71,10 @@ def test_compose_keeps_no_secret():
     env = load_compose()["x-toolhub"]["environment"]
     for key in ("SECRET_KEY", "TOOLHUB_ENCRYPTION_KEYS"):
         assert env[key].startswith("${"), key
-    assert "password" not in text.lower().replace("postgres_password", "")
+    # Passwords appear only as variables to fill in (${NAME…} or $$NAME), never as values.
+    code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    code = re.sub(r"\$\{[A-Z_]*PASSWORD[^}]*\}|\$*\b[A-Z_]*PASSWORD\b", "", code)
+    assert "password" not in code.lower().replace("requirepass", "")
 
 
 def test_healthcheck_asks_a_host_the_default_allowed_hosts_accept():
@@ -129,3 +133,101 @@ def test_plain_http_works_out_of_the_box_and_tls_is_one_setting_away(monkeypatch
         assert env_bool(key, default=True) is False, key
     text = (ROOT / "docker-compose.yml").read_text()
     assert "TLS-terminating" in text  # the comment says when to set them to true
+
+
+# ----------------------------------------------------------------------- settings reach
+
+
+def env_example_names() -> set[str]:
+    """Every variable .env.example names, set or commented out with its default."""
+    names = set()
+    for line in (ROOT / ".env.example").read_text().splitlines():
+        match = re.match(r"^(?:# )?([A-Z][A-Z0-9_]*)=", line)
+        if match:
+            names.add(match.group(1))
+    return names
+
+
+def test_every_setting_the_settings_read_is_in_env_example_or_set_by_compose():
+    # The settings module registers every variable it reads (and its _FILE twin).
+    read = {name for name in SETTINGS_NAMES if not name.endswith("_FILE")}
+    assert len(read) > 30, read
+    documented = env_example_names() | set(load_compose()["x-toolhub"]["environment"])
+    assert sorted(read - documented) == []
+
+
+def test_every_setting_is_documented_in_the_operations_reference():
+    reference = (ROOT / "docs" / "operations.md").read_text()
+    read = {name for name in SETTINGS_NAMES if not name.endswith("_FILE")}
+    assert sorted(n for n in read | {"PROMETHEUS_MULTIPROC_DIR"} if f"`{n}`" not in reference) == []
+
+
+def test_env_file_reaches_every_toolhub_process():
+    compose = load_compose()
+    assert compose["x-toolhub"]["env_file"] == [{"path": ".env", "required": False}]
+    for name in ("migrate", "web", "worker", "beat"):
+        assert compose["services"][name]["env_file"] == compose["x-toolhub"]["env_file"], name
+
+
+def test_env_example_sets_only_what_has_no_default():
+    # An empty value is not the default (a list setting becomes empty): optional
+    # settings are commented out, only the required ones are lines to fill in.
+    set_lines = [
+        line.split("=", 1)[0]
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if re.match(r"^[A-Z][A-Z0-9_]*=", line)
+    ]
+    assert set(set_lines) == {
+        "POSTGRES_PASSWORD",
+        "REDIS_PASSWORD",
+        "SECRET_KEY",
+        "TOOLHUB_ENCRYPTION_KEYS",
+        "TOOLHUB_AUDIT_SIGNING_KEY",
+        "ALLOWED_HOSTS",
+    }
+    text = (ROOT / ".env.example").read_text()
+    for generator in ("Fernet.generate_key()", "secrets.token_urlsafe"):
+        assert generator in text, generator
+
+
+def test_long_running_services_restart_and_report_health():
+    services = load_compose()["services"]
+    for name in ("postgres", "redis", "web", "worker", "beat"):
+        assert services[name]["restart"] == "unless-stopped", name
+    for name in ("postgres", "redis", "web", "worker"):
+        assert services[name]["healthcheck"]["test"], name
+    assert services["migrate"]["restart"] == "no"
+
+
+def test_redis_requires_a_password_and_toolhub_sends_it():
+    compose = load_compose()
+    redis = compose["services"]["redis"]
+    assert "--requirepass" in " ".join(redis["command"])
+    env = compose["x-toolhub"]["environment"]
+    for key in ("REDIS_URL", "CELERY_BROKER_URL"):
+        assert env[key].startswith("redis://:${REDIS_PASSWORD:?"), key
+
+
+def test_gunicorn_workers_share_their_metrics():
+    compose = load_compose()
+    assert compose["x-toolhub"]["environment"]["PROMETHEUS_MULTIPROC_DIR"] == "/run/prometheus"
+    assert any(t.startswith("/run/prometheus") for t in compose["x-toolhub"]["tmpfs"])
+    command = compose["services"]["web"]["command"]
+    assert command[command.index("--config") + 1] == "python:toolhub.gunicorn_conf"
+    from toolhub import gunicorn_conf
+
+    assert callable(gunicorn_conf.child_exit)
+
+
+def test_the_tls_overlay_puts_a_proxy_in_front_and_turns_tls_settings_on():
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!reset", lambda loader, node: None)
+    overlay = yaml.load((ROOT / "docker-compose.tls.yml").read_text(), Loader=Loader)  # noqa: S506
+    proxy = overlay["services"]["proxy"]
+    assert proxy["image"].startswith("caddy")
+    assert "reverse_proxy web:8000" in " ".join(proxy["command"])
+    for name in ("web", "worker", "beat", "migrate"):
+        env = overlay["services"][name]["environment"]
+        assert env["SECURE_SSL_REDIRECT"] == env["CSRF_COOKIE_SECURE"] == "true", name
