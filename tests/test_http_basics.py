@@ -122,3 +122,21 @@ def test_unknown_api_paths_are_json_404s_naming_the_slip(settings, path, hint, m
     assert response["Content-Type"] == "application/json"
     error = response.json()["error"]
     assert error["code"] == "not_found" and hint in error["message"]
+
+
+def test_the_admin_is_branded_and_view_site_opens_the_api_docs(client, django_user_model):
+    user = django_user_model.objects.create_superuser("brand-root", password="pw-brand-root-1")
+    client.force_login(user)
+    page = client.get("/admin/").content.decode()
+    assert "<title>Governance | ToolHub</title>" in page
+    assert '<a href="/admin/">ToolHub</a>' in page
+    assert 'href="/docs/">View site' in page
+    assert 'rel="icon"' in page
+
+
+def test_the_root_and_the_favicon_answer_instead_of_a_404(client):
+    root = client.get("/")
+    assert root.status_code == 302 and root["Location"] == "/admin/"
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 302 and icon["Location"].endswith(".svg")
+    assert "max-age=86400" in icon["Cache-Control"]

@@ -15,7 +15,15 @@ api_v1 = [
     path("", include("executions.api.stats_views")),
 ]
 
+# The admin is ToolHub's own: its name on every page, and "View site" opens the API docs.
+admin.site.site_header = "ToolHub"
+admin.site.site_title = "ToolHub"
+admin.site.index_title = "Governance"
+admin.site.site_url = "/docs/"
+
 urlpatterns = [
+    path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),

@@ -12,6 +12,9 @@ from functools import wraps
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
+from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import page_not_found, server_error
 
@@ -36,6 +39,17 @@ def _probe(view):
         return view(request)
 
     return wrapped
+
+
+def home(request):
+    """The site's root: people go to the admin (agents use /api/v1)."""
+    return redirect("admin:index")
+
+
+@cache_control(max_age=86400, public=True)
+def favicon(request):
+    """Browsers ask every page for /favicon.ico: answer with ToolHub's icon, not a 404."""
+    return redirect(static("toolhub/icon.svg"))
 
 
 @_probe
