@@ -140,3 +140,14 @@ def test_the_root_and_the_favicon_answer_instead_of_a_404(client):
     icon = client.get("/favicon.ico")
     assert icon.status_code == 302 and icon["Location"].endswith(".svg")
     assert "max-age=86400" in icon["Cache-Control"]
+
+
+def test_the_admin_home_links_the_dashboard_for_those_who_may_open_it(client, django_user_model):
+    root = django_user_model.objects.create_superuser("dash-root", password="pw-dash-root-1")
+    client.force_login(root)
+    page = client.get("/admin/").content.decode()
+    assert 'href="/admin/dashboard/">Usage dashboard</a>' in page
+    assert client.get("/admin/dashboard/").status_code == 200
+    staff = django_user_model.objects.create_user("dash-staff", password="pw-x-1", is_staff=True)
+    client.force_login(staff)
+    assert "Usage dashboard" not in client.get("/admin/").content.decode()
