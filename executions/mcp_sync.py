@@ -71,6 +71,11 @@ class SyncReport:
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def upstream_failed(self) -> bool:
+        """The server itself failed (unreachable, timed out, a protocol error), not its settings."""
+        return self.error_code in UPSTREAM_ERRORS
+
+    @property
     def changed(self) -> bool:
         return bool(self.created or self.updated or self.deactivated)
 

@@ -11,7 +11,6 @@ from toolhub.metrics import metrics_view
 api_v1 = [
     path("", include("executions.api.urls")),
     path("", include("registry.api.urls")),
-    path("", include("executions.api_mcp")),
     path("", include("executions.api.stats_views")),
 ]
 

@@ -1,7 +1,8 @@
-"""The MCP server API: platform admins write; platform admins and reviewers read; others get 403.
+"""The MCP server API: platform admins write and sync; platform admins and reviewers read;
+others get 403.
 
-The sync endpoint (``POST mcp-servers/{id}/sync``) lives in ``executions.api_mcp``
-because it needs the MCP client.
+Syncing needs the MCP client, which executions registers as the sync handler
+(``registry.services.mcp.mcp_sync_handler_register``): the endpoint lives here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from registry.api.base import BaseAPIView
 from registry.api.mcp_serializers import MCPServerInputSerializer, MCPServerOutputSerializer
 from registry.models import MCPServer
 from registry.services import mcp as services
+from toolhub.api.exceptions import error_body
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.exceptions import NotFound
 
@@ -84,3 +86,20 @@ class MCPServerDetailView(BaseAPIView):
         require_platform_admin(request.user)
         services.mcp_server_delete(actor=request.user, server=get_mcp_server(server_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MCPServerSyncView(BaseAPIView):
+    """List the server's tools and upsert them. A failed sync answers with the error
+    shape and the report in ``details``: 502 when the server itself failed, 409 when
+    its settings are at fault (disabled, token missing, command not allowed, egress
+    refused)."""
+
+    @extend_schema(request=None, responses={200: dict, 409: dict, 502: dict})
+    def post(self, request, server_id):
+        require_platform_admin(request.user)
+        report = services.mcp_server_sync_run(actor=request.user, server=get_mcp_server(server_id))
+        if report.ok:
+            return Response(report.as_dict())
+        code = 502 if report.upstream_failed else 409
+        body = error_body(report.error_code, f"Sync failed: {report.error}", report.as_dict())
+        return Response(body, status=code)

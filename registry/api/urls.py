@@ -69,6 +69,11 @@ urlpatterns += [
         mcp_views.MCPServerDetailView.as_view(),
         name="mcp-server-detail",
     ),
+    path(
+        "mcp-servers/<uuid:server_id>/sync",
+        mcp_views.MCPServerSyncView.as_view(),
+        name="mcp-server-sync",
+    ),
     path("tools/import", import_views.ToolImportView.as_view(), name="tool-import"),
 ]
 
