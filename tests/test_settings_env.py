@@ -293,3 +293,34 @@ def test_unsupported_database_url_scheme_is_a_startup_error(tmp_path, url, schem
     assert f"DATABASE_URL {scheme}; accepted schemes: postgres://, postgresql://" in result.stderr
     assert "sqlite://" in result.stderr
     assert "hunter2-canary" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "environ, named",
+    [
+        ({"TOOLHUB_ENCRYPTION_KEYS": "not-a-key"}, "TOOLHUB_ENCRYPTION_KEYS"),
+        ({"TOOLHUB_REDIS_TIMEOUT": "soon"}, "TOOLHUB_REDIS_TIMEOUT"),
+        ({"DEBUG": "false"}, "SECRET_KEY"),
+    ],
+)
+def test_manage_py_names_a_bad_setting_in_one_line_without_a_traceback(tmp_path, environ, named):
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "SECRET_KEY", "TOOLHUB_ENCRYPTION_KEYS", "DEBUG"}
+    }
+    clean.update(TOOLHUB_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="toolhub.settings")
+    clean.update(environ)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ToolHub is not configured: "), lines
+    assert named in lines[0]
