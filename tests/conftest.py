@@ -77,6 +77,12 @@ def staff_user(platform_admin_role):
 
 
 @pytest.fixture
+def owner(db):
+    """The person who owns the cast's agents."""
+    return make_user("owner-olga")
+
+
+@pytest.fixture
 def superuser(db):
     return make_user("root", is_staff=True, is_superuser=True)
 
