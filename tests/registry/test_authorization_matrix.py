@@ -37,7 +37,7 @@ from registry.services import access as access_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
-from tests.factories import make_token, make_user
+from tests.factories import make_token
 
 MATRIX = """
 endpoint                                    anon none read exec mang padm supr revk expd inac
@@ -216,17 +216,14 @@ def world(owner, staff_user, superuser):
 
 
 @pytest.fixture
-def governed_world(world, reviewer_user):
+def governed_world(world, reviewer_user, approver_user, approvers_role):
     """The world plus a call waiting for approval, a finished call, a limit and an MCP server.
 
     The calls are the execute agent's; the approver may approve calls of T.
     """
     tool, caller = world["tool"], world["agents"]["exec"]
     Tool.objects.filter(pk=tool.pk).update(requires_approval=True)
-    approvers = access_services.role_create(actor=None, name="approvers")
-    access_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
-    approver = make_user("ann-approver")
-    approver.groups.add(approvers)
+    access_services.grant_create(actor=None, role=approvers_role, action="approve", tool=tool)
     call = {
         "tool": tool,
         "tool_name": tool.name,
@@ -245,7 +242,11 @@ def governed_world(world, reviewer_user):
     server = mcp_services.mcp_server_create(
         actor=None, name="matrix_mcp", transport="streamable_http", url=MCP_URL
     )
-    tokens = {**world["tokens"], "appr": make_token(approver), "revw": make_token(reviewer_user)}
+    tokens = {
+        **world["tokens"],
+        "appr": make_token(approver_user),
+        "revw": make_token(reviewer_user),
+    }
     ids = {
         **world["ids"],
         "{E}": str(done.pk),
