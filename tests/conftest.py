@@ -1,5 +1,12 @@
 """Shared fixtures: service checks and a fixed cast of principals.
 
+The cast: ``owner`` (owns the agents), ``agent_none``, ``agent_read`` and
+``agent_exec`` (agents with no grant, read and execute on every tool),
+``manager_user`` and ``approver_user`` (people whose roles a test grants
+``manage`` or ``approve`` on its tools), ``reviewer_user`` (compliance),
+``staff_user`` (platform admin), ``superuser`` and ``plain_user`` (a person
+who reads every tool).
+
 With ``TOOLHUB_TEST_EXPECT_SERVICES=true`` (CI), the suite refuses to run on
 anything but PostgreSQL instead of silently falling back.
 """
@@ -77,6 +84,12 @@ def staff_user(platform_admin_role):
 
 
 @pytest.fixture
+def owner(db):
+    """The person who owns the cast's agents."""
+    return make_user("owner-olga")
+
+
+@pytest.fixture
 def superuser(db):
     return make_user("root", is_staff=True, is_superuser=True)
 
@@ -94,6 +107,57 @@ def reviewer_user(reviewer_role):
     user = make_user("rita-reviewer", is_staff=True)
     user.groups.add(reviewer_role)
     return user
+
+
+@pytest.fixture
+def approvers_role(db) -> Group:
+    """Holds no grant: a test grants ``approve`` on the tools it needs."""
+    return make_role("approvers")
+
+
+@pytest.fixture
+def approver_user(approvers_role):
+    """A person who decides on the calls of the tools the approvers role may approve."""
+    user = make_user("ann-approver", is_staff=True)
+    user.groups.add(approvers_role)
+    return user
+
+
+@pytest.fixture
+def tool_managers_role(db) -> Group:
+    """Holds no grant: a test grants ``manage`` on the tools it needs."""
+    return make_role("tool-managers")
+
+
+@pytest.fixture
+def manager_user(tool_managers_role):
+    """A person who manages the tools the tool-managers role may manage (no platform rights)."""
+    user = make_user("mo-manager")
+    user.groups.add(tool_managers_role)
+    return user
+
+
+def make_agent(owner, name: str, all_tools_action: str | None = None):
+    role = make_role(f"{name}-role", all_tools_action=all_tools_action)
+    return access_services.agent_create(actor=None, name=name, owner=owner, role_ids=[role.pk])
+
+
+@pytest.fixture
+def agent_none(owner):
+    """An agent whose only role grants nothing."""
+    return make_agent(owner, "agent-none")
+
+
+@pytest.fixture
+def agent_read(owner):
+    """An agent whose role may read every tool."""
+    return make_agent(owner, "agent-read", all_tools_action="read")
+
+
+@pytest.fixture
+def agent_exec(owner):
+    """An agent whose role may execute every tool."""
+    return make_agent(owner, "agent-exec", all_tools_action="execute")
 
 
 @pytest.fixture

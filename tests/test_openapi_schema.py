@@ -25,8 +25,8 @@ from registry.services import access as access_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
-from tests.factories import make_token, make_user
-from tests.registry.test_authorization_matrix import parse_matrix
+from tests.factories import make_token
+from tests.registry.test_authorization_matrix import GOVERNANCE_MATRIX, MATRIX, parse_matrix
 
 pytestmark = pytest.mark.django_db
 
@@ -109,8 +109,7 @@ def assert_documented(schema: dict, method: str, url: str, response) -> dict:
 
 
 @pytest.fixture
-def world(staff_user):
-    owner = make_user("owner-olga")
+def world(staff_user, owner):
     role = access_services.role_create(actor=staff_user, name="readers")
     tool = tool_services.tool_create(
         actor=staff_user,
@@ -285,7 +284,9 @@ def test_errors_answered_are_documented_with_the_error_body(
             assert "WWW-Authenticate" in documented["headers"] and response["WWW-Authenticate"]
 
 
-@pytest.mark.parametrize(("method", "path", "expected"), parse_matrix())
+@pytest.mark.parametrize(
+    ("method", "path", "expected"), parse_matrix(MATRIX) + parse_matrix(GOVERNANCE_MATRIX)
+)
 def test_every_status_of_the_authorization_matrix_is_documented(schema, method, path, expected):
     # tests/registry/test_authorization_matrix.py checks that these are the real answers.
     op = operation(schema, method, API + path)

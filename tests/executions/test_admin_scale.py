@@ -54,8 +54,7 @@ def client(reviewer_user) -> Client:
 
 
 @pytest.fixture
-def world(db):
-    owner = make_user("owner-olga")
+def world(owner):
     role = access_services.role_create(actor=None, name="callers")
     agents = [
         access_services.agent_create(actor=None, name=f"agent-{n}", owner=owner) for n in ("a", "b")

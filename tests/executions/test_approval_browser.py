@@ -12,7 +12,6 @@ from executions.models import Approval, Execution
 from registry.services import access as access_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
-from tests.factories import make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -32,14 +31,12 @@ def _browser_available() -> str | None:
 
 
 @pytest.fixture
-def pending_calls(upstream, allow_loopback, eager_tasks):
-    owner = make_user("owner-olga")
-    approver = make_user("ann-approver", is_staff=True)
+def pending_calls(upstream, allow_loopback, eager_tasks, owner, approver_user, approvers_role):
+    approver = approver_user
     approver.set_password("approver-pass-123")
     approver.save()
     role = access_services.role_create(actor=None, name="callers")
-    approvers = access_services.role_create(actor=None, name="approvers")
-    approver.groups.add(approvers)
+    approvers = approvers_role
     agent = access_services.agent_create(
         actor=None, name="pay-bot", owner=owner, role_ids=[role.pk]
     )

@@ -236,9 +236,13 @@ def test_cidr_allowlist(settings):
     assert check_host("::ffff:127.0.0.1", 80).addresses == ("127.0.0.1",)
     assert check_host("2130706433", 80).addresses == ("127.0.0.1",)
     assert check_host("10.20.3.4", 80).addresses == ("10.20.3.4",)
-    for host in ("127.0.0.2", "10.21.0.1", "::1", "169.254.169.254"):
-        with pytest.raises(EgressDenied):
-            check_host(host, 80)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "10.21.0.1", "::1", "169.254.169.254"])
+def test_cidr_allowlist_refuses_addresses_outside_its_networks(settings, host):
+    settings.TOOLHUB_EGRESS_ALLOW = ["127.0.0.1/32", "10.20.0.0/16"]
+    with pytest.raises(EgressDenied):
+        check_host(host, 80)
 
 
 def test_cidr_allowlist_applies_to_resolved_names(settings, monkeypatch):
@@ -257,25 +261,28 @@ def test_allowlist_as_comma_separated_string(settings):
         check_host("192.168.1.9", 80)
 
 
-def test_host_name_allowlist_is_exact(settings, monkeypatch):
+LOOKALIKES = ["evil.api.internal.example", "api.internal.example.evil.test"]
+
+
+@pytest.fixture
+def name_allowlist(settings, monkeypatch):
     settings.TOOLHUB_EGRESS_ALLOW = ["api.internal.example"]
-    fake_dns(
-        monkeypatch,
-        {
-            "api.internal.example": ["10.1.2.3"],
-            "evil.api.internal.example": ["10.1.2.3"],
-            "api.internal.example.evil.test": ["10.1.2.3"],
-        },
-    )
+    fake_dns(monkeypatch, {name: ["10.1.2.3"] for name in ["api.internal.example", *LOOKALIKES]})
+
+
+def test_host_name_allowlist_is_exact(name_allowlist):
     destination = check_host("API.Internal.Example.", 443)
     assert destination.addresses == ("10.1.2.3",)
     assert destination.allowed_by == "host"
-    for host in ("evil.api.internal.example", "api.internal.example.evil.test"):
-        with pytest.raises(EgressDenied):
-            check_host(host, 443)
     # A name entry never opens the address itself.
     with pytest.raises(EgressDenied):
         check_host("10.1.2.3", 443)
+
+
+@pytest.mark.parametrize("host", LOOKALIKES)
+def test_host_name_allowlist_refuses_names_that_only_contain_it(name_allowlist, host):
+    with pytest.raises(EgressDenied):
+        check_host(host, 443)
 
 
 def test_allowlist_is_read_at_call_time(settings):

@@ -62,8 +62,7 @@ def record(*, at: datetime, **fields) -> Execution:
 
 
 @pytest.fixture
-def rows(db):
-    owner = make_user("owner-olga")
+def rows(owner):
     role_a = access_services.role_create(actor=None, name="role-a")
     role_b = access_services.role_create(actor=None, name="role-b")
     agent_x = access_services.agent_create(actor=None, name="agent-x", owner=owner)
@@ -328,8 +327,7 @@ def test_audit_export_is_for_reviewers_and_platform_admins(audit_rows, plain_cli
 
 
 @pytest.fixture
-def canary_world(upstream, allow_loopback, eager_tasks):
-    owner = make_user("owner-olga")
+def canary_world(upstream, allow_loopback, eager_tasks, owner):
     role = access_services.role_create(actor=None, name="callers")
     agent = access_services.agent_create(
         actor=None, name="agent-canary", owner=owner, role_ids=[role.pk]

@@ -46,12 +46,10 @@ def _clean_shared_state():
 
 
 @pytest.fixture
-def world(upstream, allow_loopback, eager_tasks):
-    owner = make_user("owner-olga")
-    approver = make_user("ann-approver", is_staff=True)
+def world(upstream, allow_loopback, eager_tasks, owner, approver_user, approvers_role):
+    approver = approver_user
     role = access_services.role_create(actor=None, name="callers")
-    approvers = access_services.role_create(actor=None, name="approvers")
-    approver.groups.add(approvers)
+    approvers = approvers_role
     agents = [
         access_services.agent_create(actor=None, name=f"agent-{i}", owner=owner, role_ids=[role.pk])
         for i in range(2)

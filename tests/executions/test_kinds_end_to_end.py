@@ -19,7 +19,6 @@ from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.executions.test_mcp import SERVER_SCRIPT, ServerProcess
-from tests.factories import make_user
 from tests.workers import _database_url, celery_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -45,9 +44,8 @@ def tool_role():
 
 
 @pytest.fixture
-def caller(allow_loopback, settings):
+def caller(allow_loopback, settings, owner):
     settings.TOOLHUB_MCP_STDIO_COMMANDS = [sys.executable]
-    owner = make_user("owner-olga")
     role = access_services.role_create(actor=None, name="callers")
     agent = access_services.agent_create(
         actor=None, name="e2e-agent", owner=owner, role_ids=[role.pk]

@@ -15,7 +15,6 @@ from registry.models import AuditEvent
 from registry.services import access as access_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
-from tests.factories import make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -24,8 +23,7 @@ PER_CALL = "per-call-secret-9a8b7c"
 
 
 @pytest.fixture
-def world(upstream, allow_loopback, eager_tasks):
-    owner = make_user("owner-olga")
+def world(upstream, allow_loopback, eager_tasks, owner):
     role = access_services.role_create(actor=None, name="callers")
     readers = access_services.role_create(actor=None, name="readers")
     agent = access_services.agent_create(

@@ -34,8 +34,7 @@ MCP_CANARY = "canary-reviewer-mcp-4c0e"
 
 
 @pytest.fixture
-def world(reviewer_user):
-    owner = make_user("owner-olga")
+def world(reviewer_user, owner):
     readers = access_services.role_create(actor=None, name="readers")
     tool = tool_services.tool_create(
         actor=None,

@@ -68,8 +68,7 @@ def run(tool, agent, principal, status, at, ms=None, reason="", cost=None):
 
 
 @pytest.fixture
-def world(db):
-    owner = make_user("owner-olga")
+def world(owner):
     person = make_user("person-paul")
     agent = access_services.agent_create(actor=None, name="agent-x", owner=owner)
     tool_a = ToolFactory(name="alpha_tool", type="http")

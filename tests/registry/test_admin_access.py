@@ -12,7 +12,6 @@ from registry.models import Agent, ApiToken, AuditEvent, ToolGrant
 from registry.models.tokens import hash_token
 from registry.services import access as services
 from registry.services import tools as tool_services
-from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -22,11 +21,6 @@ def admin_client(staff_user) -> Client:
     client = Client()
     client.force_login(staff_user)
     return client
-
-
-@pytest.fixture
-def owner(db):
-    return make_user("owner-olga")
 
 
 def test_create_agent_in_admin_with_roles(admin_client, owner, staff_user):

@@ -179,8 +179,9 @@ def test_the_role_of_the_last_platform_admins_keeps_its_right(admin_client, supe
     assert api.delete(f"/api/v1/roles/{platform.pk}").status_code == 204
 
 
-def test_an_agents_user_is_never_staff_superuser_or_given_a_password(admin_client, superuser):
-    owner = make_user("owner-olga")
+def test_an_agents_user_is_never_staff_superuser_or_given_a_password(
+    admin_client, superuser, owner
+):
     agent = access_services.agent_create(actor=None, name="analyst-bot", owner=owner)
     user = agent.user
     url = reverse("admin:auth_user_change", args=[user.pk])

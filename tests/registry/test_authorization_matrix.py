@@ -10,6 +10,12 @@ Columns:
   padm  platform admin (person)    supr  superuser (person)
   revk  revoked token              expd  expired token
   inac  inactive agent (its role may manage T)
+
+The second table (calls, approvals, limits, MCP servers, import, audit, stats)
+adds two people: appr (may approve calls of T) and revw (compliance reviewer).
+There E is a finished call and EP a call waiting for approval AP, both made by
+the exec agent; L is a rate limit on T and M an MCP server. List endpoints
+answer 200 to every caller with only what the caller may see.
 """
 
 from __future__ import annotations
@@ -20,14 +26,18 @@ from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.urls import URLResolver, get_resolver, resolve
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from registry.models import ApiToken
+from executions.models import Execution
+from executions.services.pipeline import execution_request
+from registry.models import ApiToken, Tool
 from registry.services import access as access_services
+from registry.services import limits as limit_services
+from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
-from tests.conftest import make_role
-from tests.factories import make_token, make_user
+from tests.factories import make_token
 
 MATRIX = """
 endpoint                                    anon none read exec mang padm supr revk expd inac
@@ -42,6 +52,7 @@ GET    /tools/{T}/schema                     401  404  200  200  200  200  200  
 GET    /tools/{T}/parameters                 401  404  200  200  200  200  200  401  401  401
 POST   /tools/{T}/parameters                 401  404  403  403  201  201  201  401  401  401
 GET    /tools/parameters/{P}                 401  404  200  200  200  200  200  401  401  401
+PUT    /tools/parameters/{P}                 401  404  403  403  200  200  200  401  401  401
 PATCH  /tools/parameters/{P}                 401  404  403  403  200  200  200  401  401  401
 DELETE /tools/parameters/{P}                 401  404  403  403  204  204  204  401  401  401
 GET    /tools/{T}/configs                    401  404  200  200  200  200  200  401  401  401
@@ -74,13 +85,49 @@ GET    /registry/by-role-name/readers        401  404  200  404  404  200  200  
 GET    /registry/check-permission/{T}/{R}    401  404  200  404  404  200  200  401  401  401
 """
 
-PRINCIPALS = ["anon", "none", "read", "exec", "mang", "padm", "supr", "revk", "expd", "inac"]
+GOVERNANCE_MATRIX = """
+endpoint                                    anon none read exec mang appr revw padm supr revk
+GET    /executions                           401  200  200  200  200  200  200  200  200  401
+POST   /executions                           401  404  403  202  202  403  403  202  202  401
+GET    /executions/export                    401  200  200  200  200  200  200  200  200  401
+GET    /executions/tool/{T}                  401  404  200  200  200  200  200  200  200  401
+GET    /executions/{E}                       401  404  404  200  404  404  200  200  200  401
+GET    /executions/{E}/output                401  404  404  200  404  404  200  200  200  401
+POST   /executions/{EP}/cancel               401  404  404  200  404  404  403  200  200  401
+GET    /approvals                            401  200  200  200  200  200  200  200  200  401
+GET    /approvals/{AP}                       401  404  404  200  404  200  200  200  200  401
+POST   /approvals/{AP}/approve               401  404  404  403  404  200  403  403  200  401
+POST   /approvals/{AP}/reject                401  404  404  403  404  200  403  403  200  401
+GET    /rate-limits                          401  200  200  200  200  200  200  200  200  401
+POST   /rate-limits                          401  404  403  403  201  403  403  201  201  401
+GET    /rate-limits/{L}                      401  404  200  200  200  200  200  200  200  401
+PUT    /rate-limits/{L}                      401  404  403  403  200  403  403  200  200  401
+PATCH  /rate-limits/{L}                      401  404  403  403  200  403  403  200  200  401
+DELETE /rate-limits/{L}                      401  404  403  403  204  403  403  204  204  401
+GET    /mcp-servers                          401  403  403  403  403  403  200  200  200  401
+POST   /mcp-servers                          401  403  403  403  403  403  403  201  201  401
+GET    /mcp-servers/{M}                      401  403  403  403  403  403  200  200  200  401
+PUT    /mcp-servers/{M}                      401  403  403  403  403  403  403  200  200  401
+PATCH  /mcp-servers/{M}                      401  403  403  403  403  403  403  200  200  401
+DELETE /mcp-servers/{M}                      401  403  403  403  403  403  403  204  204  401
+POST   /mcp-servers/{M}/sync                 401  403  403  403  403  403  403  409  409  401
+POST   /tools/import                         401  403  403  403  403  403  403  200  200  401
+GET    /audit                                401  403  403  403  403  403  200  200  200  401
+GET    /audit/export                         401  403  403  403  403  403  200  200  200  401
+GET    /audit/head                           401  403  403  403  403  403  200  200  200  401
+GET    /audit/verify                         401  403  403  403  403  403  200  200  200  401
+GET    /stats                                401  200  200  200  200  200  200  200  200  401
+"""
+
+# Nothing listens there: a sync fails without leaving the machine.
+MCP_URL = "http://127.0.0.1:9/mcp"
 
 BODIES = {
     ("POST", "/tools"): {"name": "brand_new_tool", "type": "http"},
     ("PUT", "/tools/{T}"): {"name": "matrix_tool", "type": "http", "description": "replaced"},
     ("PATCH", "/tools/{T}"): {"description": "changed"},
     ("POST", "/tools/{T}/parameters"): {"name": "extra"},
+    ("PUT", "/tools/parameters/{P}"): {"name": "q", "description": "replaced"},
     ("PATCH", "/tools/parameters/{P}"): {"description": "changed"},
     ("POST", "/tools/{T}/configs"): {"config_key": "new_key", "config_value": 1},
     ("POST", "/roles"): {"name": "brand-new-role"},
@@ -90,29 +137,36 @@ BODIES = {
     ("POST", "/agents/{A}/tokens"): {"name": "matrix"},
     ("POST", "/permissions"): {"tool_id": "{T}", "role_id": "{R0}", "action": "read"},
     ("POST", "/permissions/bulk"): {"tool_id": "{T}", "role_ids": ["{R0}"], "action": "execute"},
+    ("POST", "/executions"): {"tool_id": "{T}", "input_data": {"q": "x"}},
+    ("POST", "/approvals/{AP}/approve"): {"reason": "looks fine"},
+    ("POST", "/approvals/{AP}/reject"): {"reason": "not today"},
+    ("POST", "/rate-limits"): {"tool_id": "{T}", "max_requests": 5, "time_window_seconds": 60},
+    ("PUT", "/rate-limits/{L}"): {"scope": "global", "max_requests": 5, "time_window_seconds": 60},
+    ("PATCH", "/rate-limits/{L}"): {"max_requests": 7},
+    ("POST", "/mcp-servers"): {"name": "new_mcp", "transport": "streamable_http", "url": MCP_URL},
+    ("PUT", "/mcp-servers/{M}"): {
+        "name": "matrix_mcp",
+        "transport": "streamable_http",
+        "url": MCP_URL,
+    },
+    ("PATCH", "/mcp-servers/{M}"): {"description": "changed"},
+    ("POST", "/tools/import"): {"content": "tools:\n  - name: imported_tool\n    type: http\n"},
 }
 
 
-def parse_matrix():
-    rows = [line.split() for line in MATRIX.strip().splitlines()[1:]]
+def parse_matrix(table: str):
+    header, *lines = table.strip().splitlines()
+    principals = header.split()[1:]
     cases = []
-    for method, path, *codes in rows:
-        assert len(codes) == len(PRINCIPALS), (method, path)
-        expected = dict(zip(PRINCIPALS, map(int, codes), strict=True))
+    for method, path, *codes in (line.split() for line in lines):
+        assert len(codes) == len(principals), (method, path)
+        expected = dict(zip(principals, map(int, codes), strict=True))
         cases.append(pytest.param(method, path, expected, id=f"{method} {path}"))
     return cases
 
 
 @pytest.fixture
-def world(db):
-    owner = make_user("owner-olga")
-    admin_person = make_user("pat-admin", is_staff=True)
-    admin_person.groups.add(
-        make_role(
-            "platform-admin", access_services.PLATFORM_ADMIN_PERMISSIONS, all_tools_action="manage"
-        )
-    )
-    superuser = make_user("sam-super", is_staff=True, is_superuser=True)
+def world(owner, staff_user, superuser):
     tool = tool_services.tool_create(actor=None, name="matrix_tool", type="http")
     param = tool_services.parameter_create(actor=None, tool=tool, name="q")
     tool_services.config_set(
@@ -138,7 +192,7 @@ def world(db):
         "inac": agent("agent-inac", "managers"),
     }
     tokens = {key: make_token(a.user) for key, a in agents.items()}
-    tokens["padm"] = make_token(admin_person)
+    tokens["padm"] = make_token(staff_user)
     tokens["supr"] = make_token(superuser)
     tokens["revk"] = make_token(agents["mang"].user, name="revoked")
     ApiToken.objects.filter(name="revoked").update(revoked_at=timezone.now())
@@ -158,7 +212,50 @@ def world(db):
         "{AT}": str(agent_token.pk),
         "{G}": str(grant.pk),
     }
-    return {"tokens": tokens, "ids": ids, "tool": tool}
+    return {"tokens": tokens, "ids": ids, "tool": tool, "agents": agents, "roles": roles}
+
+
+@pytest.fixture
+def governed_world(world, reviewer_user, approver_user, approvers_role):
+    """The world plus a call waiting for approval, a finished call, a limit and an MCP server.
+
+    The calls are the execute agent's; the approver may approve calls of T.
+    """
+    tool, caller = world["tool"], world["agents"]["exec"]
+    Tool.objects.filter(pk=tool.pk).update(requires_approval=True)
+    access_services.grant_create(actor=None, role=approvers_role, action="approve", tool=tool)
+    call = {
+        "tool": tool,
+        "tool_name": tool.name,
+        "agent": caller,
+        "principal": caller.user,
+        "principal_name": caller.user.username,
+    }
+    pending = execution_request(user=caller.user, tool_ref=str(tool.pk), arguments={"q": "x"})
+    approval = pending.approval
+    done = Execution.objects.create(
+        status="succeeded", input_data={"q": "y"}, output_data={"ok": True}, **call
+    )
+    rule = limit_services.rate_limit_create(
+        actor=None, tool=tool, scope="global", max_requests=100, time_window_seconds=3600
+    )
+    server = mcp_services.mcp_server_create(
+        actor=None, name="matrix_mcp", transport="streamable_http", url=MCP_URL
+    )
+    tokens = {
+        **world["tokens"],
+        "appr": make_token(approver_user),
+        "revw": make_token(reviewer_user),
+    }
+    ids = {
+        **world["ids"],
+        "{E}": str(done.pk),
+        "{EP}": str(pending.pk),
+        "{AP}": str(approval.pk),
+        "{L}": str(rule.pk),
+        "{M}": str(server.pk),
+    }
+    return {**world, "tokens": tokens, "ids": ids}
 
 
 def fill(value, ids):
@@ -175,8 +272,7 @@ def fill(value, ids):
     return value
 
 
-@pytest.mark.parametrize(("method", "path", "expected"), parse_matrix())
-def test_matrix(world, method, path, expected):
+def check_row(world, method, path, expected):
     url = "/api/v1" + fill(path, world["ids"])
     body = fill(BODIES.get((method, path)), world["ids"])
     mismatches = []
@@ -196,11 +292,71 @@ def test_matrix(world, method, path, expected):
         finally:
             transaction.savepoint_rollback(savepoint)
         if response.status_code != status:
-            mismatches.append((principal, status, response.status_code, response.content[:200]))
+            content = b"".join(response) if response.streaming else response.content
+            mismatches.append((principal, status, response.status_code, content[:200]))
         elif status >= 400:
             error = response.json()["error"]
             assert error["code"] and error["message"], (principal, error)
     assert not mismatches, mismatches
+
+
+@pytest.mark.parametrize(("method", "path", "expected"), parse_matrix(MATRIX))
+def test_matrix(world, method, path, expected):
+    check_row(world, method, path, expected)
+
+
+@pytest.mark.parametrize(("method", "path", "expected"), parse_matrix(GOVERNANCE_MATRIX))
+def test_governance_matrix(governed_world, method, path, expected):
+    check_row(governed_world, method, path, expected)
+
+
+# Every route under /api/v1/ has a row: a new endpoint cannot ship without its column of answers.
+
+# A value of the right shape for each placeholder, so the tables' paths resolve offline.
+SAMPLE_IDS = {
+    **dict.fromkeys(
+        ["{T}", "{P}", "{A}", "{G}", "{E}", "{EP}", "{AP}", "{L}", "{M}"], str(uuid.UUID(int=1))
+    ),
+    **dict.fromkeys(["{R}", "{AT}"], "1"),
+    "{K}": "api_key",
+}
+# Django answers these for every view; they are not access decisions.
+FRAMEWORK_METHODS = {"options", "head"}
+
+
+def url_patterns(patterns=None, prefix=""):
+    """(route, view) for every URL pattern, walking the includes."""
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            yield from url_patterns(pattern.url_patterns, route)
+        else:
+            yield route, pattern.callback
+
+
+def api_routes():
+    """(method, route) under /api/v1/, the methods being the handlers each view defines."""
+    for route, callback in url_patterns():
+        if not route.startswith("api/v1/"):
+            continue
+        view = getattr(callback, "cls", None)
+        assert view is not None, f"{route}: not a DRF APIView, its methods are unknown"
+        for method in set(view.http_method_names) - FRAMEWORK_METHODS:
+            if hasattr(view, method):
+                yield method.upper(), route
+
+
+def tabled_routes():
+    for table in (MATRIX, GOVERNANCE_MATRIX):
+        for case in parse_matrix(table):
+            method, path, _ = case.values
+            url = "/api/v1" + fill(path.split("?")[0], SAMPLE_IDS)
+            yield method, resolve(url).route
+
+
+def test_every_api_route_and_method_has_a_row_in_an_authorization_table():
+    missing = sorted(set(api_routes()) - set(tabled_routes()), key=lambda item: item[::-1])
+    assert not missing, f"no row in an authorization table for: {missing}"
 
 
 # Nothing reveals a tool the caller may not read.
@@ -219,21 +375,26 @@ def hidden(world):
     )
 
 
-@pytest.mark.parametrize("principal", ["none", "read", "exec", "mang"])
+AGENTS = ["none", "read", "exec", "mang"]
+
+
+@pytest.mark.parametrize(
+    "query", ["?search=payroll", "?search=zebra", "?category=secret-cat", "?tool_type=database"]
+)
+@pytest.mark.parametrize("principal", AGENTS)
+def test_no_search_or_filter_finds_a_hidden_tool(world, hidden, principal, query):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {world['tokens'][principal]}")
+    body = client.get("/api/v1/tools" + query).json()
+    assert HIDDEN not in str(body)
+    assert body["count"] == 0
+
+
+@pytest.mark.parametrize("principal", AGENTS)
 def test_hidden_tool_is_invisible_everywhere(world, hidden, principal):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {world['tokens'][principal]}")
-    for query in (
-        "",
-        "?search=payroll",
-        "?search=zebra",
-        "?category=secret-cat",
-        "?tool_type=database",
-    ):
-        body = client.get("/api/v1/tools" + query).json()
-        assert HIDDEN not in str(body), query
-        if query:
-            assert body["count"] == 0, query
+    assert HIDDEN not in str(client.get("/api/v1/tools").json())
     missing = client.get(f"/api/v1/tools/{uuid.uuid4()}")
     for suffix in ("", "/schema", "/parameters", "/configs", "/configs/x"):
         response = client.get(f"/api/v1/tools/{hidden.pk}{suffix}")

@@ -7,8 +7,7 @@ import pytest
 from registry.models import AuditEvent, ToolConfig, ToolParameter
 from registry.services import access as access_services
 from registry.services.catalog import tool_upsert
-from tests.conftest import make_role, token_client
-from tests.factories import make_user
+from tests.conftest import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -18,11 +17,8 @@ def configs(tool) -> str:
 
 
 @pytest.fixture
-def manager(db):
-    role = make_role("tool-managers")
-    person = make_user("mo-manager")
-    person.groups.add(role)
-    return role, token_client(person)
+def manager(tool_managers_role, manager_user):
+    return tool_managers_role, token_client(manager_user)
 
 
 def managed(role, **kwargs):

@@ -28,11 +28,6 @@ def bearer(raw: str, scheme: str = "Bearer") -> APIClient:
 
 
 @pytest.fixture
-def owner(db):
-    return make_user("owner-olga")
-
-
-@pytest.fixture
 def agent(owner):
     return services.agent_create(actor=None, name="billing-bot", owner=owner)
 
@@ -99,7 +94,6 @@ class TestTokens:
         assert response.status_code == 401
         assert "owner of this token's agent is deactivated" in response.json()["error"]["message"]
         # Given a new owner, it works again.
-        from tests.factories import make_user
 
         services.agent_update(actor=None, agent=agent, data={"owner": make_user("new-owner")})
         assert bearer(raw).get("/api/v1/tools").status_code == 200
