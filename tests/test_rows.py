@@ -220,3 +220,41 @@ def test_a_value_too_long_for_its_column_is_refused_not_cut(postgresql_only):
             then=event,
         )
     assert Execution.objects.get(pk=execution.pk).status == "running"
+
+
+def test_importing_the_row_writer_leaves_psycopgs_private_modules_as_shipped():
+    """No private psycopg setting is patched: its parse cache keeps its own limit."""
+    import importlib
+
+    from psycopg import _queries
+
+    import toolhub.rows
+
+    importlib.reload(toolhub.rows)
+    assert _queries.MAX_CACHED_STATEMENT_PARAMS == 50
+
+
+def test_the_combined_insert_is_sent_as_written_with_numbered_placeholders(postgresql_only):
+    """The 54-value INSERT reaches PostgreSQL with $n placeholders from a raw cursor
+    (no client-side parsing), and the query log still shows its values."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from toolhub.rows import insert_together
+
+    execution = Execution(**execution_fields())
+    with CaptureQueriesContext(connection) as captured:
+        insert_together(execution, _audit())
+    assert Execution.objects.filter(pk=execution.pk).exists()
+    logged = captured.captured_queries[0]["sql"]
+    assert "$1" not in logged and "%s" not in logged
+    assert execution.pk.hex in logged
+    insert_together(Execution(**execution_fields()), _audit())  # prepared at its second run
+    prepared = [s for s in _prepared_statements() if s.startswith("WITH first_row AS (INSERT")]
+    assert prepared and "$54" in prepared[0] and "%s" not in prepared[0]
+
+
+def test_numbered_placeholders_keep_literal_percent_signs():
+    from toolhub.rows import numbered
+
+    assert numbered("SELECT %s, '100%%', %s") == "SELECT $1, '100%', $2"

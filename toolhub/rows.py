@@ -16,36 +16,54 @@ signals do not run, so it is only used for models that have neither
 On PostgreSQL the statements run on the backend's ``bound_cursor()``: values are
 bound on the server and each statement is prepared once per connection
 (``toolhub/db/postgresql/base.py``), instead of being quoted into the SQL text
-by Python and parsed and planned again by PostgreSQL on every call.
+by Python and parsed and planned again by PostgreSQL on every call. That cursor
+is psycopg's ``RawCursor``: the text carries PostgreSQL's own ``$n`` placeholders
+(``numbered()``, once per statement shape), so psycopg does not parse it on
+every call either (its parse cache stops at 50 parameters; the Execution + audit
+INSERT has 54). Why this exists and what it costs: docs/decisions/0001-rowwriter.md.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connections, models, transaction
 
-try:  # psycopg 3's client-side binding caches a statement's parsed form...
-    from psycopg import _queries as _psycopg_queries
-except ImportError:  # pragma: no cover - another driver
-    _psycopg_queries = None
-# ...only up to 50 parameters: the combined Execution + audit INSERT has 54, and was
-# parsed again on every call (7 % of the web process's CPU under load). A larger
-# limit keeps it cached; the statements it applies to are a handful of fixed shapes.
-if (
-    _psycopg_queries is not None
-    and getattr(_psycopg_queries, "MAX_CACHED_STATEMENT_PARAMS", 0) < 128
-):
-    _psycopg_queries.MAX_CACHED_STATEMENT_PARAMS = 128
+_PLACEHOLDER = re.compile(r"%([s%])")
+# Each statement's text with PostgreSQL's own $n placeholders, by its text with %s
+# ones: a handful of fixed shapes (per model, and per set of updated columns).
+_numbered: dict[str, str] = {}
 
 
-def _cursor(connection):
-    """The backend's server-side binding cursor when it has one (ToolHub's PostgreSQL
-    backend), else Django's usual cursor."""
+def numbered(sql: str) -> str:
+    """``sql`` with each ``%s`` as ``$1``, ``$2``… in order and ``%%`` as ``%``: the
+    text a bound cursor sends as written (converted once per statement shape)."""
+    text = _numbered.get(sql)
+    if text is None:
+        count = iter(range(1, sql.count("%s") + 1))
+        text = _PLACEHOLDER.sub(lambda m: f"${next(count)}" if m[1] == "s" else "%", sql)
+        _numbered[sql] = text
+    return text
+
+
+@contextmanager
+def _executing(connection, sql: str, params: list):
+    """Run ``sql`` (``%s`` placeholders) and yield its cursor: on the backend's
+    ``bound_cursor()`` when it has one (ToolHub's PostgreSQL backend: server-side
+    binding, ``$n`` placeholders, prepared once per connection), else on Django's
+    usual cursor."""
     bound = getattr(connection, "bound_cursor", None)
-    return bound() if bound is not None else connection.cursor()
+    if bound is None:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            yield cursor
+        return
+    with bound() as cursor:
+        cursor.execute(numbered(sql), params)
+        yield cursor
 
 
 def _cast(field, connection) -> str:
@@ -74,8 +92,8 @@ def insert_together(first: models.Model, then: models.Model, using: str = "defau
     b_sql, b_params, b_generated = writer_for(type(then))._insert_statement(then, connection)
     if a_generated:
         raise ValueError("insert_together: the first row needs its primary key set")
-    with _cursor(connection) as cursor:
-        cursor.execute(f"WITH first_row AS ({a_sql}) {b_sql}", a_params + b_params)
+    sql = f"WITH first_row AS ({a_sql}) {b_sql}"
+    with _executing(connection, sql, a_params + b_params) as cursor:
         if b_generated:
             then.pk = cursor.fetchone()[0]
     _saved(first, using)
@@ -116,8 +134,8 @@ def update_then_insert(
         sql = f"WITH changed AS ({update_sql} RETURNING 1) {head} SELECT {marks}"
         sql += f" WHERE EXISTS (SELECT 1 FROM changed){returning}"  # noqa: S608
         _combined[key] = sql
-    with _cursor(connection) as cursor:
-        cursor.execute(sql, update_params + _insert_values(then, b_fields, connection))
+    params = update_params + _insert_values(then, b_fields, connection)
+    with _executing(connection, sql, params) as cursor:
         row = cursor.fetchone()
     if row is None:
         return False
@@ -194,8 +212,7 @@ class RowWriter:
         """INSERT ``obj`` as one row (auto_now_add and defaults applied as ``save()`` would)."""
         connection = connections[using]
         sql, values, generated = self._insert_statement(obj, connection)
-        with _cursor(connection) as cursor:
-            cursor.execute(sql, values)
+        with _executing(connection, sql, values) as cursor:
             if generated:
                 obj.pk = cursor.fetchone()[0]
         _saved(obj, using)
@@ -212,8 +229,7 @@ class RowWriter:
         """``UPDATE … SET values WHERE pk = pk AND where…``; returns the rows changed (0 or 1)."""
         connection = connections[using]
         sql, params = self._update_statement(connection, pk, values, where or {})
-        with _cursor(connection) as cursor:
-            cursor.execute(sql, params)
+        with _executing(connection, sql, params) as cursor:
             return cursor.rowcount
 
     def _update_statement(

@@ -24,9 +24,15 @@ of PostgreSQL's CPU per governed call and the Python that quoted 54 values into
 the text of one statement (bench/README.md). Every other query keeps Django's
 client-side binding, which accepts any SQL the ORM writes. ``0`` turns
 preparing off (a pooler in transaction mode that cannot keep them, for example).
+The cursor is psycopg's public ``RawCursor`` (``$n`` placeholders), and the
+threshold psycopg's public ``Connection.prepare_threshold``: no private module
+is patched. Decision records: docs/decisions/0001-rowwriter.md (the bound
+writes) and docs/decisions/0002-generation-health-check.md (the health check).
 """
 
 from __future__ import annotations
+
+import re
 
 import psycopg
 from django.conf import settings
@@ -41,14 +47,25 @@ def _prepare_threshold() -> int | None:
     return threshold if threshold and threshold > 0 else None
 
 
+_NUMBERED = re.compile(r"\$(\d+)")
+
+
+class RawBindingCursor(base.CursorMixin, psycopg.RawCursor):
+    """Django's psycopg cursor, on psycopg's public ``RawCursor``: server-side binding
+    with PostgreSQL's own ``$n`` placeholders, sent as written (no client-side parsing
+    of the text, which psycopg caches only up to 50 parameters)."""
+
+
 class DatabaseOperations(_Operations):
     def last_executed_query(self, cursor, sql, params):
         # A bound_cursor() statement's text holds $n placeholders, not the values:
         # the query log (DEBUG, captured queries) shows it with the values in.
-        if isinstance(cursor, base.ServerBindingCursor):
+        if isinstance(cursor, RawBindingCursor):
             try:
-                return self.compose_sql(sql, params)
-            except psycopg.errors.DataError:
+                order = [params[int(n) - 1] for n in _NUMBERED.findall(sql)]
+                text = _NUMBERED.sub("%s", sql.replace("%", "%%"))
+                return self.compose_sql(text, order)
+            except (psycopg.errors.DataError, IndexError, TypeError):
                 return None
         return super().last_executed_query(cursor, sql, params)
 
@@ -70,11 +87,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def bound_cursor(self):
         """A cursor (Django's wrapper: query logging and execute wrappers apply) with
-        server-side binding, whose repeated statements are prepared."""
+        server-side binding, whose repeated statements are prepared. Its statements
+        use ``$1``, ``$2``… placeholders (``toolhub.rows.numbered``), not ``%s``."""
         self.close_if_health_check_failed()
         self.ensure_connection()
         with self.wrap_database_errors:
-            return self._prepare_cursor(base.ServerBindingCursor(self.connection))
+            return self._prepare_cursor(RawBindingCursor(self.connection))
 
     def close_if_health_check_failed(self):
         if self.connection is None or not self.health_check_enabled or self.health_check_done:
