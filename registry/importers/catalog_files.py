@@ -152,10 +152,7 @@ def _schema_rows(entry: Entry, key: str, parsed: Parsed, parameter_type: str) ->
     return rows
 
 
-def parse_tool(entry: Entry, parsed: Parsed, *, single: bool) -> ToolSpec | None:
-    errors_before = len(parsed.errors)
-    extras = extra_tool_fields()
-    entry.report_unknown((SINGLE_TOOL_KEYS if single else CATALOG_TOOL_KEYS) | set(extras))
+def _tool_name_and_type(entry: Entry, *, single: bool) -> tuple[Any, Any]:
     name = entry.string("name", required=True)
     if name is not MISSING and not TOOL_NAME_RE.match(name):
         entry.error("name", "use 1 to 64 characters: letters, digits, '_' or '-'")
@@ -163,51 +160,59 @@ def parse_tool(entry: Entry, parsed: Parsed, *, single: bool) -> ToolSpec | None
     tool_type = any_case_choice(entry.string(type_key), ToolType.values)  # "HTTP" too
     if tool_type is not MISSING and tool_type not in ToolType.values:
         entry.error(type_key, f"must be one of {', '.join(ToolType.values)}")
-    fields: dict[str, Any] = {}
-    for key in ("description",):
-        value = entry.string(key)
-        if value is not MISSING:
-            fields[key] = value
-    value = entry.string("version", max_length=32)
+    return name, tool_type
+
+
+def _set_given(fields: dict[str, Any], key: str, value: Any) -> None:
     if value is not MISSING:
-        fields["version"] = value
+        fields[key] = value
+
+
+def _tool_fields(entry: Entry, extras: list[str]) -> dict[str, Any]:
+    """The tool's own fields the entry gives, each checked as the tool services would."""
+    fields: dict[str, Any] = {}
+    _set_given(fields, "description", entry.string("description"))
+    _set_given(fields, "version", entry.string("version", max_length=32))
     for key in ("is_active", "requires_approval"):
-        value = entry.boolean(key)
-        if value is not MISSING:
-            fields[key] = value
+        _set_given(fields, key, entry.boolean(key))
     for key, low, high in (
         ("timeout_seconds", 1, 3600),
         ("max_retries", 0, 10),
         ("cache_ttl_seconds", 0, None),
         ("max_response_bytes", 1024, None),
     ):
-        value = entry.integer(key, minimum=low, maximum=high)
-        if value is not MISSING:
-            fields[key] = value
-    value = entry.integer("max_concurrency", minimum=1, nullable=True)
-    if value is not MISSING:
-        fields["max_concurrency"] = value
+        _set_given(fields, key, entry.integer(key, minimum=low, maximum=high))
+    _set_given(
+        fields, "max_concurrency", entry.integer("max_concurrency", minimum=1, nullable=True)
+    )
     for key in extras:
         if entry.has(key):
             fields[key] = entry.any(key)
-    if single:
-        disable = entry.boolean("disable_parallel")
-        if disable is True:
-            if fields.get("max_concurrency", 1) != 1:
-                entry.error("disable_parallel", "contradicts max_concurrency (true means 1)")
-            fields["max_concurrency"] = 1
-        elif disable is False and "max_concurrency" not in fields:
-            fields["_allow_parallel"] = True
+    return fields
 
+
+def _apply_disable_parallel(entry: Entry, fields: dict[str, Any]) -> None:
+    """A single-tool document's ``disable_parallel``: true is ``max_concurrency: 1``."""
+    disable = entry.boolean("disable_parallel")
+    if disable is True:
+        if fields.get("max_concurrency", 1) != 1:
+            entry.error("disable_parallel", "contradicts max_concurrency (true means 1)")
+        fields["max_concurrency"] = 1
+    elif disable is False and "max_concurrency" not in fields:
+        fields["_allow_parallel"] = True
+
+
+def _tool_metadata(entry: Entry) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     extra = entry.mapping("metadata")
     if extra is not MISSING:
         metadata.update(extra)
     for key in METADATA_KEYS:
-        value = entry.string(key, nullable=True)
-        if value is not MISSING:
-            metadata[key] = value
+        _set_given(metadata, key, entry.string(key, nullable=True))
+    return metadata
 
+
+def _plain_configs(entry: Entry) -> dict[str, Any]:
     configs: dict[str, Any] = {}
     raw_configs = entry.mapping("configs")
     if raw_configs is not MISSING:
@@ -215,6 +220,11 @@ def parse_tool(entry: Entry, parsed: Parsed, *, single: bool) -> ToolSpec | None
             if not CONFIG_KEY_RE.match(key):
                 entry.error(f"configs/{key}", "config keys use letters, digits, '_', '.' or '-'")
             configs[key] = value
+    return configs
+
+
+def _secret_configs(entry: Entry) -> dict[str, Any]:
+    """Secret configs: a list of names (keep what is stored) or ``{key: value}``."""
     secrets: dict[str, Any] = {}
     raw_secrets = entry.any("secret_configs")
     if isinstance(raw_secrets, list):
@@ -230,9 +240,11 @@ def parse_tool(entry: Entry, parsed: Parsed, *, single: bool) -> ToolSpec | None
             secrets[key] = KEEP_SECRET if value is None else value
     elif raw_secrets is not MISSING:
         entry.error("secret_configs", "must be a list of config keys or a mapping key: value")
-    for key in sorted(set(configs) & set(secrets)):
-        entry.error(f"secret_configs/{key}", "is also listed under configs")
+    return secrets
 
+
+def _add_python_target(entry: Entry, configs: dict[str, Any]) -> None:
+    """A Python tool's ``module`` and ``function``, stored as configs."""
     for key in ("module", "function"):
         value = entry.string(key)
         if value is MISSING:
@@ -240,58 +252,76 @@ def parse_tool(entry: Entry, parsed: Parsed, *, single: bool) -> ToolSpec | None
         if key in configs:
             entry.error(key, f"'{key}' is given twice (also under configs)")
         configs[key] = value
-    mcp_server = entry.string("mcp_server")
-    remote = entry.string("remote_tool_name")
-    if mcp_server is not MISSING and tool_type not in (MISSING, ToolType.MCP):
-        entry.error("mcp_server", f"only tools of type 'mcp' have a server (type is {tool_type})")
 
+
+def _tool_parameters(entry: Entry, parsed: Parsed) -> tuple[Any, Any]:
+    """The input and output parameter rows, from the entry's JSON Schemas."""
     if entry.has("parameters_schema") and entry.has("input_schema"):
         entry.error("input_schema", "give parameters_schema or input_schema, not both")
     schema_key = "input_schema" if entry.has("input_schema") else "parameters_schema"
     parameters = _schema_rows(entry, schema_key, parsed, "input")
     outputs = _schema_rows(entry, "output_schema", parsed, "output")
+    return parameters, outputs
 
+
+def _default_type(mcp_server: Any, configs: dict[str, Any]) -> str:
+    """The type a new tool gets when the entry does not say: what its configs suggest."""
+    if mcp_server is not MISSING:
+        return ToolType.MCP
+    if "module" in configs or "function" in configs:
+        return ToolType.PYTHON
+    if "base_url" in configs or "endpoint" in configs:
+        return ToolType.HTTP
+    return ToolType.PYTHON
+
+
+def _given(value: Any) -> Any:
+    return None if value is MISSING else value
+
+
+def parse_tool(entry: Entry, parsed: Parsed, *, single: bool) -> ToolSpec | None:
+    errors_before = len(parsed.errors)
+    extras = extra_tool_fields()
+    entry.report_unknown((SINGLE_TOOL_KEYS if single else CATALOG_TOOL_KEYS) | set(extras))
+    name, tool_type = _tool_name_and_type(entry, single=single)
+    fields = _tool_fields(entry, extras)
+    if single:
+        _apply_disable_parallel(entry, fields)
+    metadata = _tool_metadata(entry)
+    configs = _plain_configs(entry)
+    secrets = _secret_configs(entry)
+    for key in sorted(set(configs) & set(secrets)):
+        entry.error(f"secret_configs/{key}", "is also listed under configs")
+    _add_python_target(entry, configs)
+    mcp_server = entry.string("mcp_server")
+    remote = entry.string("remote_tool_name")
+    if mcp_server is not MISSING and tool_type not in (MISSING, ToolType.MCP):
+        entry.error("mcp_server", f"only tools of type 'mcp' have a server (type is {tool_type})")
+    parameters, outputs = _tool_parameters(entry, parsed)
     if len(parsed.errors) > errors_before or name is MISSING:
         return None
-    if mcp_server is not MISSING:
-        default_type = ToolType.MCP
-    elif "module" in configs or "function" in configs:
-        default_type = ToolType.PYTHON
-    elif "base_url" in configs or "endpoint" in configs:
-        default_type = ToolType.HTTP
-    else:
-        default_type = ToolType.PYTHON
     return ToolSpec(
         path=entry.path,
         document=entry.doc,
         name=name,
-        type=None if tool_type is MISSING else tool_type,
-        default_type=default_type,
+        type=_given(tool_type),
+        default_type=_default_type(mcp_server, configs),
         fields=fields,
         metadata=metadata or None,
-        parameters=None if parameters is MISSING else parameters,
-        output_parameters=None if outputs is MISSING else outputs,
+        parameters=_given(parameters),
+        output_parameters=_given(outputs),
         configs=configs or None,
         secret_configs=secrets or None,
-        mcp_server=None if mcp_server is MISSING else mcp_server,
-        remote_tool_name=None if remote is MISSING else remote,
+        mcp_server=_given(mcp_server),
+        remote_tool_name=_given(remote),
     )
 
 
 # --------------------------------------------------------------------------- MCP servers
 
 
-def parse_server(entry: Entry, parsed: Parsed) -> ServerSpec | None:
-    errors_before = len(parsed.errors)
-    entry.report_unknown(SERVER_KEYS)
-    name = entry.string("name", required=True)
-    if name is not MISSING and not re.match(MCP_SERVER_NAME_PATTERN, name):
-        entry.error("name", "use 1 to 40 characters: letters, digits, '_' or '-'")
-    fields: dict[str, Any] = {}
-    for key in ("description", "url", "command"):
-        value = entry.string(key)
-        if value is not MISSING:
-            fields[key] = value
+def _server_transport(entry: Entry, fields: dict[str, Any]) -> None:
+    """The transport as given (any alias), else what the url or command implies."""
     transport = entry.string("transport")
     if transport is not MISSING:
         if transport.lower() not in TRANSPORT_ALIASES:
@@ -302,15 +332,18 @@ def parse_server(entry: Entry, parsed: Parsed) -> ServerSpec | None:
         fields["transport"] = str(MCPTransport.STDIO)
     elif "url" in fields:
         fields["transport"] = str(MCPTransport.STREAMABLE_HTTP)
-    args = entry.string_list("args")
-    if args is not MISSING:
-        fields["args"] = args
+
+
+def _server_env(entry: Entry, fields: dict[str, Any]) -> None:
     env = entry.mapping("env")
     if env is not MISSING:
         for key, value in env.items():
             if not isinstance(value, str):
                 entry.error(f"env/{key}", "environment values must be strings (quote them)")
         fields["env"] = env
+
+
+def _server_tool_lists(entry: Entry, fields: dict[str, Any]) -> None:
     if entry.has("provides_tools") and entry.has("tools_allowed"):
         entry.error("tools_allowed", "give provides_tools or tools_allowed, not both")
     for key, target in (
@@ -318,44 +351,64 @@ def parse_server(entry: Entry, parsed: Parsed) -> ServerSpec | None:
         ("tools_allowed", "tools_allowed"),
         ("tools_denied", "tools_denied"),
     ):
-        value = entry.string_list(key)
-        if value is not MISSING:
-            fields[target] = value
-    value = entry.integer("timeout_seconds", minimum=1, maximum=3600)
-    if value is not MISSING:
-        fields["timeout_seconds"] = value
-    value = entry.integer("max_concurrency", minimum=1, nullable=True)
-    if value is not MISSING:
-        fields["max_concurrency"] = value
-    value = entry.boolean("is_enabled")
-    if value is not MISSING:
-        fields["is_enabled"] = value
+        _set_given(fields, target, entry.string_list(key))
 
-    token: Any = MISSING
-    needs_token = False
+
+def _server_fields(entry: Entry) -> dict[str, Any]:
+    """The server's own fields the entry gives (its auth apart)."""
+    fields: dict[str, Any] = {}
+    for key in ("description", "url", "command"):
+        _set_given(fields, key, entry.string(key))
+    _server_transport(entry, fields)
+    _set_given(fields, "args", entry.string_list("args"))
+    _server_env(entry, fields)
+    _server_tool_lists(entry, fields)
+    _set_given(fields, "timeout_seconds", entry.integer("timeout_seconds", minimum=1, maximum=3600))
+    _set_given(
+        fields, "max_concurrency", entry.integer("max_concurrency", minimum=1, nullable=True)
+    )
+    _set_given(fields, "is_enabled", entry.boolean("is_enabled"))
+    return fields
+
+
+def _server_auth(entry: Entry, parsed: Parsed, fields: dict[str, Any]) -> tuple[Any, bool]:
+    """``auth:`` as (token to store or MISSING to keep, whether a token must be given);
+    sets ``token_env_var`` in ``fields`` when the entry says where the token is."""
     auth = entry.mapping("auth")
-    if auth is not MISSING:
-        sub = Entry(entry.doc, entry.key_path("auth"), auth, parsed.errors, parsed.unknown)
-        sub.report_unknown(AUTH_KEYS)
-        kind = sub.string("type")
-        kind = "bearer" if kind is MISSING else kind
-        env_var = sub.string("token_env_var")
-        secret = sub.string("token")
-        if kind == "none":
-            fields["token_env_var"] = ""
-            token = None
-        elif kind != "bearer":
-            sub.error("type", "must be 'bearer' or 'none'")
-        elif env_var is not MISSING and secret is not MISSING:
-            sub.error("token", "give token_env_var or token, not both")
-        elif env_var is not MISSING:
-            fields["token_env_var"] = env_var
-            token = None
-        elif secret is not MISSING:
-            fields["token_env_var"] = ""
-            token = secret
-        else:
-            needs_token = True
+    if auth is MISSING:
+        return MISSING, False
+    sub = Entry(entry.doc, entry.key_path("auth"), auth, parsed.errors, parsed.unknown)
+    sub.report_unknown(AUTH_KEYS)
+    kind = sub.string("type")
+    kind = "bearer" if kind is MISSING else kind
+    env_var = sub.string("token_env_var")
+    secret = sub.string("token")
+    if kind == "none":
+        fields["token_env_var"] = ""
+        return None, False
+    if kind != "bearer":
+        sub.error("type", "must be 'bearer' or 'none'")
+        return MISSING, False
+    if env_var is not MISSING and secret is not MISSING:
+        sub.error("token", "give token_env_var or token, not both")
+        return MISSING, False
+    if env_var is not MISSING:
+        fields["token_env_var"] = env_var
+        return None, False
+    if secret is not MISSING:
+        fields["token_env_var"] = ""
+        return secret, False
+    return MISSING, True
+
+
+def parse_server(entry: Entry, parsed: Parsed) -> ServerSpec | None:
+    errors_before = len(parsed.errors)
+    entry.report_unknown(SERVER_KEYS)
+    name = entry.string("name", required=True)
+    if name is not MISSING and not re.match(MCP_SERVER_NAME_PATTERN, name):
+        entry.error("name", "use 1 to 40 characters: letters, digits, '_' or '-'")
+    fields = _server_fields(entry)
+    token, needs_token = _server_auth(entry, parsed, fields)
     if len(parsed.errors) > errors_before or name is MISSING:
         return None
     return ServerSpec(
