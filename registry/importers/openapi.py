@@ -35,7 +35,7 @@ from registry.importers.schema_rows import (
     property_to_row,
     resolve_refs,
 )
-from registry.importers.source import Document, pointer
+from registry.importers.source import Document, Problem, pointer
 from registry.importers.specs import ToolSpec, kind_of
 from registry.models.mcp import MCP_SERVER_NAME_PATTERN
 from registry.models.tools import ToolType
@@ -210,6 +210,21 @@ def _raw_name(method: str, path: str, operation: dict) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", f"{method}_{path}").strip("_")
 
 
+def _document_problem(doc: Document) -> Problem | None:
+    """Why the document is not an OpenAPI 3 document with paths, if it is not."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return doc.problem("", "an OpenAPI document must be a mapping")
+    if "swagger" in data:
+        return doc.problem("/swagger", "Swagger 2.0 is not supported: convert it to OpenAPI 3")
+    version = data.get("openapi")
+    if not isinstance(version, str) or not version.startswith("3."):
+        return doc.problem("/openapi", "must be an OpenAPI 3.x version string")
+    if not isinstance(data.get("paths"), dict):
+        return doc.problem("/paths", "must be a mapping of paths to operations")
+    return None
+
+
 def parse_openapi(
     doc: Document,
     parsed: Parsed,
@@ -218,76 +233,15 @@ def parse_openapi(
     namespace: str,
     select: Selection | None = None,
 ) -> None:
-    data = doc.data
-    if not isinstance(data, dict):
-        parsed.errors.append(doc.problem("", "an OpenAPI document must be a mapping"))
-        return
-    if "swagger" in data:
-        parsed.errors.append(
-            doc.problem("/swagger", "Swagger 2.0 is not supported: convert it to OpenAPI 3")
-        )
-        return
-    version = data.get("openapi")
-    if not isinstance(version, str) or not version.startswith("3."):
-        parsed.errors.append(doc.problem("/openapi", "must be an OpenAPI 3.x version string"))
-        return
-    paths = data.get("paths")
-    if not isinstance(paths, dict):
-        parsed.errors.append(doc.problem("/paths", "must be a mapping of paths to operations"))
+    problem = _document_problem(doc)
+    if problem is not None:
+        parsed.errors.append(problem)
         return
     used: set[str] = set()
-    for path, item in paths.items():
-        item_path = pointer("paths", path)
-        if not path.startswith("/"):
-            parsed.errors.append(doc.problem(item_path, "a path must start with '/'"))
-            continue
-        op = _Operation(doc, parsed, item_path)
-        item = op.deref(item, item_path)
-        if not isinstance(item, dict):
-            if not op.failed:
-                op.error(item_path, "must be a mapping of methods to operations")
-            continue
-        for method in METHODS:
-            operation = item.get(method)
-            if operation is None:
-                continue
-            where = f"{item_path}/{method}"
-            if not isinstance(operation, dict):
-                parsed.errors.append(doc.problem(where, "an operation must be a mapping"))
-                continue
-            if select and not select.picks(method, path, operation):
-                parsed.unselected.add(operation_key(method, path))
-                continue
-            try:
-                spec = _operation_spec(
-                    _Operation(doc, parsed, where),
-                    path=path,
-                    method=method,
-                    operation=operation,
-                    shared=item.get("parameters") or [],
-                    base_url=base_url,
-                    namespace=namespace,
-                )
-            except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                # A shape the checks above did not foresee: an error for this
-                # operation, not a server error. Only the exception type is
-                # logged (its message may quote the document).
-                logger.warning(
-                    "OpenAPI import: %s while translating an operation", type(exc).__name__
-                )
-                parsed.errors.append(
-                    doc.problem(
-                        where,
-                        f"cannot translate operation {method.upper()} {path}: part of it "
-                        f"does not have the shape OpenAPI 3 expects ({type(exc).__name__})",
-                    )
-                )
-                continue
-            if spec is None:
-                continue
-            spec.name = naming.unique(spec.name, lambda n: n in used)
-            used.add(spec.name)
-            parsed.tools.append(spec)
+    for path, item in doc.data["paths"].items():
+        _parse_path_item(
+            doc, parsed, path, item, used, base_url=base_url, namespace=namespace, select=select
+        )
     if select:
         for missing in select.unmatched():
             parsed.errors.append(
@@ -299,16 +253,77 @@ def parse_openapi(
             )
 
 
-def _operation_spec(
-    op: _Operation,
-    *,
+def _parse_path_item(
+    doc: Document,
+    parsed: Parsed,
     path: str,
-    method: str,
-    operation: dict,
-    shared: list,
+    item: Any,
+    used: set[str],
+    *,
     base_url: str,
     namespace: str,
-) -> ToolSpec | None:
+    select: Selection | None,
+) -> None:
+    """The tools of one path's operations, appended to ``parsed.tools`` with unique names."""
+    item_path = pointer("paths", path)
+    if not path.startswith("/"):
+        parsed.errors.append(doc.problem(item_path, "a path must start with '/'"))
+        return
+    op = _Operation(doc, parsed, item_path)
+    item = op.deref(item, item_path)
+    if not isinstance(item, dict):
+        if not op.failed:
+            op.error(item_path, "must be a mapping of methods to operations")
+        return
+    for method in METHODS:
+        operation = item.get(method)
+        if operation is None:
+            continue
+        where = f"{item_path}/{method}"
+        if not isinstance(operation, dict):
+            parsed.errors.append(doc.problem(where, "an operation must be a mapping"))
+            continue
+        if select and not select.picks(method, path, operation):
+            parsed.unselected.add(operation_key(method, path))
+            continue
+        spec = _translate_operation(
+            _Operation(doc, parsed, where),
+            path=path,
+            method=method,
+            operation=operation,
+            shared=item.get("parameters") or [],
+            base_url=base_url,
+            namespace=namespace,
+        )
+        if spec is None:
+            continue
+        spec.name = naming.unique(spec.name, lambda n: n in used)
+        used.add(spec.name)
+        parsed.tools.append(spec)
+
+
+def _translate_operation(op: _Operation, *, path: str, method: str, **kwargs) -> ToolSpec | None:
+    """``_operation_spec``, with a shape the checks did not foresee reported as an error
+    for this operation, not a server error."""
+    try:
+        return _operation_spec(op, path=path, method=method, **kwargs)
+    except (TypeError, AttributeError, ValueError, KeyError) as exc:
+        # Only the exception type is logged (its message may quote the document).
+        logger.warning("OpenAPI import: %s while translating an operation", type(exc).__name__)
+        op.parsed.errors.append(
+            op.doc.problem(
+                op.path,
+                f"cannot translate operation {method.upper()} {path}: part of it "
+                f"does not have the shape OpenAPI 3 expects ({type(exc).__name__})",
+            )
+        )
+        return None
+
+
+def _declared_parameters(
+    op: _Operation, operation: dict, shared: list
+) -> dict[tuple[str, str], tuple[dict, str]]:
+    """The path item's shared parameters, then the operation's own, by (in, name)."""
     where = op.path
     parameters: dict[tuple[str, str], tuple[dict, str]] = {}
     own = operation.get("parameters") or []
@@ -335,12 +350,64 @@ def _operation_spec(
                 )
                 continue
             parameters[(param.get("in", ""), param["name"])] = (param, at)
+    return parameters
 
-    endpoint = path
-    rows: list[dict] = []
-    taken: set[str] = set()
-    notes: list[str] = []
-    placeholders = _PLACEHOLDER.findall(path)
+
+_UNUSABLE = object()  # a parameter whose schema is malformed (an error was reported)
+
+
+def _parameter_schema(op: _Operation, at: str, param: dict) -> Any:
+    """The parameter's schema (from ``schema`` or its first ``content`` entry), resolved,
+    with its description; ``_UNUSABLE`` when the content entry is malformed."""
+    schema = param.get("schema")
+    if schema is None and isinstance(param.get("content"), dict) and param["content"]:
+        media, media_object = next(iter(param["content"].items()))
+        if not isinstance(media_object, dict):
+            op.error(
+                f"{at}/content{pointer(media)}",
+                f"a media type entry must be a mapping (with 'schema'), "
+                f"found {kind_of(media_object)}",
+            )
+            return _UNUSABLE
+        schema = media_object.get("schema")
+    schema = op.resolve(schema, at) if isinstance(schema, dict) else {"type": "string"}
+    schema = dict(schema) if isinstance(schema, dict) else {"type": "string"}
+    if isinstance(param.get("description"), str):
+        schema["description"] = param["description"]
+    return schema
+
+
+class _Inputs:
+    """The rows an operation's inputs become, the names taken, and its endpoint."""
+
+    def __init__(self, endpoint: str):
+        self.endpoint = endpoint
+        self.rows: list[dict] = []
+        self.taken: set[str] = set()
+        self.notes: list[str] = []
+
+    def add(self, row: dict | None, name: str) -> None:
+        if row is not None and name not in self.taken:
+            self.taken.add(name)
+            self.rows.append(row)
+
+
+def _path_row_name(op: _Operation, at: str, name: str, inputs: _Inputs) -> str:
+    """A path parameter's input name: its own, or made usable (and the endpoint renamed)."""
+    if _PLACEHOLDER_NAME.match(name):
+        return name
+    row_name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if row_name[0].isdigit():
+        row_name = f"_{row_name}"
+    inputs.endpoint = inputs.endpoint.replace("{" + name + "}", "{" + row_name + "}")
+    op.warn(at, f"path parameter '{name}' renamed to '{row_name}'")
+    return row_name
+
+
+def _add_parameter_rows(
+    op: _Operation, parameters: dict, placeholders: list[str], inputs: _Inputs
+) -> None:
+    """Path and query parameters as inputs; header and cookie ones are warned about."""
     for (location, name), (param, at) in parameters.items():
         if location not in ("path", "query"):
             op.warn(at, f"{location} parameter '{name}' is not mapped to an input")
@@ -350,101 +417,95 @@ def _operation_spec(
             if name not in placeholders:
                 op.warn(at, f"path parameter '{name}' does not appear in the path; skipped")
                 continue
-            if not _PLACEHOLDER_NAME.match(name):
-                row_name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-                if row_name[0].isdigit():
-                    row_name = f"_{row_name}"
-                endpoint = endpoint.replace("{" + name + "}", "{" + row_name + "}")
-                op.warn(at, f"path parameter '{name}' renamed to '{row_name}'")
-        schema = param.get("schema")
-        if schema is None and isinstance(param.get("content"), dict) and param["content"]:
-            media, media_object = next(iter(param["content"].items()))
-            if not isinstance(media_object, dict):
-                op.error(
-                    f"{at}/content{pointer(media)}",
-                    f"a media type entry must be a mapping (with 'schema'), "
-                    f"found {kind_of(media_object)}",
-                )
-                continue
-            schema = media_object.get("schema")
-        schema = op.resolve(schema, at) if isinstance(schema, dict) else {"type": "string"}
-        schema = dict(schema) if isinstance(schema, dict) else {"type": "string"}
-        if isinstance(param.get("description"), str):
-            schema["description"] = param["description"]
+            row_name = _path_row_name(op, at, name, inputs)
+        schema = _parameter_schema(op, at, param)
+        if schema is _UNUSABLE:
+            continue
         required = location == "path" or param.get("required") is True
-        row = _row(op, at, row_name, schema, required, len(rows), notes)
-        if row is not None and row_name not in taken:
-            taken.add(row_name)
-            rows.append(row)
-    for name in placeholders:
-        if name not in {k[1] for k in parameters if k[0] == "path"}:
-            if not _PLACEHOLDER_NAME.match(name):
-                op.error(where, f"path placeholder '{name}' has no parameter and no usable name")
-                continue
-            op.warn(where, f"path placeholder '{name}' is not declared; added as a string")
-            rows.append({"name": name, "type": "string", "required": True, "position": len(rows)})
-            taken.add(name)
+        inputs.add(
+            _row(op, at, row_name, schema, required, len(inputs.rows), inputs.notes), row_name
+        )
 
-    configs: dict[str, Any] = {"base_url": base_url, "endpoint": endpoint, "method": method.upper()}
+
+def _add_undeclared_placeholders(
+    op: _Operation, parameters: dict, placeholders: list[str], inputs: _Inputs
+) -> None:
+    """Path placeholders without a parameter become required string inputs."""
+    declared = {k[1] for k in parameters if k[0] == "path"}
+    for name in placeholders:
+        if name in declared:
+            continue
+        if not _PLACEHOLDER_NAME.match(name):
+            op.error(op.path, f"path placeholder '{name}' has no parameter and no usable name")
+            continue
+        op.warn(op.path, f"path placeholder '{name}' is not declared; added as a string")
+        inputs.rows.append(
+            {"name": name, "type": "string", "required": True, "position": len(inputs.rows)}
+        )
+        inputs.taken.add(name)
+
+
+def _body_media(op: _Operation, body_at: str, content: dict, configs: dict) -> tuple[Any, str]:
+    """The JSON (else form) media type entry of a request body and its path; None when
+    there is none usable (a warning or an error says why)."""
+    media = next((m for m in content if m.split(";")[0].strip().endswith("json")), None)
+    if media is None and FORM in content:
+        media = FORM
+        configs["headers"] = {"Content-Type": FORM}
+    if media is None:
+        op.warn(body_at, f"body types {sorted(content)} are not mapped to inputs")
+        return None, body_at
+    media_at = f"{body_at}/content{pointer(media)}"
+    media_object = content[media]
+    if media_object is not None and not isinstance(media_object, dict):
+        op.error(
+            media_at,
+            f"a media type entry must be a mapping (with 'schema'), found {kind_of(media_object)}",
+        )
+        return None, media_at
+    return media_object or {}, media_at
+
+
+def _add_body_rows(op: _Operation, operation: dict, configs: dict, inputs: _Inputs) -> None:
+    """The top-level properties of a JSON (or form) object body as inputs."""
     body = operation.get("requestBody")
-    if body is not None:
-        body_at = f"{where}/requestBody"
-        body = op.deref(body, body_at)
-        content = body.get("content") if isinstance(body, dict) else None
-        if not isinstance(content, dict):
-            op.error(body_at, "a request body needs 'content'")
-        else:
-            media = next((m for m in content if m.split(";")[0].strip().endswith("json")), None)
-            if media is None and FORM in content:
-                media = FORM
-                configs["headers"] = {"Content-Type": FORM}
-            media_at = f"{body_at}/content{pointer(media)}" if media is not None else body_at
-            media_object = content[media] if media is not None else None
-            if media is None:
-                op.warn(body_at, f"body types {sorted(content)} are not mapped to inputs")
-            elif media_object is not None and not isinstance(media_object, dict):
-                op.error(
-                    media_at,
-                    f"a media type entry must be a mapping (with 'schema'), "
-                    f"found {kind_of(media_object)}",
-                )
-            else:
-                schema_at = f"{media_at}/schema"
-                schema = op.resolve((media_object or {}).get("schema"), schema_at)
-                malformed = False
-                try:
-                    schema = (
-                        _flatten_object(schema, schema_at) if isinstance(schema, dict) else None
-                    )
-                except SchemaProblem as exc:
-                    op.error(exc.path, exc.message)
-                    schema, malformed = None, True
-                properties = schema.get("properties") if schema else None
-                if malformed:
-                    pass
-                elif not isinstance(properties, dict) or not properties:
-                    op.warn(body_at, "the body is not an object with properties; not mapped")
-                else:
-                    body_required = body.get("required") is True
-                    required_names = schema.get("required") or []
-                    for prop_name, prop in properties.items():
-                        at = f"{schema_at}/properties{pointer(prop_name)}"
-                        if prop_name in taken:
-                            op.warn(at, f"body property '{prop_name}' clashes with a parameter")
-                            continue
-                        required = body_required and prop_name in required_names
-                        row = _row(op, at, prop_name, prop, required, len(rows), notes)
-                        if row is not None:
-                            taken.add(prop_name)
-                            rows.append(row)
-    for note in notes:
-        op.warn(where, note)
-    if op.failed:
-        return None
-    summary = operation.get("summary")
-    description = operation.get("description")
-    text = summary if isinstance(summary, str) and summary.strip() else description
-    key = operation_key(method, path)
+    if body is None:
+        return
+    body_at = f"{op.path}/requestBody"
+    body = op.deref(body, body_at)
+    content = body.get("content") if isinstance(body, dict) else None
+    if not isinstance(content, dict):
+        op.error(body_at, "a request body needs 'content'")
+        return
+    media_object, media_at = _body_media(op, body_at, content, configs)
+    if media_object is None:
+        return
+    schema_at = f"{media_at}/schema"
+    schema = op.resolve(media_object.get("schema"), schema_at)
+    try:
+        schema = _flatten_object(schema, schema_at) if isinstance(schema, dict) else None
+    except SchemaProblem as exc:
+        op.error(exc.path, exc.message)
+        return
+    properties = schema.get("properties") if schema else None
+    if not isinstance(properties, dict) or not properties:
+        op.warn(body_at, "the body is not an object with properties; not mapped")
+        return
+    body_required = body.get("required") is True
+    required_names = schema.get("required") or []
+    for prop_name, prop in properties.items():
+        at = f"{schema_at}/properties{pointer(prop_name)}"
+        if prop_name in inputs.taken:
+            op.warn(at, f"body property '{prop_name}' clashes with a parameter")
+            continue
+        required = body_required and prop_name in required_names
+        row = _row(op, at, prop_name, prop, required, len(inputs.rows), inputs.notes)
+        if row is not None:
+            inputs.taken.add(prop_name)
+            inputs.rows.append(row)
+
+
+def _operation_metadata(operation: dict, namespace: str, key: str) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "source": "openapi",
         META_NAMESPACE: namespace,
@@ -453,14 +514,43 @@ def _operation_spec(
     tags = operation.get("tags")
     if isinstance(tags, list) and tags and isinstance(tags[0], str):
         metadata["category"] = tags[0]
+    return metadata
+
+
+def _operation_spec(
+    op: _Operation,
+    *,
+    path: str,
+    method: str,
+    operation: dict,
+    shared: list,
+    base_url: str,
+    namespace: str,
+) -> ToolSpec | None:
+    parameters = _declared_parameters(op, operation, shared)
+    inputs = _Inputs(path)
+    placeholders = _PLACEHOLDER.findall(path)
+    _add_parameter_rows(op, parameters, placeholders, inputs)
+    _add_undeclared_placeholders(op, parameters, placeholders, inputs)
+    configs: dict[str, Any] = {"base_url": base_url, "endpoint": inputs.endpoint}
+    configs["method"] = method.upper()
+    _add_body_rows(op, operation, configs, inputs)
+    for note in inputs.notes:
+        op.warn(op.path, note)
+    if op.failed:
+        return None
+    summary = operation.get("summary")
+    description = operation.get("description")
+    text = summary if isinstance(summary, str) and summary.strip() else description
+    key = operation_key(method, path)
     return ToolSpec(
-        path=where,
+        path=op.path,
         document=op.doc,
         name=naming.namespaced(namespace, _raw_name(method, path, operation)),
         type=ToolType.HTTP,
         fields={"description": text.strip() if isinstance(text, str) else ""},
-        metadata=metadata,
-        parameters=rows,
+        metadata=_operation_metadata(operation, namespace, key),
+        parameters=inputs.rows,
         configs=configs,
         operation=key,
     )
