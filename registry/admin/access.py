@@ -14,9 +14,7 @@ from registry.admin.api_tokens import (
     ApiTokenAdmin,
     token_page,
 )
-from registry.admin.grants import (
-    ToolGrantInline,
-)
+from registry.admin.grants import ToolGrantInline
 from registry.admin.roles import (
     RoleAdmin,
     RoleForm,

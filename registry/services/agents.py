@@ -9,9 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from registry import crypto
-from registry.models import (
-    Agent,
-)
+from registry.models import Agent
 from registry.services.audit import audit_record
 from registry.services.role_memberships import _roles, _set_membership
 from registry.services.validation import full_clean, raise_invalid

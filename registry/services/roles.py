@@ -9,9 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from registry.access import CODENAMES
-from registry.models import (
-    RoleProfile,
-)
+from registry.models import RoleProfile
 from registry.services.audit import audit_record
 from registry.services.platform_admins import _keep_a_platform_admin, platform_admins_remain
 from registry.services.validation import raise_invalid

@@ -8,9 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from registry.models import (
-    ApiToken,
-)
+from registry.models import ApiToken
 from registry.models.tokens import generate_token, hash_token
 from registry.services.audit import audit_record
 from registry.services.platform_admins import _keep_a_platform_admin, platform_admins_remain

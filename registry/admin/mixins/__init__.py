@@ -24,9 +24,7 @@ from registry.admin.mixins.changelists import (
     NoCountPaginator,
     lookup_problem,
 )
-from registry.admin.mixins.exports import (
-    ExportAdminMixin,
-)
+from registry.admin.mixins.exports import ExportAdminMixin
 from registry.admin.mixins.filters import (
     InputFilter,
     TimeRangeFilter,
@@ -34,9 +32,7 @@ from registry.admin.mixins.filters import (
     quarter_start,
     time_range_filter,
 )
-from registry.admin.mixins.read_only import (
-    ReadOnlyAdminMixin,
-)
+from registry.admin.mixins.read_only import ReadOnlyAdminMixin
 from registry.admin.mixins.service_writes import (
     PlatformAdminWritesMixin,
     ServiceErrorsMixin,

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectMultiple
-from django.core.exceptions import (
-    ValidationError,
-)
+from django.core.exceptions import ValidationError
 
 
 class _KeyCheckedAutocomplete:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.core.exceptions import (
-    PermissionDenied,
-)
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.urls import path, reverse
 

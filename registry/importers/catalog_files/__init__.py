@@ -39,9 +39,7 @@ from registry.importers.catalog_files.documents import (
     parse_catalog,
     parse_single,
 )
-from registry.importers.catalog_files.parsed import (
-    Parsed,
-)
+from registry.importers.catalog_files.parsed import Parsed
 from registry.importers.catalog_files.server_entries import (
     AUTH_KEYS,
     SERVER_KEYS,

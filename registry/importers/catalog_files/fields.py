@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.importers.specs import (
-    MISSING,
-)
+from registry.importers.specs import MISSING
 
 
 def set_if_given(fields: dict[str, Any], key: str, value: Any) -> None:

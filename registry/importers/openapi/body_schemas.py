@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.importers.schema_rows import (
-    SchemaProblem,
-)
+from registry.importers.schema_rows import SchemaProblem
 from registry.importers.specs import kind_of
 
 

@@ -37,9 +37,7 @@ from registry.services.audit_chain.sealing import (
     SEAL_GRACE,
     audit_seal_all,
 )
-from registry.services.audit_chain.verification import (
-    audit_verify,
-)
+from registry.services.audit_chain.verification import audit_verify
 from registry.services.audit_chain.walking import (
     Walk,
     walk_chain,

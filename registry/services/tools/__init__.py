@@ -47,9 +47,7 @@ from registry.services.tools.parameters import (
     parameter_delete,
     parameter_update,
 )
-from registry.services.tools.saving import (
-    _save,
-)
+from registry.services.tools.saving import _save
 from registry.services.tools.snapshots import (
     PARAMETER_FIELDS,
     TOOL_FIELDS,
