@@ -4,6 +4,12 @@ With nothing set, ToolHub runs embedded: SQLite under ``var/``, a local-memory
 cache, Celery tasks run in-process, DEBUG on and a development secret
 generated into ``var/``. Setting ``DATABASE_URL`` switches to the production
 shape, where DEBUG defaults to off and secrets must be provided.
+
+This stays one module although it is longer than the others: settings are read
+top to bottom, later values derive from earlier ones (``IS_PRODUCTION``, the
+broker, the queues), and one file is where Django, operators and
+``toolhub.settings_test`` expect to find every setting. The parsing helpers live
+in ``toolhub.env``; what is left here is declarations, not logic to split.
 """
 
 from __future__ import annotations

@@ -82,6 +82,28 @@ def server_entry(server: MCPServer) -> dict[str, Any]:
     return entry
 
 
+def _mcp_link_entry(entry: dict[str, Any], metadata: dict, configs: dict) -> tuple[dict, dict]:
+    """A linked MCP tool's server and remote name as entry keys; the metadata and configs
+    that said them are left out of what remains."""
+    entry["mcp_server"] = metadata[META_SERVER]
+    remote = configs.get("remote_tool_name")
+    entry["remote_tool_name"] = (
+        remote.plain_value if remote and not remote.is_secret else metadata.get(META_REMOTE_NAME)
+    )
+    metadata = {k: v for k, v in metadata.items() if k not in _MCP_META}
+    configs = {k: c for k, c in configs.items() if k not in ("server_id", "remote_tool_name")}
+    return metadata, configs
+
+
+def _python_target_entry(entry: dict[str, Any], configs: dict) -> None:
+    """A Python tool's plain ``module`` and ``function`` configs as entry keys."""
+    for key in ("module", "function"):
+        config = configs.get(key)
+        if config is not None and not config.is_secret:
+            entry[key] = config.plain_value
+            del configs[key]
+
+
 def tool_entry(
     tool: Tool, *, single: bool = False, server_ids: set[str] | None = None
 ) -> dict[str, Any]:
@@ -97,21 +119,9 @@ def tool_entry(
     configs = {c.config_key: c for c in tool.configs.all()}
     linked = server_ids is None or str(metadata.get(META_SERVER_ID)) in server_ids
     if tool.type == ToolType.MCP and metadata.get(META_SERVER) and linked:
-        entry["mcp_server"] = metadata[META_SERVER]
-        remote = configs.get("remote_tool_name")
-        entry["remote_tool_name"] = (
-            remote.plain_value
-            if remote and not remote.is_secret
-            else metadata.get(META_REMOTE_NAME)
-        )
-        metadata = {k: v for k, v in metadata.items() if k not in _MCP_META}
-        configs = {k: c for k, c in configs.items() if k not in ("server_id", "remote_tool_name")}
+        metadata, configs = _mcp_link_entry(entry, metadata, configs)
     if tool.type == ToolType.PYTHON:
-        for key in ("module", "function"):
-            config = configs.get(key)
-            if config is not None and not config.is_secret:
-                entry[key] = config.plain_value
-                del configs[key]
+        _python_target_entry(entry, configs)
     if metadata:
         entry["metadata"] = metadata
     for field in _FIELDS + tuple(f for f in TOOL_FIELDS if f not in _HANDLED):

@@ -74,19 +74,9 @@ def import_content(
         report.errors = exc.problems
         return report
     detected = detect_format(documents)
-    if fmt == "openapi" and detected != "openapi":
-        report.errors.append(Problem("not an OpenAPI document (no 'openapi' key)", "/openapi"))
-        return report
-    if detected is None:
-        report.errors.append(
-            Problem(
-                "unrecognized file: expected a mapping with 'tools:' or 'mcp_servers:', "
-                "single-tool documents with 'type: tool', or an OpenAPI 3 document",
-                "",
-                documents[0].line(""),
-                "unknown_format",
-            )
-        )
+    problem = _format_problem(documents, fmt, detected)
+    if problem is not None:
+        report.errors.append(problem)
         return report
     select = Selection(tags or (), operations or ())
     if select and detected != "openapi":
@@ -116,10 +106,42 @@ def import_content(
             parse_single(doc, parsed)
     check_repeats(parsed)
     if detected == "tools":
-        keys = set(documents[0].data)
-        detected = "tools" if "tools" in keys else "mcp"
-        if {"tools", "mcp_servers"} <= keys:
-            detected = "tools+mcp"
+        detected = _catalog_format(documents[0])
+    _report_parsed(report, detected, parsed, max_tools)
+    if report.errors:
+        return report
+    _write(report, actor, parsed, detected=detected, namespace=namespace, dry_run=dry_run)
+    return report
+
+
+def _format_problem(documents: list[Document], fmt: str, detected: str | None) -> Problem | None:
+    """Why the documents cannot be imported as asked, whatever their entries say."""
+    if fmt == "openapi" and detected != "openapi":
+        return Problem("not an OpenAPI document (no 'openapi' key)", "/openapi")
+    if detected is None:
+        return Problem(
+            "unrecognized file: expected a mapping with 'tools:' or 'mcp_servers:', "
+            "single-tool documents with 'type: tool', or an OpenAPI 3 document",
+            "",
+            documents[0].line(""),
+            "unknown_format",
+        )
+    return None
+
+
+def _catalog_format(document: Document) -> str:
+    """A catalog document's format as reported: what its top-level lists hold."""
+    keys = set(document.data)
+    detected = "tools" if "tools" in keys else "mcp"
+    if {"tools", "mcp_servers"} <= keys:
+        detected = "tools+mcp"
+    return detected
+
+
+def _report_parsed(
+    report: ImportReport, detected: str, parsed: Parsed, max_tools: int | None
+) -> None:
+    """What reading found, in the report: format, unknown keys, warnings and errors."""
     report.format = detected
     report.unknown_keys = parsed.unknown
     # A shared path parameter, say, is met once per operation: say it once.
@@ -146,8 +168,12 @@ def import_content(
                 code="too_many_tools",
             )
         )
-    if report.errors:
-        return report
+
+
+def _write(
+    report: ImportReport, actor, parsed: Parsed, *, detected: str, namespace, dry_run: bool
+) -> None:
+    """Apply every spec in one transaction, rolled back on any error or a dry run."""
     with transaction.atomic():
         for server in parsed.servers:
             _guard(report, server.document, server.path, _apply_server, report, actor, server)
@@ -160,7 +186,6 @@ def import_content(
             transaction.set_rollback(True)
         else:
             report.written = True
-    return report
 
 
 def _guard(report: ImportReport, doc: Document, path: str, func, *args, **kwargs) -> Any:

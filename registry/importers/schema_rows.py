@@ -130,19 +130,9 @@ def _pick(kinds: list[str], label: str, warnings: list[str]) -> str:
     return non_null[0]
 
 
-def _single_type(prop: dict, label: str, warnings: list[str]) -> tuple[str, dict]:
-    """The one JSON type for ``prop`` and the property schema to keep (see the module doc)."""
-    kind = prop.get("type")
-    if isinstance(kind, str):
-        if kind not in SIMPLE_TYPES:
-            raise SchemaProblem(f"unknown JSON type {kind!r}")
-        return kind, prop
-    if isinstance(kind, list):
-        if not kind or not all(isinstance(k, str) and k in SIMPLE_TYPES for k in kind):
-            raise SchemaProblem(f"'type' must name JSON types, got {kind!r}")
-        return _pick(kind, label, warnings), prop
-    if kind is not None:
-        raise SchemaProblem(f"'type' must be a string or a list, got {kind!r}")
+def _combined_type(prop: dict, label: str, warnings: list[str]) -> tuple[str, dict] | None:
+    """The type an ``anyOf`` / ``oneOf`` (or a one-member ``allOf``) narrows to; None
+    when ``prop`` has no such combiner to go by."""
     for combiner in ("anyOf", "oneOf", "allOf"):
         members = prop.get(combiner)
         if not isinstance(members, list) or not members:
@@ -152,7 +142,7 @@ def _single_type(prop: dict, label: str, warnings: list[str]) -> tuple[str, dict
         if combiner == "allOf" and len(members) == 1 and useful:
             return _single_type({**useful[0], **rest}, label, warnings)
         if combiner == "allOf":
-            break
+            return None
         if len(useful) == 1:
             return _single_type({**useful[0], **rest}, label, warnings)
         kinds = [m.get("type") for m in useful]
@@ -166,6 +156,25 @@ def _single_type(prop: dict, label: str, warnings: list[str]) -> tuple[str, dict
                 + (f" ({first_kind})" if first_kind else "")
             )
             return _single_type({**first, **rest}, label, warnings)
+    return None
+
+
+def _single_type(prop: dict, label: str, warnings: list[str]) -> tuple[str, dict]:
+    """The one JSON type for ``prop`` and the property schema to keep (see the module doc)."""
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        if kind not in SIMPLE_TYPES:
+            raise SchemaProblem(f"unknown JSON type {kind!r}")
+        return kind, prop
+    if isinstance(kind, list):
+        if not kind or not all(isinstance(k, str) and k in SIMPLE_TYPES for k in kind):
+            raise SchemaProblem(f"'type' must name JSON types, got {kind!r}")
+        return _pick(kind, label, warnings), prop
+    if kind is not None:
+        raise SchemaProblem(f"'type' must be a string or a list, got {kind!r}")
+    combined = _combined_type(prop, label, warnings)
+    if combined is not None:
+        return combined
     for key in ("enum", "const"):
         if key in prop:
             values = prop[key] if key == "enum" else [prop[key]]

@@ -208,23 +208,9 @@ def mcp_server_update(
     for field, value in data.items():
         setattr(server, field, value)
     env_changed = _apply_env(server, env) if env_given else []
-    token_changed = False
-    if auth_token is not _UNSET:
-        _check_token(auth_token)
-        if auth_token:
-            token_changed = auth_token != server.stored_auth_token()
-            if token_changed:
-                server.set_auth_token(auth_token)
-        else:
-            token_changed = bool(old_token)
-            server.set_auth_token(None)
+    token_changed = _replace_token(server, auth_token, old_token)
     full_clean(server)
-    if server.token_env_var != before["token_env_var"]:
-        _check_token_env_var(server.token_env_var)
-    if any(getattr(server, f) != before[f] for f in _LAUNCH_FIELDS):
-        _check_stdio_command(server)
-    if server.name != before["name"]:
-        _unique_or_conflict(server.name, exclude_pk=server.pk)
+    _check_changed_fields(server, before)
     after = mcp_server_snapshot(server)
     if after == before and not token_changed and not env_changed:
         return server
@@ -237,6 +223,36 @@ def mcp_server_update(
     audit_record(
         actor=actor, action="mcp_server.updated", target=server, before=before, after=after
     )
+    _follow_with_tools(actor, server, before)
+    return server
+
+
+def _replace_token(server: MCPServer, auth_token: Any, old_token: str) -> bool:
+    """Set (or clear, when falsy) the stored token unless ``_UNSET``; did it change?"""
+    if auth_token is _UNSET:
+        return False
+    _check_token(auth_token)
+    if not auth_token:
+        server.set_auth_token(None)
+        return bool(old_token)
+    token_changed = auth_token != server.stored_auth_token()
+    if token_changed:
+        server.set_auth_token(auth_token)
+    return token_changed
+
+
+def _check_changed_fields(server: MCPServer, before: dict[str, Any]) -> None:
+    """The checks that only a changed token variable, launch command or name needs."""
+    if server.token_env_var != before["token_env_var"]:
+        _check_token_env_var(server.token_env_var)
+    if any(getattr(server, f) != before[f] for f in _LAUNCH_FIELDS):
+        _check_stdio_command(server)
+    if server.name != before["name"]:
+        _unique_or_conflict(server.name, exclude_pk=server.pk)
+
+
+def _follow_with_tools(actor, server: MCPServer, before: dict[str, Any]) -> None:
+    """The server's tools follow its update: disabled, re-enabled, or newly filtered out."""
     if before["is_enabled"] and not server.is_enabled:
         _deactivate_tools(actor=actor, server=server, reason="server_disabled")
     elif server.is_enabled and not before["is_enabled"]:
@@ -249,7 +265,6 @@ def mcp_server_update(
         # rather than failing when they run; the next sync decides about
         # those the new filters let through again.
         _deactivate_tools(actor=actor, server=server, reason="denied", only_denied=True)
-    return server
 
 
 def mcp_remote_tool_name(tool: Tool) -> str:

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from registry.importers import openapi
+from registry.importers.openapi import inputs as openapi
 from registry.importers.run import import_content
 from registry.models import Tool, ToolConfig
 
