@@ -11,7 +11,8 @@ COPY . .
 # staticfiles.json, which DEBUG off needs), with throwaway keys that only exist
 # in this build step. var/ (media artifacts, beat's schedule) belongs to the
 # user the processes run as.
-RUN DEBUG=false SECRET_KEY=collectstatic-only TOOLHUB_AUDIT_SIGNING_KEY=collectstatic-only \
+RUN DEBUG=false SECRET_KEY=collectstatic-only \
+    TOOLHUB_AUDIT_SIGNING_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(48))')" \
     TOOLHUB_ENCRYPTION_KEYS="$(python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')" \
     TOOLHUB_VAR_DIR=/tmp/collectstatic-var python manage.py collectstatic --noinput \
     && rm -rf /tmp/collectstatic-var && mkdir -p /app/var && chown nobody /app/var

@@ -324,3 +324,22 @@ def test_manage_py_names_a_bad_setting_in_one_line_without_a_traceback(tmp_path,
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ToolHub is not configured: "), lines
     assert named in lines[0]
+
+
+@pytest.mark.parametrize(
+    "keys, position", [("abc", "key 1 of 1"), (f"{'k' * 40},short", "key 2 of 2")]
+)
+def test_a_short_audit_signing_key_is_refused_in_production(tmp_path, keys, position):
+    result = run_settings(
+        tmp_path,
+        DEBUG="false",
+        SECRET_KEY="s" * 50,
+        TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
+        TOOLHUB_AUDIT_SIGNING_KEY=keys,
+        ALLOWED_HOSTS="toolhub.example.com",
+    )
+    assert result.returncode != 0
+    assert f"TOOLHUB_AUDIT_SIGNING_KEY: {position} is shorter than 32 characters" in result.stderr
+    assert "short" not in result.stderr.split("TOOLHUB_AUDIT_SIGNING_KEY")[1].split(";")[0].replace(
+        "shorter", ""
+    )

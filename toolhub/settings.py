@@ -76,6 +76,18 @@ if not TOOLHUB_AUDIT_SIGNING_KEY:
     TOOLHUB_AUDIT_SIGNING_KEY = _dev_secret(
         "dev-audit-signing-key", lambda: secrets.token_urlsafe(32)
     )
+# A short key can be guessed, and with it every audit event forged: refused in
+# production (each of a rotation's keys), named by position, never quoted.
+AUDIT_SIGNING_KEY_MIN_LENGTH = 32
+if not DEBUG:
+    _signing_keys = [k.strip() for k in TOOLHUB_AUDIT_SIGNING_KEY.split(",") if k.strip()]
+    for _position, _key in enumerate(_signing_keys, start=1):
+        if len(_key) < AUDIT_SIGNING_KEY_MIN_LENGTH:
+            raise ImproperlyConfigured(
+                f"TOOLHUB_AUDIT_SIGNING_KEY: key {_position} of {len(_signing_keys)} is shorter "
+                f"than {AUDIT_SIGNING_KEY_MIN_LENGTH} characters; generate one with "
+                'python3 -c "import secrets; print(secrets.token_urlsafe(48))".'
+            )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")

@@ -8,7 +8,7 @@ below are throwaway values for the test run only.
 import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
-os.environ.setdefault("TOOLHUB_AUDIT_SIGNING_KEY", "test-only-audit-signing-key")
+os.environ.setdefault("TOOLHUB_AUDIT_SIGNING_KEY", "test-only-audit-signing-key-not-for-production")
 os.environ.setdefault("TOOLHUB_ENCRYPTION_KEYS", "dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=")
 
 from toolhub.settings import *  # noqa: F403
