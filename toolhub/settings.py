@@ -446,6 +446,8 @@ for _alias, _url in TOOLHUB_DATABASE_ALIASES.items():
 # The longest an API token may live, in days (unset: no limit). Tokens issued
 # without an expiry get this one; a later expiry is refused.
 TOOLHUB_TOKEN_MAX_DAYS = env_int("TOOLHUB_TOKEN_MAX_DAYS", 0, minimum=0) or None
+# How long a token issued without an expiry lives (create_agent, the API, the admin); 0: until revoked.
+TOOLHUB_TOKEN_DEFAULT_DAYS = env_int("TOOLHUB_TOKEN_DEFAULT_DAYS", 90, minimum=0)
 # Modules whose @tool-decorated functions become Python tools (imported by every
 # process at start; then manage.py sync_python_tools registers them). Code comes
 # from here, the operator's environment, never from the database.

@@ -34,7 +34,8 @@ def token_issue(
 ) -> tuple[ApiToken, str]:
     """Create a token for ``user``. Returns the row and the raw token: show it once, never store it.
 
-    With ``TOOLHUB_TOKEN_MAX_DAYS`` set, a token expires at most that many days
+    Without ``expires_at`` a token lives ``TOOLHUB_TOKEN_DEFAULT_DAYS`` (90 by
+    default; 0: until revoked). With ``TOOLHUB_TOKEN_MAX_DAYS`` set, a token expires at most that many days
     ahead (without an expiry, or with a later one, it gets that one); tokens issued
     before the setting stop that many days after they were issued (authentication).
     """
@@ -43,6 +44,9 @@ def token_issue(
         raise_invalid(
             [{"field": "expires_at", "message": "Must be in the future.", "code": "invalid"}]
         )
+    default_days = getattr(settings, "TOOLHUB_TOKEN_DEFAULT_DAYS", 0)
+    if expires_at is None and default_days:
+        expires_at = now + timedelta(days=default_days)
     max_days = getattr(settings, "TOOLHUB_TOKEN_MAX_DAYS", None)
     if max_days:
         # Brought within the cap, never refused: the answer shows the expiry it got.

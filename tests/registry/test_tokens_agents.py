@@ -110,6 +110,7 @@ class TestTokens:
         )
         assert (capped.expires_at - timezone.now()).total_seconds() / 86400 <= 30
         settings.TOOLHUB_TOKEN_MAX_DAYS = None
+        settings.TOOLHUB_TOKEN_DEFAULT_DAYS = 0  # no default lifetime either: until revoked
         forever, raw = services.token_issue(actor=None, user=agent.user)
         assert forever.expires_at is None
         # Set later, the cap also ends tokens issued before it, counted from their issue.
@@ -545,3 +546,16 @@ def test_a_webhook_stored_under_older_rules_never_blocks_deactivation(staff_clie
         f"/api/v1/agents/{agent.pk}", {"webhook_secret": WEBHOOK_SECRET}, format="json"
     )
     assert touched.status_code == 400 and "webhook_url" in touched.content.decode()
+
+
+def test_a_token_issued_without_an_expiry_gets_the_default_lifetime(settings):
+    from tests.factories import make_user
+
+    make_user("lifetime-owner")
+    settings.TOOLHUB_TOKEN_DEFAULT_DAYS = 90
+    out = io.StringIO()
+    call_command("create_agent", "lifetime-bot", "--owner", "lifetime-owner", stdout=out)
+    token = ApiToken.objects.get(user__agent__name="lifetime-bot")
+    days = (token.expires_at - timezone.now()).total_seconds() / 86400
+    assert 89.9 < days <= 90
+    assert "expires never" not in out.getvalue()
