@@ -8,7 +8,7 @@ Configs (``call.configs``, already decrypted):
   setting (alias -> connection string), read at call time. Not both.
 
   A tool's own ``connection_string`` goes through the egress guard
-  (``executions/egress.py``): a PostgreSQL host must be a TCP host the guard
+  (``executions.egress``): a PostgreSQL host must be a TCP host the guard
   allows (loopback and private networks only via ``TOOLHUB_EGRESS_ALLOW``), and
   the connection is pinned to the address it checked; a SQLite file must lie
   under a directory of ``TOOLHUB_SQLITE_DIRS``. An alias is the operator's
