@@ -129,29 +129,23 @@ class MCPExecutor:
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.monotonic()
         configs = call.configs or {}
-        raw_server = configs.get("server")
-        secrets = [*call.secret_values, *mcp_client.spec_secrets(raw_server)]
+        secrets = [*call.secret_values, *mcp_client.spec_secrets(configs.get("server"))]
+        result = self._run(call, configs)
+        result.latency_ms = (time.monotonic() - started) * 1000
+        if result.error_message:
+            result.error_message = redact_text(result.error_message, secrets)
+        result.output = redact(result.output, secrets)
+        result.metadata = redact(result.metadata, secrets)
+        return result
 
-        def finish(result: ExecutorResult) -> ExecutorResult:
-            result.latency_ms = (time.monotonic() - started) * 1000
-            if result.error_message:
-                result.error_message = redact_text(result.error_message, secrets)
-            result.output = redact(result.output, secrets)
-            result.metadata = redact(result.metadata, secrets)
-            return result
-
-        def failure(error_type: str, message: str, **extra: Any) -> ExecutorResult:
-            return finish(
-                ExecutorResult(ok=False, error_type=error_type, error_message=message, **extra)
-            )
-
+    def _run(self, call: ToolCall, configs: Mapping[str, Any]) -> ExecutorResult:
         try:
             spec = CONFIGS.read(configs, "server")
             if spec is None:
-                return failure(ErrorType.CONFIG, "the MCP tool has no 'server' configuration")
+                return _failed(ErrorType.CONFIG, "the MCP tool has no 'server' configuration")
             tool = remote_tool_name(configs)
         except ConfigError as exc:
-            return failure(ErrorType.CONFIG, str(exc))
+            return _failed(ErrorType.CONFIG, str(exc))
 
         metadata: dict[str, Any] = {
             "transport": spec.transport,
@@ -173,45 +167,57 @@ class MCPExecutor:
                 egress_check=self.egress_check,
                 max_inline_binary_bytes=max_inline,
             )
-        except MCPConfigError as exc:
-            return failure(ErrorType.CONFIG, str(exc), metadata=metadata)
-        except MCPEgressDenied as exc:
-            return failure(ErrorType.EGRESS_DENIED, str(exc), metadata=metadata)
-        except MCPTimeout as exc:
-            return failure(ErrorType.TIMEOUT, str(exc), retryable=True, metadata=metadata)
-        except MCPConnectionError as exc:
-            if exc.status is not None:  # the server answered with an HTTP error status
-                return failure(
-                    ErrorType.UPSTREAM,
-                    str(exc),
-                    upstream_status=exc.status,
-                    retryable=exc.status >= 500 or exc.status in _RETRYABLE_STATUSES,
-                    metadata=metadata,
-                )
-            return failure(ErrorType.CONNECTION, str(exc), retryable=True, metadata=metadata)
-        except MCPToolError as exc:
-            return failure(ErrorType.UPSTREAM, str(exc), metadata=metadata)
         except MCPClientError as exc:
-            return failure(ErrorType.CONNECTION, str(exc), retryable=True, metadata=metadata)
+            return _client_failure(exc, metadata)
+        return _outcome_result(outcome, metadata, call.max_response_bytes)
 
-        metadata.update(outcome.metadata)
-        output = outcome.as_output()
-        size = len(json.dumps(output, default=str).encode())
-        if size > call.max_response_bytes:
-            return failure(
-                ErrorType.UPSTREAM,
-                f"the MCP tool's response ({size} bytes) exceeds the limit of "
-                f"{call.max_response_bytes} bytes",
-                metadata={**metadata, "response_bytes": size},
-            )
-        if outcome.is_error:
-            return finish(
-                ExecutorResult(
-                    ok=False,
-                    output=output,
-                    error_type=ErrorType.UPSTREAM,
-                    error_message=outcome.error_message,
-                    metadata=metadata,
-                )
-            )
-        return finish(ExecutorResult(ok=True, output=output, metadata=metadata))
+
+def _failed(error_type: str, message: str, **extra: Any) -> ExecutorResult:
+    return ExecutorResult(ok=False, error_type=error_type, error_message=message, **extra)
+
+
+def _client_failure(exc: MCPClientError, metadata: dict[str, Any]) -> ExecutorResult:
+    """The client's error as the call's: its error type, and whether a retry may help."""
+    message = str(exc)
+    if isinstance(exc, MCPConfigError):
+        return _failed(ErrorType.CONFIG, message, metadata=metadata)
+    if isinstance(exc, MCPEgressDenied):
+        return _failed(ErrorType.EGRESS_DENIED, message, metadata=metadata)
+    if isinstance(exc, MCPTimeout):
+        return _failed(ErrorType.TIMEOUT, message, retryable=True, metadata=metadata)
+    if isinstance(exc, MCPConnectionError) and exc.status is not None:
+        # the server answered with an HTTP error status
+        return _failed(
+            ErrorType.UPSTREAM,
+            message,
+            upstream_status=exc.status,
+            retryable=exc.status >= 500 or exc.status in _RETRYABLE_STATUSES,
+            metadata=metadata,
+        )
+    if isinstance(exc, MCPToolError):
+        return _failed(ErrorType.UPSTREAM, message, metadata=metadata)
+    return _failed(ErrorType.CONNECTION, message, retryable=True, metadata=metadata)
+
+
+def _outcome_result(
+    outcome: mcp_client.CallOutcome, metadata: dict[str, Any], max_response_bytes: int
+) -> ExecutorResult:
+    metadata.update(outcome.metadata)
+    output = outcome.as_output()
+    size = len(json.dumps(output, default=str).encode())
+    if size > max_response_bytes:
+        return _failed(
+            ErrorType.UPSTREAM,
+            f"the MCP tool's response ({size} bytes) exceeds the limit of "
+            f"{max_response_bytes} bytes",
+            metadata={**metadata, "response_bytes": size},
+        )
+    if outcome.is_error:
+        return ExecutorResult(
+            ok=False,
+            output=output,
+            error_type=ErrorType.UPSTREAM,
+            error_message=outcome.error_message,
+            metadata=metadata,
+        )
+    return ExecutorResult(ok=True, output=output, metadata=metadata)

@@ -814,7 +814,9 @@ def test_postgresql_connection_is_pinned_to_the_checked_address(pg_engine, monke
     from executions import egress
 
     monkeypatch.setattr(
-        egress, "_resolve", lambda host, port: ("127.0.0.1",) if host == "db.test" else ()
+        egress.resolution,
+        "_resolve",
+        lambda host, port: ("127.0.0.1",) if host == "db.test" else (),
     )
     url = pg_engine.url.replace("@127.0.0.1:", "@db.test:")
     result = run(url, "SELECT inet_server_addr()::text AS addr")

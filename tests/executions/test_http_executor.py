@@ -801,6 +801,15 @@ def test_large_body_truncated_with_known_size(upstream):
     assert result.output["data"] == "x" * 1000
 
 
+def test_a_truncated_text_body_is_not_marked_as_encoded(upstream):
+    """``data_encoding`` says ``data`` is base64; a cut text body is plain text."""
+    result = call(
+        {"base_url": upstream.url + "/large", "query_params": {"size": "5000"}}, max_bytes=1000
+    )
+    assert result.metadata["truncated"] is True
+    assert "data_encoding" not in result.output
+
+
 def test_large_chunked_body_truncated_without_size(upstream):
     started = time.monotonic()
     result = call(

@@ -508,7 +508,7 @@ def test_http_session_is_reused(request, spec_name):
 @pytest.mark.parametrize("spec_name", ["http_spec", "sse_spec"])
 def test_idle_session_is_checked_then_reused(request, monkeypatch, spec_name):
     spec = request.getfixturevalue(spec_name)
-    monkeypatch.setattr(mcp_client, "PING_AFTER_IDLE_SECONDS", 0.0)
+    monkeypatch.setattr(mcp_client.runtime, "PING_AFTER_IDLE_SECONDS", 0.0)
     mcp_client.shutdown()
     assert run(spec, "add", {"a": 1, "b": 1}).ok
     assert run(spec, "add", {"a": 1, "b": 2}).ok

@@ -1,0 +1,66 @@
+"""The database executor: one parameterised statement, every failure a result, secrets redacted."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.database.configs import _connection_string
+from executions.executors.database.options import _options
+from executions.executors.database.postgresql import run_postgresql
+from executions.executors.database.secrets import connection_secrets, connection_user
+from executions.executors.database.sqlite import run_sqlite
+from executions.executors.database.values import POSTGRESQL, _Failure
+from executions.redaction import redact, redact_text
+
+
+class DatabaseExecutor:
+    kind = "database"
+
+    def execute(self, call: ToolCall) -> ExecutorResult:
+        started = time.perf_counter()
+        secrets: list[str] = [s for s in call.secret_values if s]
+        hidden_in_errors: list[str] = []
+        metadata: dict[str, Any] = {}
+        try:
+            connection_string, trusted = _connection_string(call.configs)
+            secrets += connection_secrets(connection_string)
+            hidden_in_errors = [u for u in [connection_user(connection_string)] if u]
+            opts = _options(call, connection_string, trusted)
+            metadata = {
+                "engine": opts.dialect,
+                "read_only": opts.read_only,
+                "max_rows": opts.max_rows,
+            }
+            if opts.dialect == POSTGRESQL:
+                output = run_postgresql(opts)
+            else:
+                output = run_sqlite(opts)
+        except _Failure as failure:
+            return ExecutorResult(
+                ok=False,
+                error_type=failure.error_type,
+                error_message=redact_text(failure.message, secrets + hidden_in_errors),
+                retryable=failure.retryable,
+                metadata=metadata,
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        except Exception as exc:  # an executor never raises: report the unexpected
+            return ExecutorResult(
+                ok=False,
+                error_type=ErrorType.TOOL,
+                error_message=redact_text(
+                    f"{type(exc).__name__}: {exc}", secrets + hidden_in_errors
+                ),
+                metadata=metadata,
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        return ExecutorResult(
+            ok=True,
+            output=redact(output, secrets),
+            metadata=metadata,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    # ------------------------------------------------------------------ PostgreSQL

@@ -1,0 +1,154 @@
+"""The upstream's response read as a bounded stream and turned into the call's result."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import time
+from collections.abc import Iterable
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from executions.executors.base import ErrorType, ExecutorResult
+from executions.executors.http.request import _Prepared
+from executions.executors.http.values import (
+    ERROR_EXCERPT_CHARS,
+    RETRYABLE_STATUSES,
+    _Failure,
+    _timeout_failure,
+)
+from executions.redaction import redact_text, with_encoded_forms
+
+
+def _trim_partial_secret(text: str, secrets: Iterable[str]) -> str:
+    """Cut the end of a truncated text when it ends with the beginning of a secret."""
+    for secret in secrets:
+        for k in range(min(len(secret) - 1, len(text)), 0, -1):
+            if text.endswith(secret[:k]):
+                text = text[:-k]
+                break
+    return text
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, round(seconds, 3))
+
+
+def _holds_secret(body: bytes, secrets: list[str]) -> bool:
+    return any(s.encode("utf-8", "ignore") in body for s in secrets if s)
+
+
+def _response_headers(response: httpx.Response) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in response.headers.multi_items():
+        key = name.lower()
+        if key in ("set-cookie", "set-cookie2"):
+            continue
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
+
+
+def read_body(response: httpx.Response, prepared: _Prepared, deadline: float) -> tuple[bytes, bool]:
+    """Stream the body, keeping at most ``max_response_bytes`` (one more byte means truncated)."""
+    limit = prepared.max_response_bytes
+    buffer = bytearray()
+    for chunk in response.iter_bytes():
+        buffer += chunk
+        if len(buffer) > limit:
+            return bytes(buffer[:limit]), True
+        if time.monotonic() > deadline:
+            raise _timeout_failure(prepared.timeout)
+    return bytes(buffer), False
+
+
+def interpret(
+    response: httpx.Response,
+    body: bytes,
+    truncated: bool,
+    secrets: list[str],
+    metadata: dict[str, Any],
+) -> ExecutorResult:
+    """The call's result: ``{"status_code", "data", "headers"}``, a failure from HTTP 400 on."""
+    status = response.status_code
+    variants = with_encoded_forms(secrets)
+    text, data, data_encoding = _body_data(response, body, truncated, variants)
+    _record_response(response, body, truncated, metadata)
+    output = {"status_code": status, "data": data, "headers": _response_headers(response)}
+    if data_encoding:
+        output["data_encoding"] = data_encoding
+    if status < 400:
+        return ExecutorResult(ok=True, output=output, upstream_status=status)
+    excerpt = redact_text(text, variants) if text else "(empty body)"
+    if len(excerpt) > ERROR_EXCERPT_CHARS:
+        excerpt = _trim_partial_secret(excerpt[:ERROR_EXCERPT_CHARS], variants) + "…"
+    reason = f" {response.reason_phrase}" if response.reason_phrase else ""
+    raise _Failure(
+        ErrorType.UPSTREAM,
+        f"upstream returned HTTP {status}{reason}: {excerpt}",
+        retryable=status in RETRYABLE_STATUSES,
+        upstream_status=status,
+        output=output,
+    )
+
+
+def _body_data(
+    response: httpx.Response, body: bytes, truncated: bool, variants: list[str]
+) -> tuple[str, Any, str | None]:
+    """The body as text, as ``data`` (JSON, text, base64 or None) and data's encoding."""
+    charset = response.encoding or "utf-8"
+    try:
+        text, undecodable = body.decode(charset), False
+    except UnicodeDecodeError:
+        text, undecodable = body.decode(charset, errors="replace"), True
+    if truncated:
+        text = _trim_partial_secret(text, variants)
+    data: Any = text if text else None
+    if undecodable and not truncated and not _holds_secret(body, variants):
+        # Not text in its charset (an image, a PDF): kept whole as base64, not mangled
+        # with replacement characters. A body holding a secret stays text, redacted.
+        return text, base64.b64encode(body).decode("ascii"), "base64"
+    content_type = response.headers.get("content-type", "")
+    if text and not truncated:
+        stripped = text.lstrip()
+        if "json" in content_type.lower() or stripped[:1] in ("{", "["):
+            try:
+                data = json.loads(text)
+            except (ValueError, RecursionError):
+                data = text
+    return text, data, None
+
+
+def _record_response(
+    response: httpx.Response, body: bytes, truncated: bool, metadata: dict[str, Any]
+) -> None:
+    """Size, type, the announced full size of a cut body and the upstream's Retry-After."""
+    content_type = response.headers.get("content-type", "")
+    metadata["truncated"] = truncated
+    metadata["response_bytes"] = len(body)
+    if content_type:
+        metadata["content_type"] = content_type
+    if truncated:
+        length = response.headers.get("content-length")
+        encoding = response.headers.get("content-encoding", "identity").lower()
+        if length and length.isdecimal() and encoding == "identity":
+            metadata["full_size"] = int(length)
+    if response.status_code in (429, 503):
+        retry_after = _retry_after(response.headers.get("retry-after"))
+        if retry_after is not None:
+            metadata["retry_after"] = retry_after

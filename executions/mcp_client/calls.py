@@ -1,0 +1,52 @@
+"""tools/call: one call of a server's tool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from executions.mcp_client.checks import _prepare
+from executions.mcp_client.content import CallOutcome, _outcome_from_result
+from executions.mcp_client.errors import MCPConfigError
+from executions.mcp_client.limits import (
+    _SYNC_GRACE_SECONDS,
+    DEFAULT_MAX_INLINE_BINARY_BYTES,
+    EgressCheck,
+)
+from executions.mcp_client.listing import _all_tools, _fully_listed
+from executions.mcp_client.runtime import _get_runtime
+from executions.mcp_client.spec import MCPServerSpec
+from executions.mcp_client.transports import _dispatch
+
+
+def call_tool(
+    spec: MCPServerSpec | Mapping[str, Any],
+    tool_name: str,
+    arguments: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    *,
+    egress_check: EgressCheck | None = None,
+    max_inline_binary_bytes: int = DEFAULT_MAX_INLINE_BINARY_BYTES,
+) -> CallOutcome:
+    """``tools/call``; a tool error comes back as ``CallOutcome(is_error=True)``, not an exception.
+
+    Raises ``MCPConfigError``, ``MCPEgressDenied``, ``MCPConnectionError``,
+    ``MCPTimeout`` or ``MCPToolError`` (a JSON-RPC error from the server).
+    """
+    spec = _prepare(spec, egress_check)
+    if not tool_name:
+        raise MCPConfigError("no MCP tool name given")
+    budget = float(timeout or spec.timeout_seconds)
+    args = dict(arguments or {})
+
+    async def op(client: Any) -> CallOutcome:
+        if _fully_listed.get(id(client)) is not client:
+            await _all_tools(client, budget)
+        result = await client.call_tool(tool_name, args, read_timeout_seconds=budget)
+        return _outcome_from_result(result, max_inline_binary_bytes)
+
+    runtime = _get_runtime()
+    total = spec.timeout_seconds * 2 + budget * 2 + _SYNC_GRACE_SECONDS
+    outcome, meta = runtime.run(_dispatch(runtime, spec, op, idempotent=False), timeout=total)
+    outcome.metadata.update(meta)
+    return outcome
