@@ -27,16 +27,22 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError as KombuOperationalError
 
 from executions.jsonsafe import json_safe, storable_text
-from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
+from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import REDACTED, with_encoded_forms
-from executions.services import governance, notify
+from executions.services import governance, notify, runner, transitions
+from executions.services.dispatch import (
+    QueueUnavailable,
+    dispatch_admitted,
+    enqueue,
+    queue_refusal,
+    run_or_wait,
+    runs_inline,
+)
 from executions.services.records import (
     audit_execution,
     canonical_json,
@@ -44,12 +50,10 @@ from executions.services.records import (
     execution_audit_event,
     executions_audited,
     input_hash,
-    not_charged,
 )
 from executions.validation import validate_arguments
 from registry import access, crypto, selectors, snapshot
 from registry.models import Action, Tool
-from registry.services.audit import audit_record
 from toolhub import context, rows
 from toolhub.api.params import parse_id
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
@@ -79,13 +83,6 @@ _MASKED = re.compile("\x00+")
 class InvalidArguments(ToolHubError):
     status_code = 422
     code = "invalid_arguments"
-
-
-class QueueUnavailable(ToolHubError):
-    """The broker did not take an admitted call: it was ended ``failed``, nothing ran."""
-
-    status_code = 503
-    code = "queue_unavailable"
 
 
 @dataclass
@@ -411,12 +408,10 @@ def execution_request(
         execution.chars_out = cached["chars_out"] or 0
         execution.started_at = execution.finished_at = now
         execution.execution_time_ms = 0.0
-    if status == ExecutionStatus.QUEUED and _runs_inline(tool, wait):
+    if status == ExecutionStatus.QUEUED and runs_inline(tool, wait):
         # A caller that waits has its call run in this process after the
         # durable INSERT, skipping the broker hop (bench/README.md): the same
         # slots, retries and recording. When a slot is full it queues instead.
-        from executions.services import runner
-
         taken = runner.take_slots(execution, tool)
         run_here, slots = taken is not None, taken or []
     if run_here:
@@ -431,48 +426,9 @@ def execution_request(
             runner.release_slots(execution, slots)
         raise
     if execution.error_type == QueueUnavailable.code:
-        raise _queue_refusal(execution)
-    execution = _run_or_wait(execution, spec, wait=wait, run_here=run_here, slots=slots)
+        raise queue_refusal(execution)
+    execution = run_or_wait(execution, spec, wait=wait, run_here=run_here, slots=slots)
     execution.quota = quota
-    return execution
-
-
-def _run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
-    """An admitted call's answer: run here, wait for the worker, or answer at once.
-
-    A failure of ours from here on never leaves the call ``running`` nor answers
-    a 500: the call may have reached the tool, so it ends ``failed`` (run here)
-    or is answered as it stands (a worker still has it); never run again.
-    """
-    from executions.services import runner
-
-    tool, status = spec.tool, execution.status
-    if run_here:
-        try:
-            return runner.run_claimed(execution, spec, notify_waiters=False)
-        except Exception:
-            logger.exception("execution %s: failed after it was admitted", execution.pk)
-            return runner.fail_internal(execution, spec.tool)
-        finally:
-            runner.release_slots(execution, slots)
-    try:
-        # A call waiting for a human answers at once, even when the caller asked to wait.
-        if wait and status == ExecutionStatus.QUEUED:
-            notify.wait_done(
-                execution.pk,
-                _wait_limit(tool, wait),
-                lambda: (
-                    Execution.objects.filter(pk=execution.pk)
-                    .exclude(status__in=[ExecutionStatus.QUEUED, ExecutionStatus.RUNNING])
-                    .exists()
-                ),
-            )
-    except Exception:
-        logger.exception("execution %s: waiting for it failed; answered as it stands", execution.pk)
-    if (wait or _tasks_run_here()) and status == ExecutionStatus.QUEUED:
-        # Embedded mode runs the task in this thread when the row commits: the
-        # call has finished by now, so answer with what it became, not "queued".
-        execution.refresh_from_db()
     return execution
 
 
@@ -635,93 +591,8 @@ def _write_admitted(
     if on_admitted is not None:
         on_admitted(execution)
     if status == ExecutionStatus.QUEUED:
-        transaction.on_commit(lambda: dispatch_admitted(execution, tool))
-
-
-def _runs_inline(tool: Tool, wait: float | bool | None) -> bool:
-    """Run here when the caller waits for the whole call: ``true``, or a number of
-    seconds covering the tool's full budget (a shorter wait must answer 202 in time)."""
-    if not wait or tool.type not in settings.TOOLHUB_INLINE_WAIT:
-        return False
-    return wait is True or float(wait) >= total_budget_seconds(tool)
-
-
-def total_budget_seconds(tool: Tool) -> float:
-    """How long one call may take at most, retries and backoff included."""
-    attempts = tool.max_retries + 1
-    return tool.timeout_seconds * attempts + min(30.0, 2.0 * tool.max_retries)
-
-
-def _wait_limit(tool: Tool, wait: float | bool) -> float:
-    budget = total_budget_seconds(tool) + 2.0
-    if wait is True:
-        return budget
-    return max(0.0, min(float(wait), budget))
-
-
-def _tasks_run_here() -> bool:
-    from toolhub.celery import app
-
-    return bool(app.conf.task_always_eager)
-
-
-def enqueue(execution: Execution, tool: Tool) -> bool:
-    """Publish the task that runs ``execution``; False when the broker did not take it
-    (in time: settings.TOOLHUB_REDIS_TIMEOUT). Never raises for an unreachable broker."""
-    from executions.tasks import run_execution
-
-    budget = total_budget_seconds(tool)
-    try:
-        run_execution.apply_async(
-            args=[str(execution.pk), execution.request_id],
-            queue=tool.type,
-            soft_time_limit=budget + 5,
-            time_limit=budget + 15,
-        )
-    except (KombuOperationalError, OSError) as exc:
-        logger.warning(
-            "broker unreachable (%s): execution %s not sent to the workers",
-            type(exc).__name__,
-            execution.pk,
-        )
-        return False
-    return True
-
-
-QUEUE_UNAVAILABLE_MESSAGE = (
-    "The task queue (broker) could not take the call; it was not run. Retry later."
-)
-
-
-def dispatch_admitted(execution: Execution, tool: Tool) -> None:
-    """Send a just-admitted call to the workers (once its row is committed).
-
-    When the broker does not take it, the call ends ``failed`` with error type
-    ``queue_unavailable`` (the caller is answered 503): it never runs, not even
-    from a message that reached the broker after all, because a worker runs only
-    ``queued`` calls. If a worker claimed it first, it stays the worker's.
-    """
-    if enqueue(execution, tool):
-        return
-    now = timezone.now()
-    with transaction.atomic():  # the row and its event together
-        ended = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
-            status=ExecutionStatus.FAILED,
-            error_type=QueueUnavailable.code,
-            error_message=QUEUE_UNAVAILABLE_MESSAGE,
-            finished_at=now,
-            sealed_secrets="",
-            cost=not_charged(),
-        )
-        if ended:
-            execution.refresh_from_db()
-            audit_execution(execution, "execution.failed")
-
-
-def _queue_refusal(execution: Execution) -> QueueUnavailable:
-    exc = QueueUnavailable(QUEUE_UNAVAILABLE_MESSAGE)
-    exc.extra = {"execution_id": str(execution.pk)}
-    return exc
+        # ``enqueue`` as this module names it now (a benchmark or test may stand in for it).
+        transaction.on_commit(lambda: dispatch_admitted(execution, tool, publish=enqueue))
 
 
 def execution_cancel(*, actor, execution: Execution) -> Execution:
@@ -737,44 +608,23 @@ def execution_cancel(*, actor, execution: Execution) -> Execution:
     )
     if not allowed:
         raise PermissionDenied("Only the caller, the agent's owner or a platform admin may cancel.")
-    with transaction.atomic():  # the row and its event together: no finished row without one
-        claimed = Execution.objects.filter(
-            pk=execution.pk,
-            status__in=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL],
-        ).update(
-            status=ExecutionStatus.CANCELLED,
+    with transaction.atomic():  # the call, its approval and their events together
+        cancelled = transitions.execution_move(
+            execution.pk,
+            from_statuses=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL],
+            to=ExecutionStatus.CANCELLED,
+            actor=actor,
+            notify_waiters=False,
             finished_at=timezone.now(),
-            sealed_secrets="",
-            cost=not_charged(),
+            **transitions.not_run(),
         )
-        execution.refresh_from_db()
-        if not claimed:
+        if cancelled is None:
+            execution.refresh_from_db()
             raise Conflict(
                 f"Execution is {execution.status}; only queued or pending calls can be cancelled.",
                 code="not_cancellable",
             )
-        audit_execution(execution, "execution.cancelled", actor=actor)
         # Its approval is closed too: nobody may approve a call that was cancelled.
-        for approval in Approval.objects.filter(
-            execution_id=execution.pk, status=ApprovalStatus.PENDING
-        ):
-            closed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
-                status=ApprovalStatus.CANCELLED,
-                decided_at=execution.finished_at,
-                reason=f"The call was cancelled by {actor.get_username()}.",
-            )
-            if closed:
-                approval.refresh_from_db()
-                audit_record(
-                    actor=actor,
-                    action="approval.cancelled",
-                    target=approval,
-                    after={
-                        "approval_id": str(approval.pk),
-                        "execution_id": str(execution.pk),
-                        "status": approval.status,
-                        "reason": approval.reason,
-                    },
-                )
+        transitions.approvals_close_for(cancelled, actor=actor)
     notify.notify_done(execution.pk)
-    return execution
+    return cancelled

@@ -18,13 +18,12 @@ import socket
 import time
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -34,21 +33,12 @@ from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text, secret_parts, with_encoded_forms
-from executions.services import integrity, notify
+from executions.services import integrity, notify, transitions
 from executions.services.governance import store_result
-from executions.services.pipeline import enqueue, total_budget_seconds
-from executions.services.records import (
-    audit_execution,
-    execution_audit_event,
-    executions_audited,
-    not_charged,
-)
 from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
-from executions.services.webhooks import notify_agent
 from registry import crypto, snapshot
 from registry.models import Agent, Tool
 from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
-from toolhub import rows
 
 logger = logging.getLogger(__name__)
 User = get_user_model()
@@ -63,6 +53,38 @@ HEARTBEAT_EVERY_SECONDS = 10
 
 
 RETRY_AFTER_MAX_SECONDS = 30
+
+
+class Dispatcher(Protocol):
+    """What the runner needs of the task queue (``executions.services.dispatch``),
+    given once at start-up (``ExecutionsConfig.ready``): the runner is below the
+    module that sends tasks, which runs calls here through it."""
+
+    def enqueue(self, execution: Execution, tool: Tool) -> bool: ...
+
+    def requeue(self, execution: Execution, tool: Tool, countdown: float) -> bool: ...
+
+    def notify_agent(self, execution: Execution) -> None: ...
+
+
+_dispatcher: Dispatcher | None = None
+
+
+def dispatcher_register(dispatcher: Dispatcher) -> None:
+    global _dispatcher
+    _dispatcher = dispatcher
+
+
+def _dispatch() -> Dispatcher:
+    if _dispatcher is None:
+        raise RuntimeError("no dispatcher registered (executions app not ready)")
+    return _dispatcher
+
+
+def total_budget_seconds(tool: Tool) -> float:
+    """How long one call may take at most, retries and backoff included."""
+    attempts = tool.max_retries + 1
+    return tool.timeout_seconds * attempts + min(30.0, 2.0 * tool.max_retries)
 
 
 def _backoff(attempt: int, result: ExecutorResult) -> float | None:
@@ -282,14 +304,16 @@ def execution_run(*, execution_id) -> Execution | None:
         return _wait_for_slot(row, tool)
     try:
         mark_running(row, tool, timezone.now())  # the row as claimed: not read back
-        claimed = Execution.objects.filter(pk=execution_id, status=ExecutionStatus.QUEUED).update(
-            status=row.status,
-            started_at=row.started_at,
-            deadline_at=row.deadline_at,
-            worker=row.worker,
-            # As read: a beat another task wrote meanwhile would differ from the row
-            # the finish event hashes (content version 3).
-            heartbeat_at=row.heartbeat_at,
+        claimed = transitions.execution_claim(
+            row,
+            {
+                "started_at": row.started_at,
+                "deadline_at": row.deadline_at,
+                "worker": row.worker,
+                # As read: a beat another task wrote meanwhile would differ from the row
+                # the finish event hashes (content version 3).
+                "heartbeat_at": row.heartbeat_at,
+            },
         )
         if not claimed:
             logger.info("execution %s no longer queued: nothing to do", execution_id)
@@ -301,21 +325,16 @@ def execution_run(*, execution_id) -> Execution | None:
 
 def _deny_queued(execution: Execution, reason: str, message: str) -> Execution | None:
     """End a queued call that may no longer run as ``denied`` (once, whoever gets there)."""
-    now = timezone.now()
-    with transaction.atomic():
-        done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
-            status=ExecutionStatus.DENIED,
-            reason_code=reason,
-            error_type=reason,
-            error_message=message,
-            finished_at=now,
-            sealed_secrets="",
-            cost=not_charged(),
-        )
-        if done:
-            audit_execution(Execution.objects.get(pk=execution.pk), "execution.denied")
-    if done:
-        notify.notify_done(execution.pk)
+    transitions.execution_move(
+        execution.pk,
+        from_statuses=[ExecutionStatus.QUEUED],
+        to=ExecutionStatus.DENIED,
+        reason_code=reason,
+        error_type=reason,
+        error_message=message,
+        finished_at=timezone.now(),
+        **transitions.not_run(),
+    )
     return None
 
 
@@ -373,18 +392,16 @@ def fail_internal(execution: Execution, tool: Tool) -> Execution:
 def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
     now = timezone.now()
     if now >= _queue_deadline(execution, tool):
-        with transaction.atomic():
-            done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
-                status=ExecutionStatus.FAILED,
-                error_type="queue_timeout",
-                error_message="The tool stayed at its concurrency limit until this call's queue deadline.",
-                finished_at=now,
-                sealed_secrets="",
-                cost=not_charged(),
-            )
-            if done:
-                audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")
-        notify.notify_done(execution.pk)
+        if not transitions.execution_move(
+            execution.pk,
+            from_statuses=[ExecutionStatus.QUEUED],
+            to=ExecutionStatus.FAILED,
+            error_type="queue_timeout",
+            error_message="The tool stayed at its concurrency limit until this call's queue deadline.",
+            finished_at=now,
+            **transitions.not_run(),
+        ):
+            notify.notify_done(execution.pk)
         return None
     beat = execution.heartbeat_at
     if beat is None or (now - beat).total_seconds() >= HEARTBEAT_EVERY_SECONDS:
@@ -396,18 +413,11 @@ def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
     # Try again soon at first, then less often: 0.2 s, growing with the wait to 2 s.
     waited = (now - (execution.queued_at or execution.created_at)).total_seconds()
     pause = min(SLOT_RETRY_MAX_SECONDS, max(SLOT_RETRY_SECONDS, waited / 10))
-    from executions.tasks import run_execution
-
-    if run_execution.app.conf.task_always_eager:
-        # In-process (embedded): nobody else will pick it up, so wait here.
-        time.sleep(pause)
-        return execution_run(execution_id=execution.pk)
-    run_execution.apply_async(
-        args=[str(execution.pk), execution.request_id],
-        queue=tool.type,
-        countdown=pause,
-    )
-    return None
+    if _dispatch().requeue(execution, tool, pause):
+        return None
+    # In-process (embedded): nobody else will pick it up, so wait here.
+    time.sleep(pause)
+    return execution_run(execution_id=execution.pk)
 
 
 def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, float]:
@@ -518,18 +528,11 @@ def _finish(
     # after the write nothing is read back.
     for name, value in fields.items():
         setattr(execution, name, value)
-    event = execution_audit_event(execution, f"execution.{status}", actor=_principal(execution))
-    # The guarded UPDATE and, only if it changed the row, the event (one statement on
-    # PostgreSQL).
-    done = rows.update_then_insert(
-        Execution, execution.pk, fields, where={"status": ExecutionStatus.RUNNING}, then=event
-    )
-    if done:
-        executions_audited(execution)
+    done = transitions.execution_finish(execution, fields, actor=_principal(execution))
     if done:
         store_result(tool, execution)
         if tool.requires_approval and Approval.objects.filter(execution=execution).exists():
-            notify_agent(execution)
+            _dispatch().notify_agent(execution)
     else:
         execution.refresh_from_db()
     if notify_waiters:
@@ -556,20 +559,19 @@ def executions_reap(*, now=None) -> dict[str, int]:
     for execution in Execution.objects.filter(
         status=ExecutionStatus.RUNNING, deadline_at__lt=now
     ).only("pk"):
-        with transaction.atomic():
-            claimed = Execution.objects.filter(
-                pk=execution.pk, status=ExecutionStatus.RUNNING, deadline_at__lt=now
-            ).update(
-                status=ExecutionStatus.FAILED,
-                error_type="worker_lost",
-                error_message="The worker running this execution stopped before it finished.",
-                finished_at=now,
-                sealed_secrets="",
-            )
-            if claimed:
-                failed += 1
-                audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")
-        notify.notify_done(execution.pk)
+        ended = transitions.execution_move(
+            execution.pk,
+            from_statuses=[ExecutionStatus.RUNNING],
+            to=ExecutionStatus.FAILED,
+            where={"deadline_at__lt": now},
+            error_type="worker_lost",
+            error_message="The worker running this execution stopped before it finished.",
+            finished_at=now,
+            sealed_secrets="",  # not charged back: the tool may have run
+        )
+        if ended is None:
+            notify.notify_done(execution.pk)
+        failed += ended is not None
     requeued = 0
     stale = now - timedelta(seconds=REQUEUE_AFTER_SECONDS)
     for execution in (
@@ -577,7 +579,7 @@ def executions_reap(*, now=None) -> dict[str, int]:
         .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
         .select_related("tool")
     ):
-        if not enqueue(execution, execution.tool):
+        if not _dispatch().enqueue(execution, execution.tool):
             break  # the broker does not answer: the next round tries again
         Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
             queued_at=now
