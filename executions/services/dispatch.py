@@ -57,6 +57,24 @@ def runs_inline(tool: Tool, wait: float | bool | None) -> bool:
     return wait is True or float(wait) >= total_budget_seconds(tool)
 
 
+def claim_inline(execution: Execution, tool: Tool, wait, now) -> list[str] | None:
+    """The concurrency slots of a queued call that runs here, marked ``running`` from
+    ``now`` (None: it goes to the workers).
+
+    A caller that waits has its call run in this process after the durable
+    INSERT, skipping the broker hop (bench/README.md): the same slots, retries
+    and recording. When a slot is full it queues instead. Admitted and started
+    in one write: the row is durable as ``running`` before the tool runs; the
+    reaper ends it if this process dies.
+    """
+    if execution.status != ExecutionStatus.QUEUED or not runs_inline(tool, wait):
+        return None
+    slots = runner.take_slots(execution, tool)
+    if slots is not None:
+        runner.mark_running(execution, tool, now)
+    return slots
+
+
 def wait_limit(tool: Tool, wait: float | bool) -> float:
     budget = total_budget_seconds(tool) + 2.0
     if wait is True:

@@ -11,8 +11,6 @@ re-queues admitted ones whose task was lost before it started.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import socket
 import time
@@ -22,30 +20,25 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db.models import Q
 from django.utils import timezone
 
 from executions.executors import get_executor, lent_secrets
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
-from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
-from executions.redaction import redact, redact_text, secret_parts, with_encoded_forms
-from executions.services import integrity, notify, transitions
+from executions.redaction import redact, redact_text, with_encoded_forms
+from executions.services import concurrency, integrity, notify, outputs, run_configs, transitions
 from executions.services.governance import store_result
-from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
+from executions.services.run_configs import mcp_configs as _mcp_configs  # noqa: F401
 from registry import crypto, snapshot
 from registry.models import Agent, Tool
-from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
 
 logger = logging.getLogger(__name__)
 User = get_user_model()
 WORKER_NAME = socket.gethostname()
 REAP_GRACE_SECONDS = 30
 REQUEUE_AFTER_SECONDS = 60
-PREVIEW_CHARS = 2000
 STORAGE_ERROR = "storage_error"  # the output could not be kept (the artifact store failed)
 SLOT_RETRY_SECONDS = 0.2
 SLOT_RETRY_MAX_SECONDS = 2.0
@@ -97,158 +90,6 @@ def _backoff(attempt: int, result: ExecutorResult) -> float | None:
             return None
         return max(float(retry_after), default)  # a past date or 0: the usual backoff
     return default
-
-
-def _secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[str, ...]:
-    """Every secret string of the call, with the parts of secret URLs and connection
-    strings that are secrets on their own (``secret_parts``)."""
-    values: list[str] = []
-    for value in [*secret_configs, *sealed.values()]:
-        for text in _strings(value):
-            values.append(text)
-            values.extend(secret_parts(text))
-    return tuple(dict.fromkeys(v for v in values if v))
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    if value is None or isinstance(value, bool):
-        return []
-    return [str(value)]
-
-
-def _configs_for(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
-    """The tool's configs (secrets decrypted) and the secret values among them, in one query."""
-    configs: dict[str, Any] = {}
-    secrets: list[Any] = []
-    secret_keys: list[str] = []
-    for config in tool.configs.all():
-        configs[config.config_key] = config.value
-        if config.is_secret:
-            secrets.append(configs[config.config_key])
-            secret_keys.append(config.config_key)
-    if tool.type == "mcp":
-        configs.update(_mcp_configs(tool, configs))
-    return RunConfigs(configs, secret_keys=secret_keys), secrets
-
-
-def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
-    """Resolve the MCP server a synced tool belongs to into the executor's ``server`` mapping."""
-    if "server" in configs:
-        return {}
-    server = mcp_server_for_tool(tool)
-    if server is None:
-        return {}
-    # The server's stored credentials serve only the tools its filters let through.
-    from executions.executors.mcp import remote_tool_name
-
-    remote = remote_tool_name(configs)
-    if not server.offers(remote):
-        raise ValueError(
-            f"MCP server '{server.name}' does not offer '{remote}' (tools_allowed/tools_denied)."
-        )
-    return {"server": mcp_server_spec(server)}
-
-
-def _store_output(
-    execution: Execution, tool: Tool, output: Any, *, cut: bool = False
-) -> dict[str, Any]:
-    """Cap what the row keeps at the tool's ``max_response_bytes``; keep the whole as an
-    artifact, itself at most ``TOOLHUB_MAX_ARTIFACT_BYTES`` whatever the executor.
-
-    ``complete`` says whether the artifact holds the whole output: false when the
-    executor already cut the upstream's answer (``cut``) or the output is larger
-    than the artifact cap (then the artifact is its first bytes, not valid JSON).
-    """
-    text = json.dumps(output, ensure_ascii=False, default=str)
-    data = text.encode()
-    size = len(data)
-    fields: dict[str, Any] = {"output_size": size, "chars_out": len(text)}
-    if size <= tool.max_response_bytes and not cut:
-        fields.update(output_data=output, output_truncated=False)
-        return fields
-    cap = settings.TOOLHUB_MAX_ARTIFACT_BYTES
-    complete = not cut and size <= cap
-    data = data[:cap]
-    fields.update(
-        output_data={
-            "truncated": True,
-            "size_bytes": size,
-            "complete": complete,
-            # The record (and so the audit chain, through its content hash) holds the
-            # stored output's digest: the artifact on disk can be checked against it.
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "preview": text[: min(PREVIEW_CHARS, tool.max_response_bytes)],
-        },
-        output_truncated=True,
-    )
-    try:
-        name = default_storage.save(f"executions/{execution.pk}.json", ContentFile(data))
-    except Exception as exc:  # a full disk or an unreachable bucket must still end the call
-        logger.error(
-            "execution %s: the output (%d bytes) could not be stored: %s",
-            execution.pk,
-            size,
-            exc.__class__.__name__,
-        )
-        raise ArtifactNotStored(fields) from exc
-    fields["output_artifact"] = name
-    return fields
-
-
-class ArtifactNotStored(Exception):
-    """The full output could not be kept; ``fields`` hold the row's preview of it."""
-
-    def __init__(self, fields: dict[str, Any]):
-        super().__init__("artifact not stored")
-        self.fields = fields
-
-
-def _slot_keys(tool: Tool) -> list[tuple[str, int]]:
-    """The concurrency limits that apply: the tool's, and its MCP server's."""
-    keys = []
-    if tool.max_concurrency:
-        keys.append((f"toolhub:slots:tool:{tool.pk}", tool.max_concurrency))
-    if tool.type == "mcp":
-        server = mcp_server_for_tool(tool)
-        if server is not None and server.max_concurrency:
-            keys.append((f"toolhub:slots:mcp:{server.pk}", server.max_concurrency))
-    return keys
-
-
-def _acquire_slots(execution: Execution, tool: Tool, lease: float) -> list[str] | None:
-    """Take every slot the call needs, or none (returns None when one is full)."""
-    holder = str(execution.pk)
-    taken: list[str] = []
-    for key, limit in _slot_keys(tool):
-        try:
-            ok = slot_acquire(key, holder, limit, lease)
-        except SharedStateUnavailable as exc:
-            if tool.is_high_risk:
-                ok = False
-            else:
-                logger.warning(
-                    "concurrency store unavailable (%s); running %s unguarded", exc, tool.name
-                )
-                ok = True
-        if not ok:
-            for held in taken:
-                _release(held, holder)
-            return None
-        taken.append(key)
-    return taken
-
-
-def _release(key: str, holder: str) -> None:
-    try:
-        slot_release(key, holder)
-    except SharedStateUnavailable as exc:
-        logger.warning("could not release slot %s (its lease frees it): %s", key, exc)
 
 
 def _queue_deadline(execution: Execution, tool: Tool):
@@ -340,12 +181,14 @@ def _deny_queued(execution: Execution, reason: str, message: str) -> Execution |
 
 def take_slots(execution: Execution, tool: Tool) -> list[str] | None:
     """The concurrency slots a call about to run here needs (None: one is full)."""
-    return _acquire_slots(execution, tool, lease=total_budget_seconds(tool) + REAP_GRACE_SECONDS)
+    return concurrency.acquire_slots(
+        execution, tool, lease=total_budget_seconds(tool) + REAP_GRACE_SECONDS
+    )
 
 
 def release_slots(execution: Execution, slots: list[str]) -> None:
     for key in slots:
-        _release(key, str(execution.pk))
+        concurrency.release(key, str(execution.pk))
 
 
 def mark_running(execution: Execution, tool: Tool, now) -> None:
@@ -425,11 +268,11 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
     started = time.monotonic()
     try:
         sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
-        configs, secret_configs = spec.runtime(_configs_for)
+        configs, secret_configs = spec.runtime(run_configs.configs_for)
         # Every secret the call uses, whatever the executor: the tool's, the caller's
         # and those its configs resolve to (an MCP server's token, a database alias).
         lent = lent_secrets(tool.type, configs)
-        secrets = tuple(dict.fromkeys([*_secret_values(secret_configs, sealed), *lent]))
+        secrets = tuple(dict.fromkeys([*run_configs.secret_values(secret_configs, sealed), *lent]))
         executor = get_executor(tool.type)
     except Exception as exc:  # configuration that cannot even be loaded
         logger.warning("execution %s: cannot prepare: %s", execution.pk, exc.__class__.__name__)
@@ -493,8 +336,8 @@ def _finish(
     if result.output is not None:
         try:
             cut = bool((result.metadata or {}).get("truncated"))
-            fields.update(_store_output(execution, tool, result.output, cut=cut))
-        except ArtifactNotStored as exc:
+            fields.update(outputs.store_output(execution, tool, result.output, cut=cut))
+        except outputs.ArtifactNotStored as exc:
             # The row keeps the preview; the call ends failed now, not at the reaper.
             fields.update(exc.fields)
             result = ExecutorResult(
