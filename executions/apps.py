@@ -47,6 +47,13 @@ class ExecutionsConfig(AppConfig):
         record_check_register(altered_approvals)
         record_check_register(altered_artifacts)
 
+        # The runner re-queues and tells agents through the one module that sends tasks;
+        # it sends them by name, so the tasks are registered here in every process.
+        import executions.tasks  # noqa: F401
+        from executions.services import dispatch, runner
+
+        runner.dispatcher_register(dispatch)
+
         load_python_tool_modules(settings.TOOLHUB_PYTHON_TOOL_MODULES)
 
 

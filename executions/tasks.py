@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from executions.services import runner
+from executions.services import runner, webhooks
+from executions.services.approvals import approvals_expire
 from toolhub import context
 
 
@@ -27,8 +28,6 @@ def reap_executions() -> dict:
 
 @shared_task(name="executions.expire_approvals", ignore_result=True)
 def expire_approvals() -> int:
-    from executions.services.approvals import approvals_expire
-
     return approvals_expire()
 
 
@@ -46,11 +45,9 @@ def deliver_webhook(self, execution_id: str) -> str:
 
     In-process (embedded), there is one attempt: a retry would hold the request.
     """
-    from executions.services.webhooks import RETRY, deliver
-
     retries = self.request.retries or 0
     last = self.request.is_eager or retries >= self.max_retries
-    outcome = deliver(execution_id, attempt=retries + 1, last_attempt=last)
-    if outcome == RETRY:
+    outcome = webhooks.deliver(execution_id, attempt=retries + 1, last_attempt=last)
+    if outcome == webhooks.RETRY:
         raise self.retry(countdown=WEBHOOK_RETRY_SECONDS[retries])
     return outcome

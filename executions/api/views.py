@@ -16,7 +16,7 @@ from executions import selectors
 from executions.api.serializers import ExecutionRequestSerializer, ExecutionSerializer
 from executions.models import Execution, ExecutionStatus
 from executions.services import idempotency
-from executions.services.pipeline import execution_cancel, execution_request
+from executions.services.pipeline import execution_cancel, execution_submit
 from registry.api.base import BaseAPIView
 from registry.authentication import registry_entries
 from toolhub.api.openapi import errors, page_parameters, paginated
@@ -156,7 +156,7 @@ class ExecutionListView(BaseAPIView):
         if held.replay is not None:
             return self._replay(request, held.replay)
         try:
-            execution = execution_request(
+            submitted = execution_submit(
                 user=request.user,
                 tool_ref=values.get("tool_id") or values.get("tool"),
                 arguments=values.get("input_data"),
@@ -167,8 +167,8 @@ class ExecutionListView(BaseAPIView):
             )
         finally:
             idempotency.release(held)  # refused: the key is free for the corrected call
+        execution, quota = submitted.execution, submitted.quota
         body = ExecutionSerializer(execution, context={"request": request}).data
-        quota = getattr(execution, "quota", None)
         headers = quota.headers() if quota else None
         return Response(body, status=200 if execution.is_terminal else 202, headers=headers)
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
-from executions.services import integrity, notify
-from executions.services.pipeline import enqueue
-from executions.services.records import audit_execution, not_charged
+from executions.services import dispatch, integrity, notify, transitions
 from registry import access
-from registry.canonical import time_form
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub.exceptions import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -45,42 +43,64 @@ def approvals_visible_to(user) -> QuerySet[Approval]:
     )
 
 
-def may_decide(user, approval: Approval) -> str | None:
+@dataclass(frozen=True)
+class DecisionRefusal:
+    """Why a person may not decide on an approval: an error code and a message."""
+
+    code: str
+    message: str
+
+
+def decision_refusal(user, approval: Approval) -> DecisionRefusal | None:
     """Why ``user`` may not decide on ``approval`` (None when they may)."""
     execution = approval.execution
     if getattr(user, "agent", None) is not None:  # whatever rights its roles hold
-        return "Agents cannot approve calls."
+        return DecisionRefusal("permission_denied", "Agents cannot approve calls.")
     if not access.can(user, Action.APPROVE, execution.tool):
-        return "You may not approve calls of this tool."
+        return DecisionRefusal("permission_denied", "You may not approve calls of this tool.")
     if execution.principal_id == user.pk:
-        return "Four eyes: you cannot decide on your own call."
+        return DecisionRefusal("four_eyes", "Four eyes: you cannot decide on your own call.")
     if execution.agent_id and execution.agent.owner_id == user.pk:
-        return "Four eyes: you own the agent that made this call."
+        return DecisionRefusal("four_eyes", "Four eyes: you own the agent that made this call.")
     if execution.agent_owner_id == user.pk:
-        return "Four eyes: you owned the agent that made this call when it was made."
+        return DecisionRefusal(
+            "four_eyes", "Four eyes: you owned the agent that made this call when it was made."
+        )
     return None
 
 
-def _approval_snapshot(approval: Approval) -> dict:
-    return {
-        "approval_id": str(approval.pk),
-        "execution_id": str(approval.execution_id),
-        "tool": approval.execution.tool_name,
-        "status": approval.status,
-        "decided_by": approval.decided_by_name,
-        "reason": approval.reason,
-        "input_hash": approval.input_hash,
-        "decided_at": time_form(approval.decided_at),
-    }
+def may_decide(user, approval: Approval) -> str | None:
+    """Why ``user`` may not decide on ``approval``, as text (None when they may)."""
+    refusal = decision_refusal(user, approval)
+    return refusal.message if refusal else None
 
 
 def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "") -> Approval:
     """Approve (the call is queued and runs) or reject (with a reason). Exactly one decision wins."""
-    refusal = may_decide(actor, approval)
+    refusal = decision_refusal(actor, approval)
     if refusal:
-        raise PermissionDenied(
-            refusal, code="four_eyes" if "Four eyes" in refusal else "permission_denied"
-        )
+        raise PermissionDenied(refusal.message, code=refusal.code)
+    reason = _checked_reason(reason, approve)
+    now = timezone.now()
+    _check_still_open(approval, now)
+    if approve and approval.status == ApprovalStatus.PENDING:
+        _check_runnable(actor, approval, now)
+    with transaction.atomic():
+        # Checked again in the transaction that queues the call.
+        if approve and _arguments_changed(approval):
+            raise Conflict(
+                "The call's arguments changed after the request; it cannot be approved.",
+                code="arguments_changed",
+            )
+        _win_decision(actor, approval, approve, reason, now)
+        execution = _apply_decision(actor, approval, approve, reason, now)
+    if not approve:
+        notify.notify_done(execution.pk)
+        _webhook(execution)
+    return approval
+
+
+def _checked_reason(reason: str, approve: bool) -> str:
     reason = (reason or "").strip()
     if not approve and not reason:
         raise InvalidInput(
@@ -96,8 +116,11 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
                 {"field": "reason", "message": "At most 2000 characters.", "code": "max_length"}
             ],
         )
-    now = timezone.now()
-    execution = approval.execution
+    return reason
+
+
+def _check_still_open(approval: Approval, now) -> None:
+    """Conflict when the approval expired or its call no longer waits for a decision."""
     expired_now = approval.status == ApprovalStatus.PENDING and approval.expires_at <= now
     if expired_now:
         _expire(approval, now)  # the periodic task may not have run yet (or at all)
@@ -108,84 +131,80 @@ def approval_decide(*, actor, approval: Approval, approve: bool, reason: str = "
             "the call was not run.",
             code="approval_expired",
         )
-    current_status = Execution.objects.values_list("status", flat=True).get(pk=execution.pk)
-    if approval.status == ApprovalStatus.PENDING and current_status != (
-        ExecutionStatus.PENDING_APPROVAL
-    ):
+    current = Execution.objects.values_list("status", flat=True).get(pk=approval.execution_id)
+    if approval.status == ApprovalStatus.PENDING and current != ExecutionStatus.PENDING_APPROVAL:
         raise Conflict(
-            f"The call is {current_status}; it can no longer be decided on.",
-            code="not_pending",
+            f"The call is {current}; it can no longer be decided on.", code="not_pending"
         )
-    if approve and approval.status == ApprovalStatus.PENDING:
-        why = _arguments_changed(approval)
-        if why is not None:
-            # Rewritten in the database: what the approver saw is not what was asked.
-            _close_unrunnable(actor, approval, integrity.INTEGRITY_ERROR, why, now)
-            raise Conflict(
-                f"The call's arguments changed after the request; it cannot be approved "
-                f"({why}). It was closed as denied.",
-                code="arguments_changed",
-            )
-        unrunnable = _no_longer_allowed(execution, since=approval.requested_at)
-        if unrunnable is not None:
-            reason_code, why = unrunnable
-            _close_unrunnable(actor, approval, reason_code, why, now)
-            raise Conflict(
-                f"The call cannot run: {why}. It was closed as denied.", code=reason_code
-            )
-    with transaction.atomic():
-        if approve:
-            # Checked again in the transaction that queues the call.
-            if _arguments_changed(approval):
-                raise Conflict(
-                    "The call's arguments changed after the request; it cannot be approved.",
-                    code="arguments_changed",
-                )
-        won = Approval.objects.filter(
-            pk=approval.pk, status=ApprovalStatus.PENDING, expires_at__gt=now
-        ).update(
-            status=ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED,
-            decided_by=actor,
-            decided_by_name=actor.get_username(),
-            decided_at=now,
-            reason=reason,
+
+
+def _check_runnable(actor, approval: Approval, now) -> None:
+    """Close the approval and its call (denied) when approving it must not run it."""
+    why = _arguments_changed(approval)
+    if why is not None:
+        # Rewritten in the database: what the approver saw is not what was asked.
+        _close_unrunnable(actor, approval, integrity.INTEGRITY_ERROR, why, now)
+        raise Conflict(
+            f"The call's arguments changed after the request; it cannot be approved "
+            f"({why}). It was closed as denied.",
+            code="arguments_changed",
         )
-        approval.refresh_from_db()
-        if not won:
-            if approval.status == ApprovalStatus.PENDING:  # expired between the checks
-                raise Conflict("This approval has just expired.", code="approval_expired")
-            who = f" by {approval.decided_by_name}" if approval.decided_by_name else ""
-            raise Conflict(f"This call was already {approval.status}{who}.", code="already_decided")
-        if approve:
-            Execution.objects.filter(
-                pk=execution.pk, status=ExecutionStatus.PENDING_APPROVAL
-            ).update(status=ExecutionStatus.QUEUED, queued_at=now)
-        else:
-            Execution.objects.filter(
-                pk=execution.pk, status=ExecutionStatus.PENDING_APPROVAL
-            ).update(
-                status=ExecutionStatus.REJECTED,
-                finished_at=now,
-                error_type="rejected",
-                error_message=f"Rejected by {actor.get_username()}: {reason}",
-                sealed_secrets="",
-                cost=not_charged(),
-            )
-        execution.refresh_from_db()
-        audit_record(
-            actor=actor,
-            action="approval.approved" if approve else "approval.rejected",
-            target=approval,
-            after=_approval_snapshot(approval),
-        )
-        audit_execution(execution, f"execution.{execution.status}", actor=actor)
-        if approve:
-            tool = execution.tool
-            transaction.on_commit(lambda: enqueue(execution, tool))
-    if not approve:
-        notify.notify_done(execution.pk)
-        _webhook(execution)
-    return approval
+    unrunnable = _no_longer_allowed(approval.execution, since=approval.requested_at)
+    if unrunnable is not None:
+        reason_code, why = unrunnable
+        _close_unrunnable(actor, approval, reason_code, why, now)
+        raise Conflict(f"The call cannot run: {why}. It was closed as denied.", code=reason_code)
+
+
+def _win_decision(actor, approval: Approval, approve: bool, reason: str, now) -> None:
+    """Record the decision if it is the first; Conflict otherwise."""
+    won = Approval.objects.filter(
+        pk=approval.pk, status=ApprovalStatus.PENDING, expires_at__gt=now
+    ).update(
+        status=ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED,
+        decided_by=actor,
+        decided_by_name=actor.get_username(),
+        decided_at=now,
+        reason=reason,
+    )
+    approval.refresh_from_db()
+    if not won:
+        if approval.status == ApprovalStatus.PENDING:  # expired between the checks
+            raise Conflict("This approval has just expired.", code="approval_expired")
+        who = f" by {approval.decided_by_name}" if approval.decided_by_name else ""
+        raise Conflict(f"This call was already {approval.status}{who}.", code="already_decided")
+
+
+def _apply_decision(actor, approval: Approval, approve: bool, reason: str, now) -> Execution:
+    """The call follows the decision: queued (and sent to the workers) or rejected."""
+    audit_record(
+        actor=actor,
+        action="approval.approved" if approve else "approval.rejected",
+        target=approval,
+        after=transitions.approval_snapshot(approval),
+    )
+    if approve:
+        fields = {"to": ExecutionStatus.QUEUED, "queued_at": now}
+    else:
+        fields = {
+            "to": ExecutionStatus.REJECTED,
+            "finished_at": now,
+            "error_type": "rejected",
+            "error_message": f"Rejected by {actor.get_username()}: {reason}",
+            **transitions.not_run(),
+        }
+    moved = transitions.execution_move(
+        approval.execution_id,
+        from_statuses=[ExecutionStatus.PENDING_APPROVAL],
+        actor=actor,
+        notify_waiters=False,  # after the commit (approval_decide)
+        **fields,
+    )
+    execution = moved or Execution.objects.get(pk=approval.execution_id)
+    if approve and moved is not None:
+        tool = execution.tool
+        transaction.on_commit(lambda: dispatch.enqueue(execution, tool))
+    return execution
 
 
 def _arguments_changed(approval: Approval) -> str | None:
@@ -220,7 +239,7 @@ def _expire(approval: Approval, now) -> bool:
         actor=None,
         approval_fields={"status": ApprovalStatus.EXPIRED},
         execution_fields={
-            "status": ExecutionStatus.EXPIRED,
+            "to": ExecutionStatus.EXPIRED,
             "error_type": "approval_expired",
             "error_message": "No approver decided before the approval expired.",
         },
@@ -233,23 +252,17 @@ def _end_undecided(
     """Close a pending approval and end its waiting call without running it, audited;
     whether this did (once, whoever gets there)."""
     with transaction.atomic():
-        won = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
-            decided_at=now, **approval_fields
-        )
-        if not won:
+        if not transitions.approval_close(approval, actor=actor, now=now, **approval_fields):
             return False
-        Execution.objects.filter(
-            pk=approval.execution_id, status=ExecutionStatus.PENDING_APPROVAL
-        ).update(finished_at=now, sealed_secrets="", cost=not_charged(), **execution_fields)
-        approval.refresh_from_db()
-        execution = Execution.objects.get(pk=approval.execution_id)
-        audit_record(
+        execution = transitions.execution_move(
+            approval.execution_id,
+            from_statuses=[ExecutionStatus.PENDING_APPROVAL],
             actor=actor,
-            action=f"approval.{approval.status}",
-            target=approval,
-            after=_approval_snapshot(approval),
-        )
-        audit_execution(execution, f"execution.{execution.status}", actor=actor)
+            notify_waiters=False,  # after the commit, below
+            finished_at=now,
+            **transitions.not_run(),
+            **execution_fields,
+        ) or Execution.objects.get(pk=approval.execution_id)
     notify.notify_done(approval.execution_id)
     _webhook(execution)
     return True
@@ -305,7 +318,7 @@ def _close_unrunnable(actor, approval: Approval, reason_code: str, why: str, now
             "reason": f"Not run: {why}."[:2000],
         },
         execution_fields={
-            "status": ExecutionStatus.DENIED,
+            "to": ExecutionStatus.DENIED,
             "reason_code": reason_code,
             "error_type": reason_code,
             "error_message": f"Approved by {actor.get_username()} but not run: {why}.",
@@ -325,9 +338,7 @@ def approval_for(user, approval_id) -> Approval:
 
 
 def _webhook(execution: Execution) -> None:
-    from executions.services.webhooks import notify_agent
-
-    notify_agent(execution)
+    dispatch.notify_agent(execution)
 
 
 __all__ = [
@@ -335,5 +346,6 @@ __all__ = [
     "approval_for",
     "approvals_expire",
     "approvals_visible_to",
+    "decision_refusal",
     "may_decide",
 ]

@@ -11,51 +11,34 @@ re-queues admitted ones whose task was lost before it started.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import socket
 import time
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from executions.executors import get_executor, lent_secrets
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
-from executions.executors.configs import RunConfigs
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
-from executions.redaction import redact, redact_text, secret_parts, with_encoded_forms
-from executions.services import integrity, notify
+from executions.redaction import redact, redact_text, with_encoded_forms
+from executions.services import concurrency, integrity, notify, outputs, run_configs, transitions
 from executions.services.governance import store_result
-from executions.services.pipeline import enqueue, total_budget_seconds
-from executions.services.records import (
-    audit_execution,
-    execution_audit_event,
-    executions_audited,
-    not_charged,
-)
-from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
-from executions.services.webhooks import notify_agent
+from executions.services.run_configs import mcp_configs as _mcp_configs  # noqa: F401
 from registry import crypto, snapshot
 from registry.models import Agent, Tool
-from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
-from toolhub import rows
 
 logger = logging.getLogger(__name__)
 User = get_user_model()
 WORKER_NAME = socket.gethostname()
 REAP_GRACE_SECONDS = 30
 REQUEUE_AFTER_SECONDS = 60
-PREVIEW_CHARS = 2000
 STORAGE_ERROR = "storage_error"  # the output could not be kept (the artifact store failed)
 SLOT_RETRY_SECONDS = 0.2
 SLOT_RETRY_MAX_SECONDS = 2.0
@@ -63,6 +46,38 @@ HEARTBEAT_EVERY_SECONDS = 10
 
 
 RETRY_AFTER_MAX_SECONDS = 30
+
+
+class Dispatcher(Protocol):
+    """What the runner needs of the task queue (``executions.services.dispatch``),
+    given once at start-up (``ExecutionsConfig.ready``): the runner is below the
+    module that sends tasks, which runs calls here through it."""
+
+    def enqueue(self, execution: Execution, tool: Tool) -> bool: ...
+
+    def requeue(self, execution: Execution, tool: Tool, countdown: float) -> bool: ...
+
+    def notify_agent(self, execution: Execution) -> None: ...
+
+
+_dispatcher: Dispatcher | None = None
+
+
+def dispatcher_register(dispatcher: Dispatcher) -> None:
+    global _dispatcher
+    _dispatcher = dispatcher
+
+
+def _dispatch() -> Dispatcher:
+    if _dispatcher is None:
+        raise RuntimeError("no dispatcher registered (executions app not ready)")
+    return _dispatcher
+
+
+def total_budget_seconds(tool: Tool) -> float:
+    """How long one call may take at most, retries and backoff included."""
+    attempts = tool.max_retries + 1
+    return tool.timeout_seconds * attempts + min(30.0, 2.0 * tool.max_retries)
 
 
 def _backoff(attempt: int, result: ExecutorResult) -> float | None:
@@ -75,158 +90,6 @@ def _backoff(attempt: int, result: ExecutorResult) -> float | None:
             return None
         return max(float(retry_after), default)  # a past date or 0: the usual backoff
     return default
-
-
-def _secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[str, ...]:
-    """Every secret string of the call, with the parts of secret URLs and connection
-    strings that are secrets on their own (``secret_parts``)."""
-    values: list[str] = []
-    for value in [*secret_configs, *sealed.values()]:
-        for text in _strings(value):
-            values.append(text)
-            values.extend(secret_parts(text))
-    return tuple(dict.fromkeys(v for v in values if v))
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    if value is None or isinstance(value, bool):
-        return []
-    return [str(value)]
-
-
-def _configs_for(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
-    """The tool's configs (secrets decrypted) and the secret values among them, in one query."""
-    configs: dict[str, Any] = {}
-    secrets: list[Any] = []
-    secret_keys: list[str] = []
-    for config in tool.configs.all():
-        configs[config.config_key] = config.value
-        if config.is_secret:
-            secrets.append(configs[config.config_key])
-            secret_keys.append(config.config_key)
-    if tool.type == "mcp":
-        configs.update(_mcp_configs(tool, configs))
-    return RunConfigs(configs, secret_keys=secret_keys), secrets
-
-
-def _mcp_configs(tool: Tool, configs: dict[str, Any]) -> dict[str, Any]:
-    """Resolve the MCP server a synced tool belongs to into the executor's ``server`` mapping."""
-    if "server" in configs:
-        return {}
-    server = mcp_server_for_tool(tool)
-    if server is None:
-        return {}
-    # The server's stored credentials serve only the tools its filters let through.
-    from executions.executors.mcp import remote_tool_name
-
-    remote = remote_tool_name(configs)
-    if not server.offers(remote):
-        raise ValueError(
-            f"MCP server '{server.name}' does not offer '{remote}' (tools_allowed/tools_denied)."
-        )
-    return {"server": mcp_server_spec(server)}
-
-
-def _store_output(
-    execution: Execution, tool: Tool, output: Any, *, cut: bool = False
-) -> dict[str, Any]:
-    """Cap what the row keeps at the tool's ``max_response_bytes``; keep the whole as an
-    artifact, itself at most ``TOOLHUB_MAX_ARTIFACT_BYTES`` whatever the executor.
-
-    ``complete`` says whether the artifact holds the whole output: false when the
-    executor already cut the upstream's answer (``cut``) or the output is larger
-    than the artifact cap (then the artifact is its first bytes, not valid JSON).
-    """
-    text = json.dumps(output, ensure_ascii=False, default=str)
-    data = text.encode()
-    size = len(data)
-    fields: dict[str, Any] = {"output_size": size, "chars_out": len(text)}
-    if size <= tool.max_response_bytes and not cut:
-        fields.update(output_data=output, output_truncated=False)
-        return fields
-    cap = settings.TOOLHUB_MAX_ARTIFACT_BYTES
-    complete = not cut and size <= cap
-    data = data[:cap]
-    fields.update(
-        output_data={
-            "truncated": True,
-            "size_bytes": size,
-            "complete": complete,
-            # The record (and so the audit chain, through its content hash) holds the
-            # stored output's digest: the artifact on disk can be checked against it.
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "preview": text[: min(PREVIEW_CHARS, tool.max_response_bytes)],
-        },
-        output_truncated=True,
-    )
-    try:
-        name = default_storage.save(f"executions/{execution.pk}.json", ContentFile(data))
-    except Exception as exc:  # a full disk or an unreachable bucket must still end the call
-        logger.error(
-            "execution %s: the output (%d bytes) could not be stored: %s",
-            execution.pk,
-            size,
-            exc.__class__.__name__,
-        )
-        raise ArtifactNotStored(fields) from exc
-    fields["output_artifact"] = name
-    return fields
-
-
-class ArtifactNotStored(Exception):
-    """The full output could not be kept; ``fields`` hold the row's preview of it."""
-
-    def __init__(self, fields: dict[str, Any]):
-        super().__init__("artifact not stored")
-        self.fields = fields
-
-
-def _slot_keys(tool: Tool) -> list[tuple[str, int]]:
-    """The concurrency limits that apply: the tool's, and its MCP server's."""
-    keys = []
-    if tool.max_concurrency:
-        keys.append((f"toolhub:slots:tool:{tool.pk}", tool.max_concurrency))
-    if tool.type == "mcp":
-        server = mcp_server_for_tool(tool)
-        if server is not None and server.max_concurrency:
-            keys.append((f"toolhub:slots:mcp:{server.pk}", server.max_concurrency))
-    return keys
-
-
-def _acquire_slots(execution: Execution, tool: Tool, lease: float) -> list[str] | None:
-    """Take every slot the call needs, or none (returns None when one is full)."""
-    holder = str(execution.pk)
-    taken: list[str] = []
-    for key, limit in _slot_keys(tool):
-        try:
-            ok = slot_acquire(key, holder, limit, lease)
-        except SharedStateUnavailable as exc:
-            if tool.is_high_risk:
-                ok = False
-            else:
-                logger.warning(
-                    "concurrency store unavailable (%s); running %s unguarded", exc, tool.name
-                )
-                ok = True
-        if not ok:
-            for held in taken:
-                _release(held, holder)
-            return None
-        taken.append(key)
-    return taken
-
-
-def _release(key: str, holder: str) -> None:
-    try:
-        slot_release(key, holder)
-    except SharedStateUnavailable as exc:
-        logger.warning("could not release slot %s (its lease frees it): %s", key, exc)
 
 
 def _queue_deadline(execution: Execution, tool: Tool):
@@ -282,14 +145,16 @@ def execution_run(*, execution_id) -> Execution | None:
         return _wait_for_slot(row, tool)
     try:
         mark_running(row, tool, timezone.now())  # the row as claimed: not read back
-        claimed = Execution.objects.filter(pk=execution_id, status=ExecutionStatus.QUEUED).update(
-            status=row.status,
-            started_at=row.started_at,
-            deadline_at=row.deadline_at,
-            worker=row.worker,
-            # As read: a beat another task wrote meanwhile would differ from the row
-            # the finish event hashes (content version 3).
-            heartbeat_at=row.heartbeat_at,
+        claimed = transitions.execution_claim(
+            row,
+            {
+                "started_at": row.started_at,
+                "deadline_at": row.deadline_at,
+                "worker": row.worker,
+                # As read: a beat another task wrote meanwhile would differ from the row
+                # the finish event hashes (content version 3).
+                "heartbeat_at": row.heartbeat_at,
+            },
         )
         if not claimed:
             logger.info("execution %s no longer queued: nothing to do", execution_id)
@@ -301,32 +166,29 @@ def execution_run(*, execution_id) -> Execution | None:
 
 def _deny_queued(execution: Execution, reason: str, message: str) -> Execution | None:
     """End a queued call that may no longer run as ``denied`` (once, whoever gets there)."""
-    now = timezone.now()
-    with transaction.atomic():
-        done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
-            status=ExecutionStatus.DENIED,
-            reason_code=reason,
-            error_type=reason,
-            error_message=message,
-            finished_at=now,
-            sealed_secrets="",
-            cost=not_charged(),
-        )
-        if done:
-            audit_execution(Execution.objects.get(pk=execution.pk), "execution.denied")
-    if done:
-        notify.notify_done(execution.pk)
+    transitions.execution_move(
+        execution.pk,
+        from_statuses=[ExecutionStatus.QUEUED],
+        to=ExecutionStatus.DENIED,
+        reason_code=reason,
+        error_type=reason,
+        error_message=message,
+        finished_at=timezone.now(),
+        **transitions.not_run(),
+    )
     return None
 
 
 def take_slots(execution: Execution, tool: Tool) -> list[str] | None:
     """The concurrency slots a call about to run here needs (None: one is full)."""
-    return _acquire_slots(execution, tool, lease=total_budget_seconds(tool) + REAP_GRACE_SECONDS)
+    return concurrency.acquire_slots(
+        execution, tool, lease=total_budget_seconds(tool) + REAP_GRACE_SECONDS
+    )
 
 
 def release_slots(execution: Execution, slots: list[str]) -> None:
     for key in slots:
-        _release(key, str(execution.pk))
+        concurrency.release(key, str(execution.pk))
 
 
 def mark_running(execution: Execution, tool: Tool, now) -> None:
@@ -373,18 +235,16 @@ def fail_internal(execution: Execution, tool: Tool) -> Execution:
 def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
     now = timezone.now()
     if now >= _queue_deadline(execution, tool):
-        with transaction.atomic():
-            done = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
-                status=ExecutionStatus.FAILED,
-                error_type="queue_timeout",
-                error_message="The tool stayed at its concurrency limit until this call's queue deadline.",
-                finished_at=now,
-                sealed_secrets="",
-                cost=not_charged(),
-            )
-            if done:
-                audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")
-        notify.notify_done(execution.pk)
+        if not transitions.execution_move(
+            execution.pk,
+            from_statuses=[ExecutionStatus.QUEUED],
+            to=ExecutionStatus.FAILED,
+            error_type="queue_timeout",
+            error_message="The tool stayed at its concurrency limit until this call's queue deadline.",
+            finished_at=now,
+            **transitions.not_run(),
+        ):
+            notify.notify_done(execution.pk)
         return None
     beat = execution.heartbeat_at
     if beat is None or (now - beat).total_seconds() >= HEARTBEAT_EVERY_SECONDS:
@@ -396,18 +256,11 @@ def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
     # Try again soon at first, then less often: 0.2 s, growing with the wait to 2 s.
     waited = (now - (execution.queued_at or execution.created_at)).total_seconds()
     pause = min(SLOT_RETRY_MAX_SECONDS, max(SLOT_RETRY_SECONDS, waited / 10))
-    from executions.tasks import run_execution
-
-    if run_execution.app.conf.task_always_eager:
-        # In-process (embedded): nobody else will pick it up, so wait here.
-        time.sleep(pause)
-        return execution_run(execution_id=execution.pk)
-    run_execution.apply_async(
-        args=[str(execution.pk), execution.request_id],
-        queue=tool.type,
-        countdown=pause,
-    )
-    return None
+    if _dispatch().requeue(execution, tool, pause):
+        return None
+    # In-process (embedded): nobody else will pick it up, so wait here.
+    time.sleep(pause)
+    return execution_run(execution_id=execution.pk)
 
 
 def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, float]:
@@ -415,11 +268,11 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
     started = time.monotonic()
     try:
         sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
-        configs, secret_configs = spec.runtime(_configs_for)
+        configs, secret_configs = spec.runtime(run_configs.configs_for)
         # Every secret the call uses, whatever the executor: the tool's, the caller's
         # and those its configs resolve to (an MCP server's token, a database alias).
         lent = lent_secrets(tool.type, configs)
-        secrets = tuple(dict.fromkeys([*_secret_values(secret_configs, sealed), *lent]))
+        secrets = tuple(dict.fromkeys([*run_configs.secret_values(secret_configs, sealed), *lent]))
         executor = get_executor(tool.type)
     except Exception as exc:  # configuration that cannot even be loaded
         logger.warning("execution %s: cannot prepare: %s", execution.pk, exc.__class__.__name__)
@@ -483,8 +336,8 @@ def _finish(
     if result.output is not None:
         try:
             cut = bool((result.metadata or {}).get("truncated"))
-            fields.update(_store_output(execution, tool, result.output, cut=cut))
-        except ArtifactNotStored as exc:
+            fields.update(outputs.store_output(execution, tool, result.output, cut=cut))
+        except outputs.ArtifactNotStored as exc:
             # The row keeps the preview; the call ends failed now, not at the reaper.
             fields.update(exc.fields)
             result = ExecutorResult(
@@ -518,18 +371,11 @@ def _finish(
     # after the write nothing is read back.
     for name, value in fields.items():
         setattr(execution, name, value)
-    event = execution_audit_event(execution, f"execution.{status}", actor=_principal(execution))
-    # The guarded UPDATE and, only if it changed the row, the event (one statement on
-    # PostgreSQL).
-    done = rows.update_then_insert(
-        Execution, execution.pk, fields, where={"status": ExecutionStatus.RUNNING}, then=event
-    )
-    if done:
-        executions_audited(execution)
+    done = transitions.execution_finish(execution, fields, actor=_principal(execution))
     if done:
         store_result(tool, execution)
         if tool.requires_approval and Approval.objects.filter(execution=execution).exists():
-            notify_agent(execution)
+            _dispatch().notify_agent(execution)
     else:
         execution.refresh_from_db()
     if notify_waiters:
@@ -556,20 +402,19 @@ def executions_reap(*, now=None) -> dict[str, int]:
     for execution in Execution.objects.filter(
         status=ExecutionStatus.RUNNING, deadline_at__lt=now
     ).only("pk"):
-        with transaction.atomic():
-            claimed = Execution.objects.filter(
-                pk=execution.pk, status=ExecutionStatus.RUNNING, deadline_at__lt=now
-            ).update(
-                status=ExecutionStatus.FAILED,
-                error_type="worker_lost",
-                error_message="The worker running this execution stopped before it finished.",
-                finished_at=now,
-                sealed_secrets="",
-            )
-            if claimed:
-                failed += 1
-                audit_execution(Execution.objects.get(pk=execution.pk), "execution.failed")
-        notify.notify_done(execution.pk)
+        ended = transitions.execution_move(
+            execution.pk,
+            from_statuses=[ExecutionStatus.RUNNING],
+            to=ExecutionStatus.FAILED,
+            where={"deadline_at__lt": now},
+            error_type="worker_lost",
+            error_message="The worker running this execution stopped before it finished.",
+            finished_at=now,
+            sealed_secrets="",  # not charged back: the tool may have run
+        )
+        if ended is None:
+            notify.notify_done(execution.pk)
+        failed += ended is not None
     requeued = 0
     stale = now - timedelta(seconds=REQUEUE_AFTER_SECONDS)
     for execution in (
@@ -577,7 +422,7 @@ def executions_reap(*, now=None) -> dict[str, int]:
         .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
         .select_related("tool")
     ):
-        if not enqueue(execution, execution.tool):
+        if not _dispatch().enqueue(execution, execution.tool):
             break  # the broker does not answer: the next round tries again
         Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
             queued_at=now

@@ -5,7 +5,7 @@ The body is JSON; ``X-ToolHub-Signature: t=<unix time>,v1=<hex>`` where
 over the raw body and rejects old timestamps. Delivery goes through the
 egress guard and is pinned to the checked address. A connection error, a
 timeout or a 429/5xx answer is tried again (10 s, 1 min, 5 min: the task's
-retries); the final outcome is an audit event on the agent
+retries, queued by ``dispatch.notify_agent``); the final outcome is an audit event on the agent
 (``webhook.delivered`` / ``webhook.failed``). Nothing of it affects the execution.
 """
 
@@ -18,11 +18,11 @@ import logging
 import time
 
 import httpx
-from django.db import transaction
 
 from executions import egress
 from executions.models import Execution
 from registry import crypto
+from registry.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 TIMEOUT_SECONDS = 5.0
@@ -49,28 +49,6 @@ def payload(execution: Execution) -> dict:
     }
 
 
-def notify_agent(execution: Execution) -> None:
-    """Queue the webhook after commit when the call's agent has one."""
-    agent = execution.agent
-    if agent is None or not agent.webhook_url:
-        return
-    transaction.on_commit(lambda: _queue_delivery(execution))
-
-
-def _queue_delivery(execution: Execution) -> None:
-    """Publish the delivery task; a broker that cannot take it (in time) costs the
-    webhook, recorded as failed, never the request that ended the call."""
-    from kombu.exceptions import OperationalError
-
-    from executions.tasks import deliver_webhook
-
-    try:
-        deliver_webhook.delay(str(execution.pk))
-    except (OperationalError, OSError) as exc:
-        logger.warning("webhook for execution %s not queued: %s", execution.pk, exc)
-        _audit(execution, ok=False, attempt=0, problem=f"not queued: {exc.__class__.__name__}")
-
-
 # Outcomes of one delivery attempt.
 DELIVERED, RETRY, GAVE_UP = "delivered", "retry", "gave_up"
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
@@ -93,7 +71,7 @@ def deliver(execution_id, *, attempt: int = 1, last_attempt: bool = True) -> str
         destination = egress.check_url(url)
     except Exception as exc:
         logger.warning("webhook for agent %s refused: %s", agent.name, exc)
-        _audit(execution, ok=False, attempt=attempt, problem=f"egress refused: {exc}")
+        delivery_audit(execution, ok=False, attempt=attempt, problem=f"egress refused: {exc}")
         return GAVE_UP
     body = json.dumps(payload(execution), separators=(",", ":")).encode()
     secret = crypto.decrypt_json(agent.webhook_secret) if agent.webhook_secret else ""
@@ -112,20 +90,21 @@ def deliver(execution_id, *, attempt: int = 1, last_attempt: bool = True) -> str
         problem, retryable = exc.__class__.__name__, True
     else:
         if response.status_code < 300:
-            _audit(execution, ok=True, attempt=attempt, status=response.status_code)
+            delivery_audit(execution, ok=True, attempt=attempt, status=response.status_code)
             return DELIVERED
         problem = f"answered {response.status_code}"
         retryable = response.status_code in RETRY_STATUSES
     logger.warning("webhook for agent %s failed (attempt %d): %s", agent.name, attempt, problem)
     if retryable and not last_attempt:
         return RETRY
-    _audit(execution, ok=False, attempt=attempt, problem=problem)
+    delivery_audit(execution, ok=False, attempt=attempt, problem=problem)
     return GAVE_UP
 
 
-def _audit(execution: Execution, *, ok: bool, attempt: int, status=None, problem="") -> None:
-    from registry.services.audit import audit_record
-
+def delivery_audit(
+    execution: Execution, *, ok: bool, attempt: int, status=None, problem=""
+) -> None:
+    """The final outcome of telling the agent, as an audit event on the agent."""
     after = {
         "execution_id": str(execution.pk),
         "execution_status": execution.status,

@@ -1,0 +1,267 @@
+"""Admission: whether one call may run, decided before anything is written.
+
+Steps, in order (DESIGN.md): who calls (the role asked for must be the
+caller's, 403) → resolve the tool among those the caller may read, by name, id
+or a name a discovery format listed it under (404; two such tools: 409) →
+active (409) → ``execute`` permission (403) → validate and coerce the arguments
+(422) → rate limits (429) → the approval gate (``pending_approval``) → the
+result cache. The answer is a value: an ``Admission`` to record and dispatch, or
+a ``Refusal`` (its ``code`` is the error's) for ``recording.refusal_write``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import Group
+
+from executions.models import ExecutionStatus
+from executions.services import governance
+from executions.services.records import input_hash
+from executions.services.refusal_secrets import (
+    RAW_INPUT_NOT_KEPT,
+    problems_without_secrets,
+    secret_forms,
+)
+from executions.validation import validate_arguments
+from registry import access, selectors, snapshot
+from registry.models import Action, Tool
+from toolhub.api.params import parse_id
+from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
+
+
+class InvalidArguments(ToolHubError):
+    status_code = 422
+    code = "invalid_arguments"
+
+
+@dataclass
+class Caller:
+    """Who is calling: the authenticated user, the agent behind it, and the roles it acts with."""
+
+    user: Any
+    agent: Any
+    role: Group | None
+    role_ids: list[int] | None
+
+    @property
+    def name(self) -> str:
+        return self.agent.name if self.agent is not None else self.user.get_username()
+
+    def all_role_ids(self) -> list[int]:
+        return access.role_ids_of(self.user)
+
+
+def resolve_caller(user, role_ref: Any = None) -> Caller:
+    agent = getattr(user, "agent", None)
+    if role_ref in (None, ""):
+        return Caller(user=user, agent=agent, role=None, role_ids=None)
+    qs = Group.objects.all()
+    role_id = parse_id(role_ref)  # ASCII digits only: other scripts' digits are a name
+    role = (
+        qs.filter(pk=role_id).first()
+        if role_id is not None and role_id <= 2**31 - 1  # Group's id is a 32-bit integer
+        else qs.filter(name=str(role_ref)).first()
+    )
+    caller = Caller(user=user, agent=agent, role=None, role_ids=None)
+    if role is None or role.pk not in access.role_ids_of(user):
+        # Same answer for an unknown role and one the caller is not in.
+        raise PermissionDenied(
+            f"You are not a member of role '{role_ref}'.", code="role_not_member"
+        )
+    caller.role, caller.role_ids = role, [role.pk]
+    return caller
+
+
+class AmbiguousToolName(Conflict):
+    code = "tool_name_ambiguous"
+
+
+def _find_tool(caller: Caller, tool_ref: str, entries) -> snapshot.ToolSpec | None:
+    """The tool ``tool_ref`` names, if the caller may read it (None otherwise: one answer, 404).
+
+    A name a discovery format listed a tool under (``registry.formats.provider_name``)
+    names that tool too; should it stand for two tools the caller may read, the call
+    is refused (``AmbiguousToolName``), never given to either."""
+    spec = snapshot.tool_spec(tool_ref, entries)
+    if spec is None:
+        return _tool_listed_as(caller, tool_ref, entries)
+    if not _may_read(caller, spec, entries):
+        return None
+    return spec
+
+
+def _may_read(caller: Caller, spec: snapshot.ToolSpec, entries) -> bool:
+    return access.can(
+        caller.user, Action.READ, spec.tool, role_ids=caller.role_ids, entries=entries
+    )
+
+
+def _tool_listed_as(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec | None:
+    names = snapshot.cached(
+        entries,
+        ("tool-listed-as", str(tool_ref)),
+        lambda: tuple(selectors.tool_names_listed_as(str(tool_ref))) or None,
+        keep_none=False,  # any text may be asked for: only names of tools are kept
+    )
+    specs = [snapshot.tool_spec(name, entries) for name in names or ()]
+    readable = [spec for spec in specs if spec is not None and _may_read(caller, spec, entries)]
+    if len(readable) > 1:
+        raise AmbiguousToolName(
+            f"'{tool_ref}' stands for more than one tool: give the tool's tool_id instead."
+        )
+    return readable[0] if readable else None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A call that may not run: the error to answer with and what its record keeps.
+
+    ``message``: what the record keeps when it is not the error's message;
+    ``secrets``: every text form of the secret values given, kept out of the record.
+    """
+
+    error: ToolHubError
+    caller: Caller
+    tool: Tool | None = None
+    status: str = ExecutionStatus.DENIED
+    message: str = ""
+    inputs: Any = None
+    raw_input: str = ""
+    secrets: tuple[str, ...] = ()
+
+    @property
+    def code(self) -> str:
+        return self.error.code
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A call that may go ahead: ``status`` is ``pending_approval``, ``succeeded`` (an
+    answer from the cache, ``cached``) or ``queued``; ``quota`` is the tightest rate
+    limit's state after it (the X-RateLimit-* headers)."""
+
+    caller: Caller
+    spec: snapshot.ToolSpec
+    stored: dict[str, Any]
+    secrets: dict[str, Any]
+    digest: str
+    status: str
+    cached: dict[str, Any] | None
+    quota: governance.Quota | None
+
+    @property
+    def tool(self) -> Tool:
+        return self.spec.tool
+
+
+class Refused(Exception):
+    """Ends admission early with ``refusal`` (caught in ``admission_decide``)."""
+
+    def __init__(self, refusal: Refusal):
+        super().__init__(refusal.code)
+        self.refusal = refusal
+
+
+def admission_decide(
+    *, user, tool_ref: Any, arguments: Any, role_ref: Any = None, entries
+) -> Admission | Refusal:
+    """Decide on one call (the steps in the module docstring); nothing is written."""
+    try:
+        caller = _caller(user, role_ref, tool_ref, entries)
+        spec = _runnable_tool(caller, tool_ref, entries)
+        stored, secrets = _valid_arguments(caller, spec, arguments)
+        quota = _within_rate_limits(caller, spec.tool, spec.rules, stored, secrets)
+    except Refused as refused:
+        return refused.refusal
+    digest = input_hash(stored)
+    cached = None
+    if governance.needs_approval(spec.tool, stored):
+        status = ExecutionStatus.PENDING_APPROVAL
+    else:
+        cached = governance.cached_result(spec.tool, digest)
+        status = ExecutionStatus.SUCCEEDED if cached else ExecutionStatus.QUEUED
+    return Admission(caller, spec, stored, secrets, digest, status, cached, quota)
+
+
+def _caller(user, role_ref: Any, tool_ref: Any, entries) -> Caller:
+    try:
+        return resolve_caller(user, role_ref)
+    except PermissionDenied as exc:
+        caller = Caller(user=user, agent=getattr(user, "agent", None), role=None, role_ids=None)
+        # The refusal names the tool when the caller may read it with its own roles, so
+        # the record can be found by tool; otherwise it stays unnamed (as a 404 would).
+        try:
+            spec = _find_tool(caller, tool_ref, entries)
+        except AmbiguousToolName:
+            spec = None
+        raise Refused(Refusal(exc, caller, spec.tool if spec else None)) from None
+
+
+def _runnable_tool(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec:
+    """The tool the call names, if the caller may read it, it is active and the caller
+    may execute it."""
+    try:
+        spec = _find_tool(caller, tool_ref, entries)
+    except AmbiguousToolName as exc:
+        raise Refused(Refusal(exc, caller)) from None
+    if spec is None:
+        raise Refused(Refusal(NotFound("Tool not found.", code="tool_not_found"), caller))
+    tool = spec.tool
+    if not tool.is_active:
+        error = Conflict(f"Tool '{tool.name}' is deactivated.", code="tool_inactive")
+        raise Refused(Refusal(error, caller, tool))
+    if not access.can(caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids, entries=entries):
+        error = PermissionDenied(f"You may read '{tool.name}' but not execute it.")
+        raise Refused(Refusal(error, caller, tool))
+    return spec
+
+
+def _valid_arguments(caller: Caller, spec: snapshot.ToolSpec, arguments: Any) -> tuple[dict, dict]:
+    """The arguments as the schema coerces them: those kept, and the per-call secrets."""
+    outcome = validate_arguments(arguments, spec.input_schema)
+    if not outcome.ok:
+        raise Refused(_invalid(caller, spec, outcome))
+    names = spec.secret_names
+    stored = {k: v for k, v in outcome.value.items() if k not in names}
+    return stored, {k: v for k, v in outcome.value.items() if k in names}
+
+
+def _invalid(caller: Caller, spec: snapshot.ToolSpec, outcome) -> Refusal:
+    secret_names = spec.secret_names
+    stored = (
+        {k: v for k, v in outcome.value.items() if k not in secret_names}
+        if isinstance(outcome.value, dict)
+        else None
+    )
+    problems, forms = problems_without_secrets(outcome.errors, outcome.value, secret_names)
+    raw_input = ""
+    if stored is None and outcome.raw_text:
+        raw_input = RAW_INPUT_NOT_KEPT if secret_names else outcome.raw_text
+    count = len(problems)
+    error = InvalidArguments(
+        f"The arguments do not match the tool's input schema "
+        f"({count} problem{'s' if count != 1 else ''}).",
+        details=problems,
+    )
+    return Refusal(
+        error,
+        caller,
+        spec.tool,
+        status=ExecutionStatus.INVALID,
+        message="; ".join(f"{e['path']}: {e['message']}" for e in problems),
+        inputs=stored,
+        raw_input=raw_input,
+        secrets=tuple(forms),
+    )
+
+
+def _within_rate_limits(caller: Caller, tool: Tool, rules, stored: dict, secrets: dict):
+    try:
+        return governance.rate_limit_admit(caller=caller, tool=tool, rules=rules)
+    except (governance.RateLimited, governance.ControlsUnavailable) as exc:
+        refusal = Refusal(
+            exc, caller, tool, inputs=stored, secrets=tuple(secret_forms(secrets.values()))
+        )
+        raise Refused(refusal) from None

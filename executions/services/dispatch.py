@@ -1,0 +1,208 @@
+"""Where an admitted call runs: here, on a worker while the caller waits, or on a worker.
+
+The only module that knows Celery. Tasks are sent by name (``executions.run``,
+``executions.deliver_webhook``) so no service imports ``executions.tasks``: the
+tasks import the services, never the other way round. ``send_task`` ignores
+``task_always_eager``, so in-process (embedded) the registered task is applied
+instead; its own ``apply_async`` runs it in this thread then.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from executions.models import Execution, ExecutionStatus
+from executions.services import notify, runner, transitions, webhooks
+from executions.services.runner import total_budget_seconds
+from registry.models import Tool
+from toolhub.celery import app
+from toolhub.exceptions import ToolHubError
+
+logger = logging.getLogger(__name__)
+RUN_TASK = "executions.run"
+WEBHOOK_TASK = "executions.deliver_webhook"
+BROKER_ERRORS = (KombuOperationalError, OSError)
+QUEUE_UNAVAILABLE_MESSAGE = (
+    "The task queue (broker) could not take the call; it was not run. Retry later."
+)
+
+
+class QueueUnavailable(ToolHubError):
+    """The broker did not take an admitted call: it was ended ``failed``, nothing ran."""
+
+    status_code = 503
+    code = "queue_unavailable"
+
+
+def tasks_run_here() -> bool:
+    return bool(app.conf.task_always_eager)
+
+
+def _send(name: str, **options) -> None:
+    """Publish the task registered as ``name`` (applied here when tasks run in-process)."""
+    task = app.tasks[name]
+    task.apply_async(**options)
+
+
+def runs_inline(tool: Tool, wait: float | bool | None) -> bool:
+    """Run here when the caller waits for the whole call: ``true``, or a number of
+    seconds covering the tool's full budget (a shorter wait must answer 202 in time)."""
+    if not wait or tool.type not in settings.TOOLHUB_INLINE_WAIT:
+        return False
+    return wait is True or float(wait) >= total_budget_seconds(tool)
+
+
+def claim_inline(execution: Execution, tool: Tool, wait, now) -> list[str] | None:
+    """The concurrency slots of a queued call that runs here, marked ``running`` from
+    ``now`` (None: it goes to the workers).
+
+    A caller that waits has its call run in this process after the durable
+    INSERT, skipping the broker hop (bench/README.md): the same slots, retries
+    and recording. When a slot is full it queues instead. Admitted and started
+    in one write: the row is durable as ``running`` before the tool runs; the
+    reaper ends it if this process dies.
+    """
+    if execution.status != ExecutionStatus.QUEUED or not runs_inline(tool, wait):
+        return None
+    slots = runner.take_slots(execution, tool)
+    if slots is not None:
+        runner.mark_running(execution, tool, now)
+    return slots
+
+
+def wait_limit(tool: Tool, wait: float | bool) -> float:
+    budget = total_budget_seconds(tool) + 2.0
+    if wait is True:
+        return budget
+    return max(0.0, min(float(wait), budget))
+
+
+def enqueue(execution: Execution, tool: Tool) -> bool:
+    """Publish the task that runs ``execution``; False when the broker did not take it
+    (in time: settings.TOOLHUB_REDIS_TIMEOUT). Never raises for an unreachable broker."""
+    budget = total_budget_seconds(tool)
+    try:
+        _send(
+            RUN_TASK,
+            args=[str(execution.pk), execution.request_id],
+            queue=tool.type,
+            soft_time_limit=budget + 5,
+            time_limit=budget + 15,
+        )
+    except BROKER_ERRORS as exc:
+        logger.warning(
+            "broker unreachable (%s): execution %s not sent to the workers",
+            type(exc).__name__,
+            execution.pk,
+        )
+        return False
+    return True
+
+
+def requeue(execution: Execution, tool: Tool, countdown: float) -> bool:
+    """Send a call waiting for a concurrency slot back to the workers in ``countdown``
+    seconds; False when tasks run in-process (nobody else would pick it up)."""
+    if tasks_run_here():
+        return False
+    _send(
+        RUN_TASK,
+        args=[str(execution.pk), execution.request_id],
+        queue=tool.type,
+        countdown=countdown,
+    )
+    return True
+
+
+def notify_agent(execution: Execution) -> None:
+    """Queue the webhook after commit when the call's agent has one."""
+    agent = execution.agent
+    if agent is None or not agent.webhook_url:
+        return
+    transaction.on_commit(lambda: _queue_delivery(execution))
+
+
+def _queue_delivery(execution: Execution) -> None:
+    """Publish the delivery task; a broker that cannot take it (in time) costs the
+    webhook, recorded as failed, never the request that ended the call."""
+    try:
+        app.tasks[WEBHOOK_TASK].delay(str(execution.pk))
+    except BROKER_ERRORS as exc:
+        logger.warning("webhook for execution %s not queued: %s", execution.pk, exc)
+        webhooks.delivery_audit(
+            execution, ok=False, attempt=0, problem=f"not queued: {exc.__class__.__name__}"
+        )
+
+
+def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None:
+    """Send a just-admitted call to the workers (once its row is committed).
+
+    When the broker does not take it, the call ends ``failed`` with error type
+    ``queue_unavailable`` (the caller is answered 503): it never runs, not even
+    from a message that reached the broker after all, because a worker runs only
+    ``queued`` calls. If a worker claimed it first, it stays the worker's.
+    """
+    if publish(execution, tool):
+        return
+    ended = transitions.execution_move(
+        execution.pk,
+        from_statuses=[ExecutionStatus.QUEUED],
+        to=ExecutionStatus.FAILED,
+        notify_waiters=False,  # the caller is answered 503 at once
+        error_type=QueueUnavailable.code,
+        error_message=QUEUE_UNAVAILABLE_MESSAGE,
+        finished_at=timezone.now(),
+        **transitions.not_run(),
+    )
+    if ended is not None:
+        execution.refresh_from_db()
+
+
+def queue_refusal(execution: Execution) -> QueueUnavailable:
+    exc = QueueUnavailable(QUEUE_UNAVAILABLE_MESSAGE)
+    exc.extra = {"execution_id": str(execution.pk)}
+    return exc
+
+
+def run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
+    """An admitted call's answer: run here, wait for the worker, or answer at once.
+
+    A failure of ours from here on never leaves the call ``running`` nor answers
+    a 500: the call may have reached the tool, so it ends ``failed`` (run here)
+    or is answered as it stands (a worker still has it); never run again.
+    """
+    if run_here:
+        try:
+            return runner.run_claimed(execution, spec, notify_waiters=False)
+        except Exception:
+            logger.exception("execution %s: failed after it was admitted", execution.pk)
+            return runner.fail_internal(execution, spec.tool)
+        finally:
+            runner.release_slots(execution, slots)
+    queued = execution.status == ExecutionStatus.QUEUED
+    # A call waiting for a human answers at once, even when the caller asked to wait.
+    if wait and queued:
+        _wait_for(execution, wait_limit(spec.tool, wait))
+    if (wait or tasks_run_here()) and queued:
+        # Embedded mode runs the task in this thread when the row commits: the
+        # call has finished by now, so answer with what it became, not "queued".
+        execution.refresh_from_db()
+    return execution
+
+
+def _wait_for(execution: Execution, limit: float) -> None:
+    def done() -> bool:
+        return (
+            Execution.objects.filter(pk=execution.pk)
+            .exclude(status__in=[ExecutionStatus.QUEUED, ExecutionStatus.RUNNING])
+            .exists()
+        )
+
+    try:
+        notify.wait_done(execution.pk, limit, done)
+    except Exception:
+        logger.exception("execution %s: waiting for it failed; answered as it stands", execution.pk)
