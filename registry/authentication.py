@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -80,14 +82,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "The token contains invalid characters."
             ) from None
-        return self.authenticate_token(raw, request)
+        return self.authenticate_token(raw)
 
-    def authenticate_token(self, raw: str, request=None):
+    def authenticate_token(self, raw: str):
+        """``(user, TokenCredentials)`` for a raw token, or AuthenticationFailed saying why."""
         token_hash = hash_token(raw)
         entries = snapshot.current()
-        if request is not None:
-            # Read once per request: the execution pipeline reuses it (registry_entries).
-            request._toolhub_registry = entries
         # Unknown tokens are not kept: guessing cannot fill the memory.
         entry = snapshot.cached(
             entries, ("token", token_hash), lambda: _load(token_hash), keep_none=False
@@ -110,12 +110,26 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
                 "give the agent another owner."
             )
         _touch(token)
-        return user, token
+        # The registry entries read once here travel with the credentials (request.auth):
+        # the execution pipeline reuses them (registry_entries).
+        return user, TokenCredentials(token=token, registry=entries)
 
     def authenticate_header(self, request):
         return 'Bearer realm="toolhub"'
 
 
+@dataclass(frozen=True)
+class TokenCredentials:
+    """What token authentication establishes besides the user (``request.auth``):
+    the token, and the in-memory registry entries it was validated against."""
+
+    token: Any
+    registry: Any
+
+
 def registry_entries(request):
     """The registry entries this request's token authentication validated, if any."""
-    return getattr(request, "_toolhub_registry", snapshot.UNREAD)
+    credentials = getattr(request, "auth", None)
+    if isinstance(credentials, TokenCredentials):
+        return credentials.registry
+    return snapshot.UNREAD

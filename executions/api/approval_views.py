@@ -12,7 +12,7 @@ from executions.services.approvals import (
     approval_decide,
     approval_for,
     approvals_visible_to,
-    may_decide,
+    decision_refusal,
 )
 from registry.api.base import BaseAPIView
 from toolhub.api.openapi import errors, page_parameters, paginated
@@ -90,11 +90,9 @@ class ApprovalDecisionView(BaseAPIView):
     @extend_schema(request=DecisionSerializer, responses={200: ApprovalSerializer, **errors(409)})
     def post(self, request, approval_id):
         approval = approval_for(request.user, approval_id)
-        refusal = may_decide(request.user, approval)
+        refusal = decision_refusal(request.user, approval)
         if refusal:  # refuse before looking at the body
-            raise PermissionDenied(
-                refusal, code="four_eyes" if "Four eyes" in refusal else "permission_denied"
-            )
+            raise PermissionDenied(refusal.message, code=refusal.code)
         data = DecisionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         approval = approval_decide(
