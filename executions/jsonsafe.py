@@ -41,7 +41,7 @@ from toolhub.text import is_storable_text
 CIRCULAR = "[circular]"
 TOO_DEEP = "[nested too deeply]"
 # The deepest nesting of containers a stored value keeps (the outermost counts as 1);
-# call arguments may be nested at most this deep too (executions/validation.py).
+# call arguments may be nested at most this deep too (executions/validation/).
 MAX_DEPTH = 100
 
 

@@ -12,7 +12,7 @@ a string enum, an object without properties or an array without ``items`` is
 asked for as JSON text, and whatever the subset cannot say is written into the
 description (as JSON Schema), never dropped. ToolHub validates every call
 against the tool's full schema and turns these text forms back ("2" for an
-integer, a JSON object given as text: ``executions/validation.py``).
+integer, a JSON object given as text: ``executions/validation/``).
 ``additionalProperties: false`` is how Gemini reads every object already.
 """
 

@@ -2,7 +2,7 @@
 number literals beyond a float's range (``1e999`` becomes infinity), which no JSON
 column stores and no client of ours can read back. Used for request bodies
 (``toolhub/api/parsers.py``) and for arguments given as JSON text
-(``executions/validation.py``).
+(``executions/validation/``).
 
 An object naming a key twice is refused too: parsers disagree on which value
 wins (Python takes the last), so a proxy or a filter in front of ToolHub could
