@@ -7,7 +7,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from executions.models import ExecutionStatus
+from executions.models import Execution, ExecutionStatus
+
+# Cost is answered as a fixed string with the column's decimals (6), whatever the
+# database's SUM gives back (SQLite's carries float noise: 0.00400000000000000).
+COST_SCALE = Decimal(1).scaleb(-Execution._meta.get_field("cost").decimal_places)
 
 
 @dataclass
@@ -50,7 +54,7 @@ class Metrics:
             "success_rate": None if self.success_rate is None else round(self.success_rate, 6),
             "p50_ms": None if self.p50_ms is None else round(self.p50_ms, 3),
             "p95_ms": None if self.p95_ms is None else round(self.p95_ms, 3),
-            "cost": str(self.cost) if self.cost is not None else "0",
+            "cost": f"{Decimal(self.cost or 0).quantize(COST_SCALE):f}",
             "by_status": {status: self.count(status) for status in ExecutionStatus.values},
         }
         if self.denials_by_reason is not None:

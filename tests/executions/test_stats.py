@@ -132,6 +132,7 @@ def test_totals_and_per_tool_numbers_are_exact(world, reviewer_client):
     assert total["p50_ms"] == pytest.approx(expected_percentile(everything, 0.5))
     assert total["p95_ms"] == pytest.approx(expected_percentile(everything, 0.95))
     assert Decimal(total["cost"]) == Decimal("2")
+    assert total["cost"] == "2.000000"  # a fixed string with the column's 6 decimals
 
     groups = by_name(data)
     alpha = groups["alpha_tool"]
