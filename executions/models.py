@@ -80,6 +80,14 @@ STATUS_TRANSITIONS = {
 }
 
 
+class EntryPoint(models.TextChoices):
+    """Which door a call came in by: the REST API, the admin's test run or the MCP endpoint."""
+
+    API = "api", "REST API"
+    ADMIN = "admin", "Admin test run"
+    MCP = "mcp", "MCP"
+
+
 class Execution(models.Model):
     """One call of a tool by a principal, with what was asked, decided and returned.
 
@@ -179,6 +187,19 @@ class Execution(models.Model):
     )
     request_id = models.CharField(max_length=128, blank=True)
     client_address = models.GenericIPAddressField(null=True, blank=True)
+    # Written at admission, like everything the record says about the request.
+    entry_point = models.CharField(
+        max_length=8, choices=EntryPoint.choices, default=EntryPoint.API, blank=True
+    )
+    client_name = models.CharField(
+        max_length=200, blank=True, help_text="The MCP client's clientInfo name."
+    )
+    client_version = models.CharField(
+        max_length=100, blank=True, help_text="The MCP client's clientInfo version."
+    )
+    protocol_version = models.CharField(
+        max_length=20, blank=True, help_text="The MCP protocol revision the call was made in."
+    )
     worker = models.CharField(max_length=200, blank=True)
 
     class Meta:

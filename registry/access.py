@@ -141,6 +141,11 @@ def restrict(
     return queryset.filter(_object_grants(user, codes, groups, narrowed))
 
 
+def tools_executable_by(user) -> QuerySet[Tool]:
+    """The active tools ``user`` may execute: what ``registry/me`` and the MCP endpoint list."""
+    return restrict(Tool.objects.all(), user, Action.EXECUTE).filter(is_active=True)
+
+
 def can(
     user,
     action: str,

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from registry.gemini_schema import gemini_parameters
+from registry.schema import tool_output_schema
 
 logger = logging.getLogger(__name__)
 FORMATS = ("openai", "anthropic", "gemini", "mcp", "raw")
@@ -132,6 +133,52 @@ _SCHEMAS = {"items", "additionalProperties", "not", "if", "then", "else", "conta
 _SCHEMAS |= {"propertyNames", "unevaluatedItems", "unevaluatedProperties"}
 
 
+# Tool metadata -> MCP annotations: ``safety`` says which hints hold; explicit keys
+# (``read_only``, ``destructive``, ``idempotent``, ``open_world``) win over it.
+_SAFETY_HINTS = {
+    "read_only": {"readOnlyHint": True, "destructiveHint": False},
+    "safe": {"readOnlyHint": False, "destructiveHint": False},
+    "destructive": {"readOnlyHint": False, "destructiveHint": True},
+}
+_HINT_KEYS = {
+    "read_only": "readOnlyHint",
+    "destructive": "destructiveHint",
+    "idempotent": "idempotentHint",
+    "open_world": "openWorldHint",
+}
+
+
+def mcp_annotations(metadata: dict) -> dict:
+    """The MCP tool annotations the tool's metadata says (only hints it states)."""
+    hints = dict(_SAFETY_HINTS.get(str(metadata.get("safety")), {}))
+    for key, hint in _HINT_KEYS.items():
+        if isinstance(metadata.get(key), bool):
+            hints[hint] = metadata[key]
+    return hints
+
+
+def mcp_tool(tool, name: str, description: str, schema: dict) -> dict:
+    """One tool as MCP's tools/list lists it."""
+    entry: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "inputSchema": _without_dialect(schema),
+    }
+    metadata = tool.tool_metadata or {}
+    title = metadata.get("title")
+    if isinstance(title, str) and title.strip():
+        entry["title"] = title.strip()
+    output = tool_output_schema(tool)
+    if output is not None:
+        entry["outputSchema"] = _without_dialect(output)
+    annotations = mcp_annotations(metadata)
+    if "title" in entry:
+        annotations["title"] = entry["title"]
+    if annotations:
+        entry["annotations"] = annotations
+    return entry
+
+
 def render(tools, fmt: str) -> dict:
     """The caller's tools in format ``fmt``: ``{"format", "tools", "name_map"}``."""
     items: list[dict] = []
@@ -166,14 +213,7 @@ def render(tools, fmt: str) -> dict:
                 declaration["parameters"] = parameters
             items.append(declaration)
         elif fmt == "mcp":
-            entry = {
-                "name": name,
-                "description": description,
-                "inputSchema": _without_dialect(schema),
-            }
-            if tool.tool_metadata.get("safety") == "read_only":
-                entry["annotations"] = {"readOnlyHint": True}
-            items.append(entry)
+            items.append(mcp_tool(tool, name, description, schema))
         else:
             items.append(
                 {

@@ -203,3 +203,22 @@ def tool_input_schema(tool) -> dict:
         key=lambda p: (p.position, p.name),
     )
     return schema_from_parameters(inputs)
+
+
+def tool_output_schema(tool) -> dict | None:
+    """The object schema of the tool's declared output parameters (None: it declares none).
+
+    Open to other keys: the output parameters describe what a tool returns, they do
+    not promise nothing else comes back."""
+    params = getattr(tool, "_prefetched_objects_cache", {}).get("parameters")
+    if params is None:
+        params = tool.parameters.all()
+    outputs = sorted(
+        (p for p in params if p.parameter_type == OUTPUT_KIND),
+        key=lambda p: (p.position, p.name),
+    )
+    if not outputs:
+        return None
+    schema = schema_from_parameters(outputs)
+    del schema["additionalProperties"]
+    return schema

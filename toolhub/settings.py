@@ -383,6 +383,30 @@ def inline_wait_kinds(items: list[str]) -> frozenset[str]:
 
 TOOLHUB_INLINE_WAIT = inline_wait_kinds(env_list("TOOLHUB_INLINE_WAIT", ["http"]))
 
+# ASGI (toolhub/asgi.py): paths served by an app other than Django's, named by dotted
+# path (the project package imports no app, as ROOT_URLCONF includes urls by string).
+TOOLHUB_ASGI_MOUNTS = {
+    "/mcp": "executions.mcp_server.gate.application",
+    "/.well-known/oauth-protected-resource": "executions.mcp_server.gate.application",
+}
+# The MCP endpoint (docs/mcp-server.md). Browser origins it answers besides those of
+# ALLOWED_HOSTS (DNS rebinding: a page elsewhere must not reach a local ToolHub).
+TOOLHUB_MCP_ALLOWED_ORIGINS = env_list("TOOLHUB_MCP_ALLOWED_ORIGINS", [])
+TOOLHUB_MCP_MAX_BODY_BYTES = env_int(
+    "TOOLHUB_MCP_MAX_BODY_BYTES", DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=1024
+)
+# A client that has not sent its whole request body in this many seconds gets a 408.
+TOOLHUB_MCP_BODY_TIMEOUT = env_float("TOOLHUB_MCP_BODY_TIMEOUT", 10.0, minimum=0.1)
+TOOLHUB_MCP_PAGE_SIZE = env_int("TOOLHUB_MCP_PAGE_SIZE", 100, minimum=1)
+# Threads per web process for the MCP endpoint's database work and waits.
+TOOLHUB_MCP_THREADS = env_int("TOOLHUB_MCP_THREADS", 64, minimum=1)
+# How long one tools/call waits for a human's approval before it answers with the
+# execution to poll (2025 revisions), or asks the client to retry (2026-07-28).
+TOOLHUB_MCP_APPROVAL_WAIT = env_float("TOOLHUB_MCP_APPROVAL_WAIT", 300.0, minimum=0.0)
+TOOLHUB_MCP_APPROVAL_ROUND = env_float("TOOLHUB_MCP_APPROVAL_ROUND", 20.0, minimum=0.1)
+# 2025 revisions' Mcp-Session-Id: kept in the shared cache (Redis), idle for at most this.
+TOOLHUB_MCP_SESSION_TTL = env_int("TOOLHUB_MCP_SESSION_TTL", 24 * 3600, minimum=60)
+
 # Registry reads of the execution path (token, roles, tool, rights, rules) are kept in
 # memory per process and dropped whenever the registry generation changes
 # (registry/snapshot.py). Off: every call reads the database.

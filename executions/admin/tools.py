@@ -13,6 +13,7 @@ from django.urls import path
 from django.utils.html import format_html
 
 from executions.admin.executions import executions_changelist_url
+from executions.models import EntryPoint
 from executions.services.pipeline import execution_request
 from registry import access
 from registry.admin.access import AgentAdmin
@@ -20,6 +21,7 @@ from registry.admin.audit import object_audit_url
 from registry.admin.tools import ToolAdmin
 from registry.formats import secret_parameters
 from registry.models import Action, Agent, Tool
+from toolhub import context as toolhub_context
 from toolhub.exceptions import ToolHubError
 
 
@@ -107,12 +109,13 @@ class ToolAdminWithTestRun(ToolAdmin):
         error = None
         if request.method == "POST" and form.is_valid():
             try:
-                execution = execution_request(
-                    user=request.user,
-                    tool_ref=str(tool.pk),
-                    arguments=form.cleaned_data["arguments"],
-                    wait=form.cleaned_data["wait_seconds"],
-                )
+                with toolhub_context.amend(entry_point=EntryPoint.ADMIN):
+                    execution = execution_request(
+                        user=request.user,
+                        tool_ref=str(tool.pk),
+                        arguments=form.cleaned_data["arguments"],
+                        wait=form.cleaned_data["wait_seconds"],
+                    )
             except ToolHubError as exc:
                 error = {
                     "code": exc.code,

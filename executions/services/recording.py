@@ -142,6 +142,10 @@ def call_record(
         roles_used=_role_names(caller, tool, entries),
         request_id=ctx.request_id,
         client_address=ctx.client_address,
+        entry_point=ctx.entry_point,
+        client_name=storable_text(ctx.client_name)[:200],
+        client_version=storable_text(ctx.client_version)[:100],
+        protocol_version=storable_text(ctx.protocol_version)[:20],
         **fields,
     )
 

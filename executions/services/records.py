@@ -74,9 +74,10 @@ def cost_of(tool) -> Decimal | None:
 # "content_version": 2) adds the call's request id, client address, timings,
 # sizes, what was asked for and the stored arguments of every record (refusals
 # included). Version 3 adds the claim's bookkeeping (worker, deadline, heartbeat) and
-# the encrypted secrets a finished call still holds (none). Events written before keep
-# the hash of their version, checked as such.
-CONTENT_VERSION = 3
+# the encrypted secrets a finished call still holds (none). Version 4 adds the entry
+# point, the MCP client's name and version and the protocol revision. Events written
+# before keep the hash of their version, checked as such.
+CONTENT_VERSION = 4
 
 
 def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION) -> str:
@@ -138,6 +139,13 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
             deadline_at=time_form(execution.deadline_at),
             heartbeat_at=time_form(execution.heartbeat_at),
             sealed_sha256=sealed_digest(execution.sealed_secrets),
+        )
+    if version >= 4:
+        content.update(
+            entry_point=execution.entry_point,
+            client_name=execution.client_name,
+            client_version=execution.client_version,
+            protocol_version=execution.protocol_version,
         )
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 

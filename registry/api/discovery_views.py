@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import Group
-from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from registry import access, formats
+from registry import access, formats, selectors
 from registry.api import access_serializers as s
 from registry.api.base import BaseAPIView
 from registry.api.serializers import ToolOutputSerializer
-from registry.models import Action, ToolConfig, ToolParameter
+from registry.models import Action
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_choice
 from toolhub.exceptions import NotFound
@@ -20,10 +19,7 @@ from toolhub.exceptions import NotFound
 
 
 def discovery_queryset(qs):
-    return qs.prefetch_related(
-        Prefetch("parameters", queryset=ToolParameter.objects.order_by("position", "name")),
-        Prefetch("configs", queryset=ToolConfig.objects.filter(config_key="headers_input_map")),
-    ).order_by("name")
+    return selectors.tool_discovery_list(qs)
 
 
 class RegistryMeView(BaseAPIView):
@@ -36,8 +32,7 @@ class RegistryMeView(BaseAPIView):
     )
     def get(self, request):
         fmt = query_choice(request.query_params, "format", formats.FORMATS) or "raw"
-        qs = self.tool_queryset(Action.EXECUTE).filter(is_active=True)
-        tools = list(discovery_queryset(qs))
+        tools = list(selectors.tool_discovery_list(access.tools_executable_by(request.user)))
         return Response(formats.render(tools, fmt))
 
 

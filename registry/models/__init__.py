@@ -12,6 +12,7 @@ from registry.models.limits import RateLimitRule, RateLimitScope
 from registry.models.mcp import MCPServer as MCPServer
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
+from registry.models.toolsets import Toolset
 
 __all__ = [
     "Action",
@@ -30,4 +31,5 @@ __all__ = [
     "ToolGroupObjectPermission",
     "ToolParameter",
     "ToolUserObjectPermission",
+    "Toolset",
 ]

@@ -1,0 +1,160 @@
+"""``tools/call``: one call through ``execution_submit``, as the REST API makes it.
+
+The sync parts run in worker threads (``in_thread``): admission, the wait for the
+result (inline or from a Celery worker, as REST ``wait``), the wait for a human's
+approval in short rounds (so progress can be reported between them), and
+cancellation. The record says it came over MCP, from which client, in which
+protocol revision (``toolhub.context``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from django.conf import settings
+from django.core import signing
+from django.db import close_old_connections
+
+from executions.mcp_server.sessions import McpRequest
+from executions.models import Approval, EntryPoint, Execution, ExecutionStatus
+from executions.services import notify
+from executions.services.pipeline import execution_cancel, execution_submit
+from registry import access, formats, selectors
+from toolhub import context
+from toolhub.exceptions import ToolHubError
+
+_STATE_SALT = "toolhub.mcp.approval"
+
+
+_limiter: anyio.CapacityLimiter | None = None
+
+
+async def in_thread(fn: Callable, *args):
+    """``fn(*args)`` in a worker thread with a usable database connection.
+
+    At most ``TOOLHUB_MCP_THREADS`` at once per process. A cancelled caller does not
+    wait for the thread: a call's admission or wait goes on, and its cancellation
+    (``cancel``) wakes it."""
+    global _limiter
+    if _limiter is None:
+        _limiter = anyio.CapacityLimiter(settings.TOOLHUB_MCP_THREADS)
+
+    def run():
+        close_old_connections()
+        try:
+            return fn(*args)
+        finally:
+            close_old_connections()
+
+    return await anyio.to_thread.run_sync(run, limiter=_limiter, abandon_on_cancel=True)
+
+
+@contextmanager
+def bound(request: McpRequest, protocol_version: str):
+    """The request's id, address and MCP client, for the records written in this block."""
+    with (
+        context.bind(request_id=request.request_id, client_address=request.client_address),
+        context.amend(entry_point=EntryPoint.MCP, **request.client(protocol_version)),
+    ):
+        yield
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What admission made of a call: the execution as it stands, or the refusal."""
+
+    execution: Execution | None = None
+    error: ToolHubError | None = None
+    structured: bool = False
+
+
+def in_toolset(request: McpRequest, name: str) -> bool:
+    """Whether ``name`` (as listed, a tool name or id) names a tool of the request's toolset."""
+    if request.toolset is None:
+        return True
+    tools = selectors.toolset_tools(access.tools_executable_by(request.user), request.toolset)
+    for tool_id, tool_name in tools.values_list("pk", "name"):
+        if name in (tool_name, str(tool_id), formats.provider_name(tool_name, "mcp")):
+            return True
+    return False
+
+
+def submit(
+    request: McpRequest,
+    name: str,
+    arguments: Any,
+    protocol_version: str,
+    on_admitted: Callable[[Execution], None],
+) -> Outcome:
+    """Admit and run (or queue) the call, waiting for its result as REST ``wait`` does."""
+    with bound(request, protocol_version):
+        try:
+            submitted = execution_submit(
+                user=request.user,
+                tool_ref=name,
+                arguments=arguments,
+                wait=True,
+                registry=request.registry,
+                on_admitted=on_admitted,
+            )
+        except ToolHubError as error:
+            return Outcome(error=error)
+    execution = submitted.execution
+    return Outcome(execution=execution, structured=structured_for(execution))
+
+
+def structured_for(execution: Execution) -> bool:
+    return bool(execution.tool_id and selectors.tool_declares_output(execution.tool))
+
+
+def wait_round(execution_id, seconds: float) -> Execution:
+    """The execution once final, or as it stands after ``seconds``."""
+
+    def final() -> bool:
+        status = Execution.objects.filter(pk=execution_id).values_list("status", flat=True).first()
+        return status not in (
+            ExecutionStatus.PENDING_APPROVAL,
+            ExecutionStatus.QUEUED,
+            ExecutionStatus.RUNNING,
+        )
+
+    notify.wait_done(execution_id, seconds, final)
+    return Execution.objects.get(pk=execution_id)
+
+
+def approval_of(execution: Execution) -> str | None:
+    found = Approval.objects.filter(execution_id=execution.pk).values_list("pk", flat=True).first()
+    return str(found) if found else None
+
+
+def cancel(request: McpRequest, execution_id) -> bool:
+    """Cancel the call if it has not started (the REST API's cancel); False otherwise."""
+    execution = Execution.objects.filter(pk=execution_id, principal=request.user).first()
+    if execution is None or execution.is_terminal:
+        return False
+    with context.bind(request_id=request.request_id, client_address=request.client_address):
+        try:
+            execution_cancel(actor=request.user, execution=execution)
+        except ToolHubError:
+            return False  # it started meanwhile: it runs to its end
+    return True
+
+
+def state_for(execution: Execution) -> str:
+    """The ``requestState`` a 2026-07-28 client sends back to keep waiting for ``execution``."""
+    return signing.dumps({"execution": str(execution.pk)}, salt=_STATE_SALT)
+
+
+def execution_from_state(request: McpRequest, state: str) -> Execution | None:
+    """The caller's execution a ``requestState`` names (None: not one this server gave it)."""
+    try:
+        data = signing.loads(state, salt=_STATE_SALT)
+    except signing.BadSignature:
+        return None
+    execution_id = data.get("execution") if isinstance(data, dict) else None
+    return Execution.objects.filter(pk=execution_id, principal=request.user).first()

@@ -1,0 +1,144 @@
+"""An execution, or a refusal, as MCP answers a ``tools/call``.
+
+- Output: ``content`` (the JSON as text) plus ``structuredContent`` when it is an
+  object. Output past the tool's ``max_response_bytes`` comes as the stored preview
+  and a ``resource_link`` to the whole (``GET /api/v1/executions/<id>/output``).
+- A failed, rejected, expired or cancelled call: a result with ``isError``.
+- Refusals the model can act on (arguments that do not match the schema, a rate
+  limit, a queue or control that is down) are results with ``isError`` and the same
+  details as the REST error body; the others (unknown, unreadable, inactive, not
+  executable) are protocol errors, worded as the REST API words them, so a tool the
+  caller may not read stays unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from executions.models import Execution, ExecutionStatus
+from toolhub.exceptions import ToolHubError
+
+META_KEY = "io.toolhub/execution"
+# Refusals a model can correct or wait out: answered as tool results with isError.
+_TOOL_ERRORS = {"invalid_arguments", "rate_limited", "controls_unavailable", "queue_unavailable"}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def execution_meta(execution: Execution, base_url: str) -> dict:
+    return {
+        META_KEY: {
+            "id": str(execution.pk),
+            "status": execution.status,
+            "url": f"{base_url}/api/v1/executions/{execution.pk}",
+        }
+    }
+
+
+def refusal(error: ToolHubError, name: str) -> types.CallToolResult:
+    """A refused call: a tool result with isError, or the protocol error (raised)."""
+    execution_id = error.extra.get("execution_id")
+    body = {"code": error.code, "message": error.message, "execution_id": execution_id}
+    if error.details is not None:
+        body["details"] = error.details
+    if error.code not in _TOOL_ERRORS:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"Unknown tool: {name}" if error.code == "tool_not_found" else error.message,
+            data=body,
+        )
+    lines = [error.message]
+    if error.code == "invalid_arguments":
+        lines += [
+            f"- {p.get('path')}: {p.get('message')} (expected {p.get('expected')})"
+            for p in error.details or []
+        ]
+    retry = (getattr(error, "headers", None) or {}).get("Retry-After")
+    if retry is not None:
+        body["retry_after_seconds"] = int(retry)
+    return types.CallToolResult(
+        content=[types.TextContent(text="\n".join(lines))],
+        structured_content={"error": body},
+        is_error=True,
+    )
+
+
+def finished(execution: Execution, base_url: str, *, structured: bool) -> types.CallToolResult:
+    """A call in its final status. ``structured``: the tool declares an output schema
+    (its structuredContent is the output object; otherwise only objects are given)."""
+    meta = execution_meta(execution, base_url)
+    if execution.status != ExecutionStatus.SUCCEEDED:
+        message = execution.error_message or f"The call ended {execution.status}."
+        kind = execution.error_type or execution.reason_code or execution.status
+        return types.CallToolResult(
+            content=[types.TextContent(text=f"{kind}: {message}")], is_error=True, _meta=meta
+        )
+    output = execution.output_data
+    if execution.output_truncated:
+        return _truncated(execution, output, base_url, meta)
+    result = types.CallToolResult(content=[types.TextContent(text=_text(output))], _meta=meta)
+    if isinstance(output, dict) or structured:
+        result.structured_content = output if isinstance(output, dict) else {"result": output}
+    return result
+
+
+def _truncated(execution: Execution, output: Any, base_url: str, meta) -> types.CallToolResult:
+    preview = (output or {}).get("preview", "") if isinstance(output, dict) else ""
+    size = (output or {}).get("size_bytes") if isinstance(output, dict) else None
+    content: list = [
+        types.TextContent(
+            text=f"The output ({size} bytes) is larger than this tool returns inline; "
+            f"its start follows, the whole is at the link.\n{preview}"
+        )
+    ]
+    if execution.output_artifact:
+        content.append(
+            types.ResourceLink(
+                uri=f"{base_url}/api/v1/executions/{execution.pk}/output",
+                name=f"output of execution {execution.pk}",
+                mime_type="application/json",
+                size=size,
+            )
+        )
+    return types.CallToolResult(content=content, _meta=meta)
+
+
+def still_running(execution: Execution, base_url: str) -> types.CallToolResult:
+    """A call that has not finished by the time this request may wait."""
+    url = f"{base_url}/api/v1/executions/{execution.pk}"
+    return types.CallToolResult(
+        content=[
+            types.TextContent(
+                text=f"The call is still {execution.status} (execution {execution.pk}). "
+                f"Its result will be at GET {url} (same token)."
+            )
+        ],
+        is_error=True,
+        _meta=execution_meta(execution, base_url),
+    )
+
+
+def awaiting_approval(
+    execution: Execution, approval_id: str | None, base_url: str
+) -> types.CallToolResult:
+    """A call still waiting for a human when this request may wait no longer."""
+    url = f"{base_url}/api/v1/executions/{execution.pk}"
+    meta = execution_meta(execution, base_url)
+    meta[META_KEY]["approval_id"] = approval_id
+    return types.CallToolResult(
+        content=[
+            types.TextContent(
+                text=f"This call needs a person's approval and is waiting for it "
+                f"(execution {execution.pk}, approval {approval_id}). It runs once approved; "
+                f"its result will be at GET {url} (same token)."
+            )
+        ],
+        is_error=True,
+        _meta=meta,
+    )

@@ -1,0 +1,191 @@
+"""The ``mcp`` SDK's low-level server with ToolHub's ``tools/list`` and ``tools/call``.
+
+Stateless (``StreamableHTTPSessionManager(stateless=True)``): nothing of a client is
+kept in a process between requests, so any web process answers any request. The
+SDK answers ``initialize`` (2025 revisions) and ``server/discover`` (2026-07-28)
+itself; ``gate`` authenticates first and puts the ``McpRequest`` in the scope.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from django.conf import settings
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from executions.mcp_server import calls, listing, results, sessions
+from executions.models import Execution, ExecutionStatus
+
+SCOPE_KEY = "toolhub.mcp"
+# While a call runs or waits, a client that asked for progress hears from it this often.
+PROGRESS_SECONDS = 1.0
+
+
+class ToolHubServer(Server):
+    """Says ``tools.listChanged`` at ``initialize``: the gate's GET stream tells
+    a 2025 session's client when its list changes."""
+
+    def create_initialization_options(self, notification_options=None, *args, **kwargs):
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(options, *args, **kwargs)
+
+
+def request_of(ctx) -> sessions.McpRequest:
+    found = ctx.request.scope.get(SCOPE_KEY) if ctx.request is not None else None
+    if found is None:  # only the gate serves this server
+        raise MCPError(types.INTERNAL_ERROR, "The request did not come through the gate.")
+    return found
+
+
+class Progress:
+    """``notifications/progress`` for a call whose client sent a ``progressToken``."""
+
+    def __init__(self, ctx, params):
+        meta = params.meta or {}
+        self.token = meta.get("progressToken", meta.get("progress_token"))
+        self.ctx = ctx
+        self.count = 0
+        self.message = "running"
+
+    async def report(self, message: str | None = None) -> None:
+        if message:
+            self.message = message
+        if self.token is None:
+            return
+        self.count += 1
+        await self.ctx.session.send_progress_notification(
+            self.token, self.count, None, self.message, related_request_id=self.ctx.request_id
+        )
+
+    async def tick(self) -> None:
+        while True:
+            await anyio.sleep(PROGRESS_SECONDS)
+            await self.report()
+
+    async def during(self, work):
+        """Await ``work()`` while reporting progress every ``PROGRESS_SECONDS``."""
+        if self.token is None:
+            return await work()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.tick)
+            try:
+                return await work()
+            finally:
+                tg.cancel_scope.cancel()
+
+
+async def list_tools(ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    request = request_of(ctx)
+    cursor = params.cursor if params is not None else None
+    try:
+        items, next_cursor = await calls.in_thread(
+            listing.tools_page, request.user, request.toolset, cursor
+        )
+    except listing.BadCursor as exc:
+        raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+    return types.ListToolsResult(
+        tools=[types.Tool.model_validate(item) for item in items], next_cursor=next_cursor
+    )
+
+
+async def call_tool(ctx, params: types.CallToolRequestParams):
+    request = request_of(ctx)
+    revision = request.client(ctx.protocol_version)["protocol_version"]
+    progress = Progress(ctx, params)
+    if params.request_state is not None:  # a 2026-07-28 client still waiting for approval
+        execution = await calls.in_thread(calls.execution_from_state, request, params.request_state)
+        if execution is None:
+            raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState.")
+        structured = await calls.in_thread(calls.structured_for, execution)
+        return await _awaiting_approval(request, execution, structured, revision, progress)
+    if not await calls.in_thread(calls.in_toolset, request, params.name):
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+    return await _call(ctx, request, params, revision, progress)
+
+
+async def _call(ctx, request, params, revision: str, progress: Progress):
+    admitted: dict[str, Any] = {}
+
+    def on_admitted(execution: Execution) -> None:
+        admitted["id"] = execution.pk
+        sessions.call_remember(request, ctx.request_id, str(execution.pk))
+
+    try:
+        outcome = await progress.during(
+            lambda: calls.in_thread(
+                calls.submit, request, params.name, params.arguments or {}, revision, on_admitted
+            )
+        )
+        if outcome.error is not None:
+            return results.refusal(outcome.error, params.name)
+        execution = outcome.execution
+        if execution.status == ExecutionStatus.PENDING_APPROVAL:
+            return await _awaiting_approval(
+                request, execution, outcome.structured, revision, progress
+            )
+        if not execution.is_terminal:
+            return results.still_running(execution, request.base_url)
+        return results.finished(execution, request.base_url, structured=outcome.structured)
+    except anyio.get_cancelled_exc_class():
+        # The client went away or cancelled: so does the call, unless it has started.
+        if "id" in admitted:
+            with anyio.CancelScope(shield=True):
+                await calls.in_thread(calls.cancel, request, admitted["id"])
+        raise
+    finally:
+        if "id" in admitted:
+            with anyio.CancelScope(shield=True):
+                await calls.in_thread(sessions.call_forget, request, ctx.request_id)
+
+
+async def _awaiting_approval(request, execution, structured: bool, revision: str, progress):
+    """Wait for the approver's decision and the run it leads to, in rounds.
+
+    2026-07-28: one round (``TOOLHUB_MCP_APPROVAL_ROUND``), then an ``input_required``
+    result whose ``requestState`` the client sends back to keep waiting. 2025
+    revisions: up to ``TOOLHUB_MCP_APPROVAL_WAIT`` in this request (progress between
+    rounds), then a result naming the execution, its approval and where to poll.
+    """
+    modern = revision in MODERN_PROTOCOL_VERSIONS
+    budget = settings.TOOLHUB_MCP_APPROVAL_ROUND if modern else settings.TOOLHUB_MCP_APPROVAL_WAIT
+    deadline = time.monotonic() + budget
+    approval_id = await calls.in_thread(calls.approval_of, execution)
+    await progress.report(f"waiting for approval {approval_id} (execution {execution.pk})")
+    while (remaining := deadline - time.monotonic()) > 0:
+        execution = await calls.in_thread(calls.wait_round, execution.pk, min(remaining, 5.0))
+        if execution.is_terminal:
+            return results.finished(execution, request.base_url, structured=structured)
+        await progress.report(f"{execution.status} (execution {execution.pk})")
+    if modern:
+        return types.InputRequiredResult(request_state=calls.state_for(execution))
+    return results.awaiting_approval(execution, approval_id, request.base_url)
+
+
+def build_server() -> ToolHubServer:
+    return ToolHubServer(
+        "ToolHub",
+        version="1",
+        instructions=(
+            "The tools this agent may use, governed by ToolHub: each call is checked, "
+            "rate-limited, approved where a tool needs it and recorded."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        # ToolHub validates arguments itself (structured problems as a tool result).
+        get_tool_input_schema=lambda name: None,
+    )
+
+
+def build_manager() -> StreamableHTTPSessionManager:
+    return StreamableHTTPSessionManager(
+        app=build_server(),
+        stateless=True,
+        json_response=False,  # SSE: progress notifications ride the call's response
+        max_request_body_size=settings.TOOLHUB_MCP_MAX_BODY_BYTES,
+    )
