@@ -59,6 +59,8 @@ cached_from
 has_permission
 required_action
 default_value
+tool_ids  # ToolsetInputSerializer
+prepopulated_fields  # the toolset admin's slug from its name
 
 # Model fields and choices: columns of the schema, read through the ORM or SQL.
 decided_by

@@ -131,6 +131,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         "status",
         "reason_code",
         "error_type",
+        "entry_point",
         "execution_time_ms",
         "short_id",
     ]
@@ -184,6 +185,10 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         "input_hash",
         "request_id",
         "client_address",
+        "entry_point",
+        "client_name",
+        "client_version",
+        "protocol_version",
         "worker",
         "audit_link",
     ]

@@ -97,3 +97,10 @@ urlpatterns += [
     path("audit", audit_views.AuditListView.as_view(), name="audit-list"),
     path("audit/export", audit_views.AuditExportView.as_view(), name="audit-export"),
 ]
+
+from registry.api import toolset_views as tsv  # noqa: E402
+
+urlpatterns += [
+    path("toolsets", tsv.ToolsetListView.as_view(), name="toolset-list"),
+    path("toolsets/<uuid:toolset_id>", tsv.ToolsetDetailView.as_view(), name="toolset-detail"),
+]

@@ -11,10 +11,10 @@ Columns:
   revk  revoked token              expd  expired token
   inac  inactive agent (its role may manage T)
 
-The second table (calls, approvals, limits, MCP servers, import, audit, stats)
+The second table (calls, approvals, limits, MCP servers, import, audit, stats, toolsets)
 adds two people: appr (may approve calls of T) and revw (compliance reviewer).
 There E is a finished call and EP a call waiting for approval AP, both made by
-the exec agent; L is a rate limit on T and M an MCP server. List endpoints
+the exec agent; L is a rate limit on T, M an MCP server and TS a toolset. List endpoints
 answer 200 to every caller with only what the caller may see.
 """
 
@@ -37,6 +37,7 @@ from registry.services import access as access_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
+from registry.services import toolsets as toolset_services
 from tests.factories import make_token
 
 MATRIX = """
@@ -117,6 +118,11 @@ GET    /audit/export                         401  403  403  403  403  403  200  
 GET    /audit/head                           401  403  403  403  403  403  200  200  200  401
 GET    /audit/verify                         401  403  403  403  403  403  200  200  200  401
 GET    /stats                                401  200  200  200  200  200  200  200  200  401
+GET    /toolsets                             401  403  403  403  403  403  200  200  200  401
+POST   /toolsets                             401  403  403  403  403  403  403  201  201  401
+GET    /toolsets/{TS}                        401  403  403  403  403  403  200  200  200  401
+PATCH  /toolsets/{TS}                        401  403  403  403  403  403  403  200  200  401
+DELETE /toolsets/{TS}                        401  403  403  403  403  403  403  204  204  401
 """
 
 # Nothing listens there: a sync fails without leaving the machine.
@@ -150,6 +156,8 @@ BODIES = {
         "url": MCP_URL,
     },
     ("PATCH", "/mcp-servers/{M}"): {"description": "changed"},
+    ("POST", "/toolsets"): {"name": "Ops", "slug": "ops", "tool_ids": ["{T}"]},
+    ("PATCH", "/toolsets/{TS}"): {"description": "changed"},
     ("POST", "/tools/import"): {"content": "tools:\n  - name: imported_tool\n    type: http\n"},
 }
 
@@ -242,6 +250,9 @@ def governed_world(world, reviewer_user, approver_user, approvers_role):
     server = mcp_services.mcp_server_create(
         actor=None, name="matrix_mcp", transport="streamable_http", url=MCP_URL
     )
+    toolset = toolset_services.toolset_create(
+        actor=None, name="Matrix", slug="matrix", tools=[tool]
+    )
     tokens = {
         **world["tokens"],
         "appr": make_token(approver_user),
@@ -254,6 +265,7 @@ def governed_world(world, reviewer_user, approver_user, approvers_role):
         "{AP}": str(approval.pk),
         "{L}": str(rule.pk),
         "{M}": str(server.pk),
+        "{TS}": str(toolset.pk),
     }
     return {**world, "tokens": tokens, "ids": ids}
 
@@ -315,7 +327,8 @@ def test_governance_matrix(governed_world, method, path, expected):
 # A value of the right shape for each placeholder, so the tables' paths resolve offline.
 SAMPLE_IDS = {
     **dict.fromkeys(
-        ["{T}", "{P}", "{A}", "{G}", "{E}", "{EP}", "{AP}", "{L}", "{M}"], str(uuid.UUID(int=1))
+        ["{T}", "{P}", "{A}", "{G}", "{E}", "{EP}", "{AP}", "{L}", "{M}", "{TS}"],
+        str(uuid.UUID(int=1)),
     ),
     **dict.fromkeys(["{R}", "{AT}"], "1"),
     "{K}": "api_key",

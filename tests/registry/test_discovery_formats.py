@@ -146,7 +146,7 @@ def test_mcp(agent_client):
             "name": "account_balance_lookup",
             "description": "Look up a balance.",
             "inputSchema": SCHEMA,
-            "annotations": {"readOnlyHint": True},
+            "annotations": {"readOnlyHint": True, "destructiveHint": False},
         }
     ]
 
