@@ -61,6 +61,11 @@ def calls(upstream, allow_loopback, eager_tasks):
         ("deadline_at", "2020-01-01T00:00:00Z"),
         ("heartbeat_at", "2020-01-01T00:00:00Z"),
         ("sealed_secrets", "gAAAAABforged"),
+        # Covered since content_version 4: which door the call came in by, and its client.
+        ("entry_point", "admin"),
+        ("client_name", "forged-client"),
+        ("client_version", "0"),
+        ("protocol_version", "2024-11-05"),
     ],
 )
 def test_an_edited_finished_execution_fails_verification(calls, column, value):
