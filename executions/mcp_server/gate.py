@@ -25,7 +25,7 @@ from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from rest_framework.exceptions import AuthenticationFailed
 
-from executions.mcp_server import calls, listing, server, sessions
+from executions.mcp_server import calls, server, sessions
 from registry import selectors
 from registry.authentication import BearerTokenAuthentication
 from toolhub import context
@@ -36,8 +36,6 @@ _TOOLSET_PATH = re.compile(r"^/mcp(?:/(?P<slug>[-a-zA-Z0-9_]{1,64}))?/?$")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
 _CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 _PROTOCOL = "io.modelcontextprotocol/protocolVersion"
-# How often a 2025 session's GET stream looks whether the caller's tool list changed.
-LIST_POLL_SECONDS = 2.0
 
 
 class Refused(Exception):
@@ -335,19 +333,13 @@ class Gate:
         head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
         await send({"type": "http.response.start", "status": 200, "headers": head})
         notice = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-        seen = await calls.in_thread(listing.tools_fingerprint, request.user, request.toolset)
 
         async def watch():
-            nonlocal seen
-            while True:
-                await anyio.sleep(LIST_POLL_SECONDS)
-                now = await calls.in_thread(
-                    listing.tools_fingerprint, request.user, request.toolset
+            async for changed in server.list_changes(request):
+                chunk = f"event: message\ndata: {notice}\n\n" if changed else ": ping\n\n"
+                await send(
+                    {"type": "http.response.body", "body": chunk.encode(), "more_body": True}
                 )
-                chunk = b": ping\n\n"
-                if now != seen:
-                    seen, chunk = now, f"event: message\ndata: {notice}\n\n".encode()
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)

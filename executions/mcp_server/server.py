@@ -9,6 +9,7 @@ itself; ``gate`` authenticates first and puts the ``McpRequest`` in the scope.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -17,6 +18,11 @@ from django.conf import settings
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import (
+    SUBSCRIPTION_ID_META_KEY,
+    ToolsListChanged,
+    event_to_notification,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from executions.mcp_server import calls, listing, results, sessions
@@ -25,6 +31,8 @@ from executions.models import Execution, ExecutionStatus
 SCOPE_KEY = "toolhub.mcp"
 # While a call runs or waits, a client that asked for progress hears from it this often.
 PROGRESS_SECONDS = 1.0
+# How often an open listen stream looks whether the caller's tool list changed.
+LIST_POLL_SECONDS = 2.0
 
 
 class ToolHubServer(Server):
@@ -167,6 +175,37 @@ async def _awaiting_approval(request, execution, structured: bool, revision: str
     return results.awaiting_approval(execution, approval_id, request.base_url)
 
 
+async def list_changes(request: sessions.McpRequest) -> AsyncIterator[bool]:
+    """Every ``LIST_POLL_SECONDS``: whether the caller's tool list changed since the last
+    look (grants, tools, toolsets), read from the database by whichever process asks."""
+    seen = await calls.in_thread(listing.tools_fingerprint, request.user, request.toolset)
+    while True:
+        await anyio.sleep(LIST_POLL_SECONDS)
+        now = await calls.in_thread(listing.tools_fingerprint, request.user, request.toolset)
+        changed, seen = now != seen, now
+        yield changed
+
+
+async def listen(ctx, params: types.SubscriptionsListenRequestParams):
+    """2026-07-28 ``subscriptions/listen``: the response is a stream of
+    ``notifications/tools/list_changed`` for this caller (acknowledged first)."""
+    request = request_of(ctx)
+    meta = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
+    wanted = bool(params.notifications.tools_list_changed)
+    honored = types.SubscriptionFilter(tools_list_changed=True if wanted else None)
+    ack = types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+    await ctx.session.send_notification(
+        types.SubscriptionsAcknowledgedNotification(params=ack), related_request_id=ctx.request_id
+    )
+    if not wanted:  # nothing else ToolHub publishes: hold the stream until the client goes
+        await anyio.sleep_forever()
+    async for changed in list_changes(request):
+        if changed:
+            await ctx.session.send_notification(
+                event_to_notification(ToolsListChanged(), meta), related_request_id=ctx.request_id
+            )
+
+
 def build_server() -> ToolHubServer:
     return ToolHubServer(
         "ToolHub",
@@ -177,6 +216,7 @@ def build_server() -> ToolHubServer:
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_subscriptions_listen=listen,
         # ToolHub validates arguments itself (structured problems as a tool result).
         get_tool_input_schema=lambda name: None,
     )

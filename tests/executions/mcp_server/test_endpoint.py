@@ -553,3 +553,28 @@ def test_a_2026_client_closing_its_request_cancels_the_call(world):
             break
         time.sleep(0.2)
     assert execution.status == ExecutionStatus.CANCELLED
+
+
+def test_a_2026_client_listening_hears_that_its_tool_list_changed(world):
+    def revoke_bravo():
+        time.sleep(1)
+        try:
+            tool_services.tool_deactivate(actor=None, tool=world.tools["bravo"])
+        finally:
+            close_old_connections()
+
+    async def scenario():
+        async with mcp_client(world.url, world.token, mode="auto") as client:
+            assert client.server_capabilities.tools.list_changed is True
+            async with client.listen(tools_list_changed=True) as subscription:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(anyio.to_thread.run_sync, revoke_bravo)
+                    with anyio.fail_after(10):
+                        async for event in subscription:
+                            break
+            tools, _ = await all_tools(client)
+            return type(event).__name__, {tool.name for tool in tools}
+
+    event, names = asyncio.run(scenario())
+    assert event == "ToolsListChanged"
+    assert names == {"alpha", "charlie", "golf_gated"}
