@@ -49,24 +49,30 @@ def celery_worker(
     extra_env: dict | None = None,
     inline: frozenset = frozenset(),
     queues: str = ALL_QUEUES,
+    purge: bool = True,
 ):
     """A worker process consuming every executor queue (or ``queues``); yields the Popen.
-    Always stopped.
+    Always stopped. The queues are emptied first unless ``purge`` is false.
 
     While it runs, calls whose caller waits go to the worker too (``inline``:
     the executor kinds that still run in the test process, none by default).
     """
     with override_settings(TOOLHUB_INLINE_WAIT=inline):
-        with _celery_worker(concurrency=concurrency, extra_env=extra_env, queues=queues) as proc:
+        with _celery_worker(
+            concurrency=concurrency, extra_env=extra_env, queues=queues, purge=purge
+        ) as proc:
             yield proc
 
 
 @contextmanager
-def _celery_worker(*, concurrency: int, extra_env: dict | None, queues: str = ALL_QUEUES):
+def _celery_worker(
+    *, concurrency: int, extra_env: dict | None, queues: str = ALL_QUEUES, purge: bool = True
+):
     from toolhub.celery import app
 
     require_broker()
-    app.control.purge()
+    if purge:
+        app.control.purge()
     name = f"test-{uuid.uuid4().hex[:8]}@localhost"
     env = {
         **os.environ,
