@@ -89,20 +89,19 @@ def _runs_as() -> dict:
 
 
 def _hidden_paths() -> list[str]:
-    """ToolHub's own directories: hidden under an empty tmpfs should a system directory
-    hold them (an install under /usr, a virtualenv there)."""
-    paths = {
-        Path(settings.BASE_DIR),
-        Path(getattr(settings, "VAR_DIR", settings.BASE_DIR)),
-        Path(sys.prefix),
-    }
-    paths.add(Path(__file__).resolve().parents[3])  # where the executions package lives
+    """ToolHub's own directories that a system directory holds (an image that installs
+    ToolHub into /usr/local's site-packages, a virtualenv under /usr): each is covered
+    by an empty read-only tmpfs in the sandbox."""
+    packages = Path(__file__).resolve().parents[3]  # where toolhub, registry, executions are
+    paths = {Path(settings.BASE_DIR), Path(getattr(settings, "VAR_DIR", settings.BASE_DIR))}
+    paths.update(packages / name for name in ("toolhub", "registry", "executions"))
+    if sys.prefix != sys.base_prefix:  # a virtualenv (not the system's Python itself)
+        paths.add(Path(sys.prefix))
     hidden = []
-    for path in sorted(paths):
-        path = path.resolve()
-        if any(path == Path(d) or Path(d) in path.parents for d in SYSTEM_DIRS):
-            if str(path) not in SYSTEM_DIRS:
-                hidden.append(str(path))
+    for path in sorted(p.resolve() for p in paths):
+        inside = [d for d in SYSTEM_DIRS if Path(d) in path.parents]
+        if inside and not any(Path(h) in path.parents for h in hidden):
+            hidden.append(str(path))
     return hidden
 
 
