@@ -320,3 +320,38 @@ def test_a_missing_bubblewrap_refuses_every_call_naming_it(commands):
     assert not result.ok and result.error_type == "sandbox_unavailable"
     assert "bubblewrap is not installed at /nonexistent/bwrap" in result.error_message
     assert result.output is None
+
+
+def test_a_host_without_user_namespaces_refuses_every_call_naming_them(commands):
+    import tempfile
+
+    # The real bubblewrap, started where creating a user namespace is refused (inside
+    # a namespace made with --disable-userns), as on a host that does not allow them.
+    # In a directory uid 65534 may read: a root worker starts bubblewrap as that user.
+    where = Path(tempfile.mkdtemp())
+    where.chmod(0o755)
+    wrapper = where / "bwrap-without-userns"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        "exec /usr/bin/bwrap --unshare-user --disable-userns --ro-bind / / --proc /proc "
+        '--dev /dev -- /usr/bin/bwrap "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    commands.TOOLHUB_BWRAP = str(wrapper)
+    result = run("print('ran')")
+    assert not result.ok and result.error_type == "sandbox_unavailable"
+    assert "user namespaces are not available" in result.error_message
+    assert result.output is None
+    wrapper.unlink()
+    where.rmdir()
+
+
+def test_toolhub_installed_under_a_system_directory_is_still_hidden(commands):
+    # As in an image that installs ToolHub under /usr (site-packages): its directory
+    # is covered by an empty read-only tmpfs inside the sandbox.
+    installed = Path("/usr/share/doc")
+    assert any(installed.iterdir())
+    commands.BASE_DIR = installed
+    result = run("import os, sys; print(os.listdir(sys.argv[1]))", str(installed))
+    assert result.ok, result.error_message
+    assert result.output["stdout"] == "[]\n"

@@ -297,6 +297,8 @@ def _probe(bwrap: str) -> str | None:
         return f"bubblewrap could not be started ({exc.__class__.__name__}: {exc})"
     if proc.returncode != 0:
         said = stderr.decode("utf-8", "replace").strip()[:300]
+        if "Unknown option" in said:
+            return f"bubblewrap at {bwrap} is too old (0.8 or later is needed; it said: {said})"
         return (
             "user namespaces are not available to bubblewrap here (it said: "
             f"{said or 'exit ' + str(proc.returncode)}); allow unprivileged user namespaces "
