@@ -349,7 +349,7 @@ def test_a_host_without_user_namespaces_refuses_every_call_naming_them(commands)
 def test_toolhub_installed_under_a_system_directory_is_still_hidden(commands):
     # As in an image that installs ToolHub under /usr (site-packages): its directory
     # is covered by an empty read-only tmpfs inside the sandbox.
-    installed = Path("/usr/share/doc")
+    installed = Path("/usr/share")
     assert any(installed.iterdir())
     commands.BASE_DIR = installed
     result = run("import os, sys; print(os.listdir(sys.argv[1]))", str(installed))
