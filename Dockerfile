@@ -1,6 +1,9 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
+# bubblewrap sandboxes command tools (docs/tool-types.md); prlimit comes with util-linux.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY toolhub ./toolhub
 COPY registry ./registry

@@ -33,6 +33,7 @@ MESSAGE_STORAGE
 AUTHENTICATION_BACKENDS
 child_exit  # gunicorn's server hook (toolhub/gunicorn_conf.py)
 _drop_unusable_connections  # a Celery signal receiver (connected by decorator)
+warn_without_sandbox  # a Celery signal receiver (connected by decorator)
 ops_class  # Django's database backend reads it
 prepare_threshold  # psycopg's connection attribute, set on each new connection
 

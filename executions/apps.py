@@ -54,6 +54,12 @@ class ExecutionsConfig(AppConfig):
 
         runner.dispatcher_register(dispatch)
 
+        # /readyz reports whether command tools can be sandboxed on this host.
+        from executions.executors.command import sandbox_problem
+        from toolhub.views import sandbox_check_register
+
+        sandbox_check_register(sandbox_problem)
+
         load_python_tool_modules(settings.TOOLHUB_PYTHON_TOOL_MODULES)
 
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
+from celery.signals import celeryd_after_setup
+from django.conf import settings
 
 from executions.services import runner, webhooks
 from executions.services.approvals import approvals_expire
 from toolhub import context
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -51,3 +57,17 @@ def deliver_webhook(self, execution_id: str) -> str:
     if outcome == webhooks.RETRY:
         raise self.retry(countdown=WEBHOOK_RETRY_SECONDS[retries])
     return outcome
+
+
+@celeryd_after_setup.connect
+def warn_without_sandbox(sender, instance, **kwargs) -> None:
+    """A worker consuming the ``command`` queue on a host that cannot sandbox says so at
+    start (each call it takes is refused, naming what is missing)."""
+    from executions.executors.command import sandbox_problem
+
+    queues = getattr(instance.app.amqp.queues, "consume_from", None) or {}
+    if "command" not in queues or not settings.TOOLHUB_COMMAND_ALLOWLIST:
+        return
+    problem = sandbox_problem()
+    if problem:
+        logger.error("command tools cannot run on this worker: %s", problem)

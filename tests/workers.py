@@ -17,6 +17,7 @@ from django.db import connection
 from django.test import override_settings
 
 ROOT = Path(__file__).resolve().parent.parent
+ALL_QUEUES = "http,database,mcp,python,command,default"
 EXPECT_SERVICES = os.environ.get("TOOLHUB_TEST_EXPECT_SERVICES", "").lower() == "true"
 
 
@@ -43,24 +44,35 @@ def _database_url() -> str:
 
 @contextmanager
 def celery_worker(
-    *, concurrency: int = 2, extra_env: dict | None = None, inline: frozenset = frozenset()
+    *,
+    concurrency: int = 2,
+    extra_env: dict | None = None,
+    inline: frozenset = frozenset(),
+    queues: str = ALL_QUEUES,
+    purge: bool = True,
 ):
-    """A worker process consuming every executor queue; yields the Popen. Always stopped.
+    """A worker process consuming every executor queue (or ``queues``); yields the Popen.
+    Always stopped. The queues are emptied first unless ``purge`` is false.
 
     While it runs, calls whose caller waits go to the worker too (``inline``:
     the executor kinds that still run in the test process, none by default).
     """
     with override_settings(TOOLHUB_INLINE_WAIT=inline):
-        with _celery_worker(concurrency=concurrency, extra_env=extra_env) as proc:
+        with _celery_worker(
+            concurrency=concurrency, extra_env=extra_env, queues=queues, purge=purge
+        ) as proc:
             yield proc
 
 
 @contextmanager
-def _celery_worker(*, concurrency: int, extra_env: dict | None):
+def _celery_worker(
+    *, concurrency: int, extra_env: dict | None, queues: str = ALL_QUEUES, purge: bool = True
+):
     from toolhub.celery import app
 
     require_broker()
-    app.control.purge()
+    if purge:
+        app.control.purge()
     name = f"test-{uuid.uuid4().hex[:8]}@localhost"
     env = {
         **os.environ,
@@ -81,7 +93,7 @@ def _celery_worker(*, concurrency: int, extra_env: dict | None):
             "toolhub",
             "worker",
             "-Q",
-            "http,database,mcp,python,default",
+            queues,
             "-c",
             str(concurrency),
             "-n",

@@ -68,7 +68,7 @@ if not MULTIPROCESS:
         PROCESS_REGISTRY.register(_collector)
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-TOOL_TYPES = frozenset({"http", "database", "mcp", "python"})
+TOOL_TYPES = frozenset({"http", "database", "mcp", "python", "command"})
 TERMINAL = frozenset(
     {"succeeded", "failed", "denied", "invalid", "rejected", "expired", "cancelled"}
 )

@@ -309,9 +309,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = "default"
-# One queue per executor kind (http, database, mcp, python) so each scales on its
-# own workers; "default" carries the periodic housekeeping tasks.
-CELERY_TASK_QUEUES = [Queue(name) for name in ("default", "http", "database", "mcp", "python")]
+# One queue per executor kind (http, database, mcp, python, command) so each scales on
+# its own workers ("command" on hardened hosts: docs/operations.md); "default" carries
+# the periodic housekeeping tasks.
+CELERY_TASK_QUEUES = [
+    Queue(name) for name in ("default", "http", "database", "mcp", "python", "command")
+]
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose worker died unacknowledged is redelivered after this long; the
     # reaper has usually ended or re-queued its execution well before.
@@ -362,7 +365,7 @@ TOOLHUB_MAX_ARTIFACT_BYTES = env_int("TOOLHUB_MAX_ARTIFACT_BYTES", 64 * 1024 * 1
 # would otherwise spend blocked on the worker's answer; database, MCP and Python tools
 # keep their connections, sessions and code on workers. Calls that do not wait always go
 # to workers. "true" = all kinds; "false" or "none" = none.
-EXECUTOR_KINDS = frozenset({"http", "database", "mcp", "python"})
+EXECUTOR_KINDS = frozenset({"http", "database", "mcp", "python", "command"})
 
 
 def inline_wait_kinds(items: list[str]) -> frozenset[str]:
@@ -457,6 +460,25 @@ DEFAULT_STDIO_ENV_VARS = [
     "*_LOG_LEVEL",
 ]
 TOOLHUB_MCP_STDIO_ENV_VARS = env_list("TOOLHUB_MCP_STDIO_ENV_VARS", DEFAULT_STDIO_ENV_VARS)
+# Command tools (docs/tool-types.md "Command tools"): the executables they may run,
+# as absolute paths (argv[0] must be one of them, checked when saved and at every run).
+TOOLHUB_COMMAND_ALLOWLIST = env_list("TOOLHUB_COMMAND_ALLOWLIST")
+for _executable in TOOLHUB_COMMAND_ALLOWLIST:
+    if not _executable.startswith("/") or "\x00" in _executable:
+        raise ImproperlyConfigured(
+            f"TOOLHUB_COMMAND_ALLOWLIST: {_executable[:80]!r} is not an absolute path "
+            "(list executables as /usr/bin/jq,/usr/bin/python3)"
+        )
+# Variables a command tool's env may set (names or fnmatch patterns, compared
+# upper-cased); the loader, interpreter, PATH, HOME and proxy variables are refused
+# whatever this says (registry.models.mcp.stdio_env.REFUSED_ENV_NAMES).
+TOOLHUB_COMMAND_ENV_VARS = env_list(
+    "TOOLHUB_COMMAND_ENV_VARS", [*DEFAULT_STDIO_ENV_VARS, "LANG", "LC_*", "TZ"]
+)
+# The sandbox program (bubblewrap); command tools refuse to run where it is missing.
+TOOLHUB_BWRAP = env_str("TOOLHUB_BWRAP") or "/usr/bin/bwrap"
+# Size of each command call's fresh workspace and /tmp (tmpfs, in memory), in MB.
+TOOLHUB_COMMAND_WORKSPACE_MB = env_int("TOOLHUB_COMMAND_WORKSPACE_MB", 64, minimum=1)
 # Named database connections for database tools: TOOLHUB_DATABASE_ALIASES="name=url,name2=url2".
 TOOLHUB_DATABASE_ALIASES = env_map("TOOLHUB_DATABASE_ALIASES")
 for _alias, _url in TOOLHUB_DATABASE_ALIASES.items():

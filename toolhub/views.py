@@ -102,6 +102,38 @@ READY_BUDGET_SECONDS = 4.0
 _ready_checks = ThreadPoolExecutor(max_workers=4, thread_name_prefix="readyz")
 
 
+# What checks the command sandbox: set by executions at start-up (toolhub imports no app).
+_sandbox_check = None
+
+
+def sandbox_check_register(check) -> None:
+    global _sandbox_check
+    _sandbox_check = check
+
+
+def _command_sandbox() -> tuple[str, bool]:
+    """The command sandbox's state, and whether its absence makes this process unready.
+
+    Reported when command tools are enabled (``TOOLHUB_COMMAND_ALLOWLIST``). It counts
+    for readiness where command calls run in this process (tasks in-process, or
+    ``command`` in ``TOOLHUB_INLINE_WAIT``); elsewhere they run on the workers of the
+    ``command`` queue, which refuse them on a host that lacks it.
+    """
+    if not settings.TOOLHUB_COMMAND_ALLOWLIST:
+        return "not configured (TOOLHUB_COMMAND_ALLOWLIST is empty)", False
+    problem = _sandbox_check() if _sandbox_check is not None else "no sandbox check registered"
+    if problem is None:
+        return "ok", False
+    here = settings.CELERY_TASK_ALWAYS_EAGER or "command" in settings.TOOLHUB_INLINE_WAIT
+    if here:
+        return f"unavailable: {problem}", True
+    return (
+        f"unavailable on this host: {problem} (command calls run on the workers of the "
+        "'command' queue, which refuse them on a host without it)",
+        False,
+    )
+
+
 def _remote_checks() -> dict:
     """The checks of the services besides the database that are configured."""
     checks = {}
@@ -114,7 +146,8 @@ def _remote_checks() -> dict:
 
 @_probe
 def readyz(request):
-    """The database, Redis and the broker (those configured) answer: ready for traffic."""
+    """The database, Redis and the broker (those configured) answer, and command tools can
+    be sandboxed where they run here: ready for traffic."""
     deadline = time.monotonic() + READY_BUDGET_SECONDS
     running = {name: _ready_checks.submit(check) for name, check in _remote_checks().items()}
     checks = {"database": _check_database()}
@@ -130,7 +163,8 @@ def readyz(request):
         report["broker"] = "not configured (tasks run in-process)"
     if "cache" not in running:
         report["cache"] = "not configured (local memory)"
-    ready = not any(checks.values())
+    report["command_sandbox"], sandbox_missing = _command_sandbox()
+    ready = not any(checks.values()) and not sandbox_missing
     return JsonResponse(
         {"status": "ready" if ready else "unavailable", "checks": report},
         status=200 if ready else 503,

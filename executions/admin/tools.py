@@ -10,7 +10,7 @@ from django.contrib import admin, messages
 from django.http import Http404
 from django.template.response import TemplateResponse
 from django.urls import path
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from executions.admin.executions import executions_changelist_url
 from executions.models import EntryPoint
@@ -57,6 +57,37 @@ def _without_secret_arguments(form: TestRunForm, tool: Tool) -> TestRunForm:
     )
 
 
+def command_summary(tool: Tool):
+    """A command tool's argv, limits and whether it can run: its program on the
+    allow-list, and this host able to sandbox it."""
+    from executions.executors.command import CONFIGS, allowlist_problem, sandbox_problem
+    from executions.executors.configs import ConfigError
+
+    plain = {c.config_key: c.value for c in tool.configs.all() if not c.is_secret}
+    rows = []
+    try:
+        argv = CONFIGS.read(plain, "argv")
+    except ConfigError as exc:
+        argv, problem = None, str(exc)
+    else:
+        problem = allowlist_problem(argv[0]) if argv else "config 'argv' is not set"
+    rows.append(("argv", json.dumps(argv) if argv else "—"))
+    for key in ("timeout_seconds", "memory_mb", "cpu_seconds", "max_processes", "max_output_bytes"):
+        try:
+            value = CONFIGS.read(plain, key)
+        except ConfigError as exc:
+            value = str(exc)
+        rows.append((key, "the tool's timeout" if value is None else value))
+    rows.append(("TOOLHUB_COMMAND_ALLOWLIST", problem or "lists the program"))
+    rows.append(
+        ("sandbox on this host", sandbox_problem() or "bubblewrap and user namespaces work")
+    )
+    return format_html(
+        "<table>{}</table>",
+        format_html_join("", "<tr><th>{}</th><td><code>{}</code></td></tr>", rows),
+    )
+
+
 def activity_links(*, executions_url: str, audit_url: str):
     return format_html(
         '<a href="{}">Executions</a> · <a href="{}">Audit events</a>', executions_url, audit_url
@@ -67,13 +98,21 @@ class ToolAdminWithTestRun(ToolAdmin):
     """The tool admin plus a 'Test run' page that calls the same pipeline as the API."""
 
     change_form_template = "admin/registry/tool/change_form.html"
-    readonly_fields = [*ToolAdmin.readonly_fields, "activity"]
+    readonly_fields = [*ToolAdmin.readonly_fields, "activity", "command_sandbox"]
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is not None and obj.type == "command":
+            fieldsets.append(("Sandboxed command", {"fields": ["command_sandbox"]}))
         if obj is not None:
             fieldsets.append(("Activity", {"fields": ["activity"]}))
         return fieldsets
+
+    @admin.display(description="Program, limits and sandbox")
+    def command_sandbox(self, obj):
+        if obj is None or obj._state.adding or obj.type != "command":
+            return "—"
+        return command_summary(obj)
 
     @admin.display(description="Records of this tool")
     def activity(self, obj):

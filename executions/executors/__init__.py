@@ -14,6 +14,7 @@ _MODULES = {
     "database": "executions.executors.database",
     "mcp": "executions.executors.mcp",
     "python": "executions.executors.python",
+    "command": "executions.executors.command",
 }
 
 
@@ -36,6 +37,10 @@ def get_executor(kind: str) -> Executor:
         from executions.executors.python import PythonExecutor
 
         return PythonExecutor()
+    if kind == "command":
+        from executions.executors.command import CommandExecutor
+
+        return CommandExecutor()
     raise LookupError(f"No executor for tool type '{kind}'.")
 
 

@@ -28,10 +28,12 @@ class ToolType(models.TextChoices):
     DATABASE = "database", "Database query"
     MCP = "mcp", "MCP server tool"
     PYTHON = "python", "Python function"
+    COMMAND = "command", "Command (sandboxed program)"
 
 
 class Tool(models.Model):
-    """A callable capability registered for agents: an HTTP API, a query, an MCP tool or a function.
+    """A callable capability registered for agents: an HTTP API, a query, an MCP tool, a
+    function or a sandboxed command.
 
     Soft delete is deactivation (``is_active=False``); a tool that anything
     references (executions, grants) cannot be hard-deleted.
@@ -103,8 +105,13 @@ class Tool(models.Model):
 
     @property
     def is_high_risk(self) -> bool:
-        """High-risk tools fail closed when a control (e.g. the rate-limit cache) is unavailable."""
+        """High-risk tools fail closed when a control (e.g. the rate-limit cache) is unavailable.
+
+        A command tool is high-risk unless its metadata names a risk: it runs a program.
+        """
         metadata = self.tool_metadata or {}
+        if self.type == ToolType.COMMAND and "risk" not in metadata:
+            return True
         return (
             metadata.get("risk") in ("high", "critical") or metadata.get("safety") == "destructive"
         )

@@ -19,7 +19,11 @@ from registry.services.tools.field_checks import (
     _check_tool_finite,
     _unique_name_or_conflict,
 )
-from registry.services.tools.mcp_managed import _check_managed_change, _check_mcp_link
+from registry.services.tools.mcp_managed import (
+    _check_managed_change,
+    _check_mcp_link,
+    check_admin_only_type,
+)
 from registry.services.tools.parameters import parameter_create
 from registry.services.tools.saving import _save
 from registry.services.tools.snapshots import (
@@ -48,6 +52,11 @@ def tool_create(
     unknown = set(fields) - set(TOOL_FIELDS)
     if unknown:
         raise TypeError(f"unknown tool fields: {sorted(unknown)}")
+    check_admin_only_type(actor, type)
+    metadata = fields.get("tool_metadata")
+    if type == "command" and (metadata is None or isinstance(metadata, dict)):
+        # A command runs a program: it fails closed unless its creator says otherwise.
+        fields["tool_metadata"] = {"risk": "high", **(metadata or {})}
     tool = Tool(name=name, type=type, description=description, **fields)
     tool.definition_changed_at = timezone.now()
     if getattr(actor, "pk", None):

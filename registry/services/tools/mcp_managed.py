@@ -25,6 +25,21 @@ PER_CALL_SECRET_CONFIGS = ("headers_input_map",)
 # Metadata that decides how a tool fails when a control is down (fail closed).
 RISK_METADATA = ("risk", "safety")
 MCP_LINK_METADATA = ("mcp_server", "mcp_server_id", "remote_tool_name")
+# Tool types whose definition says which program runs on the workers: only platform
+# admins create or change such tools (their parameters and configs too).
+ADMIN_ONLY_TYPES = ("command",)
+
+
+def check_admin_only_type(actor, tool_type: str, *, new_type: str | None = None) -> None:
+    """Only platform admins (and the system) create, change or retype a command tool."""
+    if actor is None or access.is_platform_admin(actor):
+        return
+    if tool_type in ADMIN_ONLY_TYPES or new_type in ADMIN_ONLY_TYPES:
+        raise PermissionDenied(
+            "Only platform admins create or change command tools: they run a program on "
+            "the workers.",
+            details=[{"field": "type", "message": "Platform admins only."}],
+        )
 
 
 def fallback_remote_tool_name(tool_name: str, server_name: str) -> str:
@@ -94,6 +109,8 @@ def _check_managed_change(
     """
     if actor is None or access.is_platform_admin(actor):
         return
+    if data != {"is_active": False}:  # anyone who manages it may switch it off
+        check_admin_only_type(actor, tool.type, new_type=(data or {}).get("type"))
     if data and data.get("name") not in (None, tool.name):
         _check_namespace(tool, str(data["name"]))
     if config_key in LENT_CREDENTIAL_CONFIGS:

@@ -1,0 +1,180 @@
+"""The command executor: a tool's configs and a call's inputs into one sandboxed run."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.command import sandbox
+from executions.executors.command.configs import CONFIGS, PLACEHOLDER, allowlist_problem
+from executions.executors.configs import ConfigError
+from executions.redaction import redact_text
+
+SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+
+
+class _Refused(Exception):
+    def __init__(self, error_type: str, message: str):
+        super().__init__(message)
+        self.error_type = error_type
+
+
+def _as_text(value: Any) -> str:
+    """An input as one argument: a string as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def render(template: str, inputs: Mapping[str, Any], *, where: str) -> str | None:
+    """``template`` with each ``{name}`` replaced by that input; None when the template is
+    exactly one placeholder whose input was not given (the argument is left out)."""
+    whole = PLACEHOLDER.fullmatch(template)
+    if whole and whole.group(1) and inputs.get(whole.group(1)) is None:
+        return None
+
+    def substitute(match) -> str:
+        name = match.group(1)
+        if name is None:
+            return match.group(0)[0]  # "{{" -> "{", "}}" -> "}"
+        if inputs.get(name) is None:
+            raise _Refused(ErrorType.INPUT, f"{where} needs the input {name!r}, which is not given")
+        return _as_text(inputs[name])
+
+    rendered = PLACEHOLDER.sub(substitute, template)
+    if "\x00" in rendered:
+        raise _Refused(ErrorType.INPUT, f"{where} would contain a NUL character")
+    return rendered
+
+
+def _argv(configs, inputs) -> list[str]:
+    argv = CONFIGS.read(configs, "argv")
+    if argv is None:
+        raise _Refused(ErrorType.CONFIG, "config 'argv' is required: the program and its arguments")
+    problem = allowlist_problem(argv[0])  # read() checked it too; the list may change
+    if problem:
+        raise _Refused(ErrorType.CONFIG, problem)
+    rendered = [argv[0]]
+    for index, item in enumerate(argv[1:], start=1):
+        value = render(item, inputs, where=f"argument {index}")
+        if value is not None:
+            rendered.append(value)
+    return rendered
+
+
+def _stdin(configs, inputs) -> bytes | None:
+    name = CONFIGS.read(configs, "stdin")
+    if name is None or inputs.get(name) is None:
+        return None
+    return _as_text(inputs[name]).encode("utf-8", "surrogatepass")
+
+
+def _files(configs, inputs) -> dict[str, bytes]:
+    files = {}
+    for path, content in CONFIGS.read(configs, "workspace_files").items():
+        whole = PLACEHOLDER.fullmatch(content)
+        if whole and whole.group(1):
+            value = inputs.get(whole.group(1))
+            text = "" if value is None else _as_text(value)
+        else:
+            text = content
+        files[path] = text.encode("utf-8", "surrogatepass")
+    return files
+
+
+def _limits(configs, call: ToolCall) -> sandbox.Limits:
+    timeout = CONFIGS.read(configs, "timeout_seconds") or call.timeout_seconds
+    return sandbox.Limits(
+        timeout_seconds=min(float(timeout), float(call.timeout_seconds)),
+        memory_mb=CONFIGS.read(configs, "memory_mb"),
+        cpu_seconds=CONFIGS.read(configs, "cpu_seconds"),
+        max_processes=CONFIGS.read(configs, "max_processes"),
+        max_output_bytes=min(CONFIGS.read(configs, "max_output_bytes"), call.max_response_bytes),
+        workspace_mb=int(getattr(settings, "TOOLHUB_COMMAND_WORKSPACE_MB", 64)),
+    )
+
+
+def _decoded(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+class CommandExecutor:
+    kind = "command"
+
+    def execute(self, call: ToolCall) -> ExecutorResult:
+        started = time.perf_counter()
+        secrets = [s for s in call.secret_values if s]
+
+        def failure(error_type: str, message: str, **extra: Any) -> ExecutorResult:
+            return ExecutorResult(
+                ok=False,
+                error_type=error_type,
+                error_message=redact_text(message, secrets),
+                latency_ms=(time.perf_counter() - started) * 1000,
+                **extra,
+            )
+
+        try:
+            argv = _argv(call.configs, call.inputs)
+            stdin = _stdin(call.configs, call.inputs)
+            files = _files(call.configs, call.inputs)
+            env = CONFIGS.read(call.configs, "env")
+            limits = _limits(call.configs, call)
+        except ConfigError as exc:
+            return failure(ErrorType.CONFIG, str(exc))
+        except _Refused as exc:
+            return failure(exc.error_type, str(exc))
+        try:
+            outcome = sandbox.run(argv, stdin=stdin, env=env, files=files, limits=limits)
+        except sandbox.SandboxUnavailable as exc:
+            return failure(SANDBOX_UNAVAILABLE, f"command tools cannot run on this host: {exc}")
+        return self._result(outcome, limits, failure, started)
+
+    @staticmethod
+    def _result(outcome: sandbox.Outcome, limits: sandbox.Limits, failure, started):
+        output = {
+            "stdout": _decoded(outcome.stdout),
+            "stderr": _decoded(outcome.stderr),
+            "exit_code": outcome.exit_code,
+            "duration_ms": round(outcome.duration_ms, 1),
+            "truncated": outcome.truncated,
+        }
+        metadata = {"exit_code": outcome.exit_code, "truncated": outcome.truncated}
+        if outcome.timed_out:
+            return failure(
+                ErrorType.TIMEOUT,
+                f"the command did not finish within {limits.timeout_seconds:g}s; it was killed "
+                "with every process it started",
+                output=output,
+                metadata=metadata,
+            )
+        if outcome.exit_code != 0:
+            return failure(
+                ErrorType.TOOL,
+                f"the command exited with {_exit_words(outcome.exit_code)}: "
+                f"{output['stderr'][-2000:].strip() or '(no stderr)'}",
+                output=output,
+                metadata=metadata,
+            )
+        return ExecutorResult(
+            ok=True,
+            output=output,
+            metadata=metadata,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+
+def _exit_words(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"code {code} (killed by {name})"
+    return f"code {code}"
