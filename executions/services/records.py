@@ -74,9 +74,9 @@ def cost_of(tool) -> Decimal | None:
 # "content_version": 2) adds the call's request id, client address, timings,
 # sizes, what was asked for and the stored arguments of every record (refusals
 # included). Version 3 adds the claim's bookkeeping (worker, deadline, heartbeat) and
-# the encrypted secrets a finished call still holds (none). Events written before keep
-# the hash of their version, checked as such.
-CONTENT_VERSION = 3
+# the encrypted secrets a finished call still holds (none). Version 4 adds the guards'
+# decisions. Events written before keep the hash of their version, checked as such.
+CONTENT_VERSION = 4
 
 
 def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION) -> str:
@@ -139,6 +139,8 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
             heartbeat_at=time_form(execution.heartbeat_at),
             sealed_sha256=sealed_digest(execution.sealed_secrets),
         )
+    if version >= 4:
+        content["guard_decisions"] = stored_form(execution.guard_decisions or [])
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
@@ -156,6 +158,8 @@ def execution_summary(execution: Execution) -> dict:
         "error_type": execution.error_type,
         "input_hash": execution.input_hash,
         "attempts": execution.attempts,
+        # Which guards decided what (places and labels only, never the text found).
+        "guard_decisions": execution.guard_decisions or [],
         "content_version": CONTENT_VERSION,
         "content_hash": execution_content_hash(execution),
         # What the call carries, recorded by every event: an open call must still carry
