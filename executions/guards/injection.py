@@ -88,8 +88,24 @@ def _phrases(phrases: tuple[str, ...]) -> re.Pattern | None:
     return re.compile("|".join(re.escape(p) for p in phrases), re.IGNORECASE)
 
 
+# A pattern runs only when one of its words is in the lowered text (a C-speed check:
+# most texts hold none of them); the others always run.
+GATES: dict[str, tuple[str, ...]] = {
+    "instruction_override": ("ignore", "disregard", "forget", "override", "bypass", "instruction"),
+    "role_change": ("you are now", "from now on", "act as"),
+    "concealment": ("do not",),
+    "role_marker": ("<|", "inst]", "<<sys", "<</sys", "system", "assistant"),
+    "exfiltration": (" to http", "@"),
+    "hidden_html": ("style",),
+}
+
+
 def _spans(text: str, extra: re.Pattern | None) -> Iterator[tuple[str, int, int]]:
+    lowered = text.lower()
     for label, pattern in PATTERNS:
+        gate = GATES.get(label)
+        if gate is not None and not any(word in lowered for word in gate):
+            continue
         for match in pattern.finditer(text):
             yield label, match.start(), match.end()
     if extra is not None:

@@ -26,7 +26,10 @@ EMAIL = re.compile(
 )
 PHONE_INTERNATIONAL = re.compile(r"(?<![\w+])\+[1-9](?:[ .-]?\(?\d\)?){6,16}(?![\d])")
 PHONE_NANP = re.compile(r"(?<![\w(])(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?!\d)")
-CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# No leading look-behind: a pattern that starts with a character set is searched for
+# at C speed; what may not come before a match is checked on the match (``_starts``).
+CARD = re.compile(r"\d(?:[ -]?\d){12,18}(?![\d-])")
+_DIGIT = re.compile(r"\d")
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 
 # (pattern, stdnum module) per national id; each written form is distinctive.
@@ -64,6 +67,15 @@ def _validator(module: str) -> Callable[[str], bool]:
     return importlib.import_module(module).is_valid
 
 
+def _starts(text: str, start: int, forbidden: str) -> bool:
+    """Whether a match at ``start`` begins a token: the character before it (if any) is
+    neither alphanumeric (when ``forbidden`` has "w") nor one of ``forbidden``."""
+    if start == 0:
+        return True
+    before = text[start - 1]
+    return not (("w" in forbidden and (before.isalnum() or before == "_")) or before in forbidden)
+
+
 def _digits(text: str) -> str:
     return "".join(ch for ch in text if ch.isdigit())
 
@@ -71,6 +83,8 @@ def _digits(text: str) -> str:
 def _cards(text: str) -> Iterator[tuple[str, int, int]]:
     luhn = _validator("stdnum.luhn")
     for match in CARD.finditer(text):
+        if not _starts(text, match.start(), "0123456789.-"):
+            continue
         digits = _digits(match.group())
         if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn(digits):
             yield "payment_card", match.start(), match.end()
@@ -100,7 +114,7 @@ def _national_ids(text: str, kinds: tuple[str, ...]) -> Iterator[tuple[str, int,
 
 
 def _phones(text: str) -> Iterator[tuple[str, int, int]]:
-    for pattern in (PHONE_INTERNATIONAL, PHONE_NANP):
+    for pattern in (PHONE_INTERNATIONAL, PHONE_NANP) if "+" in text else (PHONE_NANP,):
         for match in pattern.finditer(text):
             if 8 <= len(_digits(match.group())) <= 15 or pattern is PHONE_NANP:
                 yield "phone", match.start(), match.end()
@@ -111,19 +125,58 @@ def _emails(text: str) -> Iterator[tuple[str, int, int]]:
         yield "email", match.start(), match.end()
 
 
+# Where numbers are: a run that starts with a digit and goes on over digits and the
+# separators numbers are written with. Only the runs with at least ``NUMBER_DIGITS``
+# digits, widened to the whole words around them (an IBAN's country code, a DNI's
+# letter, a phone's "+"), are searched for numbers: one scan of a long text instead of
+# one per pattern.
+_NUMBER_RUN = re.compile(r"\d[\d ().,/+-]*")
+NUMBER_DIGITS = 7  # the fewest digits of any number looked for (a NIE's seven)
+_WIDEN = 40  # at most this many characters of the words around a run
+
+
+def _number_windows(text: str) -> Iterator[tuple[int, str]]:
+    # Windows may overlap: ``find_pii`` keeps one finding per span.
+    for run in _NUMBER_RUN.finditer(text):
+        if sum(ch.isdigit() for ch in run.group()) < NUMBER_DIGITS:
+            continue
+        low = run.start()
+        while low > 0 and run.start() - low < _WIDEN and not text[low - 1].isspace():
+            low -= 1
+        high = run.end()
+        while high < len(text) and high - run.end() < _WIDEN and not text[high].isspace():
+            high += 1
+        yield low, text[low:high]
+
+
+def _numbers(text: str, types: tuple[str, ...], national_ids: tuple[str, ...]):
+    windowed = tuple(kind for kind in national_ids if kind != "it_codice_fiscale")
+    for offset, window in _number_windows(text):
+        found = []
+        if "payment_card" in types:
+            found += _cards(window)
+        if "iban" in types:
+            found += _ibans(window)
+        if "national_id" in types:
+            found += _national_ids(window, windowed)
+        if "phone" in types:
+            found += _phones(window)
+        for label, start, end in found:
+            yield label, offset + start, offset + end
+    if "national_id" in types and "it_codice_fiscale" in national_ids:
+        # Letters and digits mixed (RSSMRA85T10A562S): not a run of digits.
+        yield from _national_ids(text, ("it_codice_fiscale",))
+
+
 def _spans(text: str, types: tuple[str, ...], national_ids: tuple[str, ...]):
     # Most specific first: a span one finder took is not taken again by a later one
-    # (an IBAN's digits are not a phone number as well).
-    if "payment_card" in types:
-        yield from _cards(text)
-    if "iban" in types:
-        yield from _ibans(text)
-    if "national_id" in types:
-        yield from _national_ids(text, national_ids)
-    if "email" in types:
+    # (an IBAN's digits are not a phone number as well). A text without a digit holds
+    # none of the numbers, one without "@" no e-mail address: most texts of a JSON
+    # output are skipped by these two C-speed checks.
+    if _DIGIT.search(text) is not None:
+        yield from _numbers(text, types, national_ids)
+    if "@" in text and "email" in types:
         yield from _emails(text)
-    if "phone" in types:
-        yield from _phones(text)
 
 
 def find_pii(output: Any, config: dict) -> list[Finding]:

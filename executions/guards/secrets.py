@@ -20,7 +20,9 @@ from typing import Any
 from executions.guards.findings import Finding, texts
 from registry.guard_configs import SECRET_TYPES
 
-# (type, pattern, group holding the secret: 0 = the whole match)
+# (type, pattern, group holding the secret: 0 = the whole match). Patterns start with
+# their literal prefix (no leading \b, which would stop the C-speed prefix search);
+# a match must still begin a word (``_word_start``).
 PATTERNS: list[tuple[str, re.Pattern, int]] = [
     (
         "private_key",
@@ -31,7 +33,7 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
         ),
         0,
     ),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
+    ("aws_access_key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
     (
         "aws_secret_key",
         re.compile(
@@ -39,17 +41,17 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
         ),
         1,
     ),
-    ("gcp_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
-    ("gcp_oauth_token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), 0),
+    ("gcp_api_key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
+    ("gcp_oauth_token", re.compile(r"ya29\.[0-9A-Za-z_-]{20,}"), 0),
+    ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), 0),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
     (
         "github_token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
         0,
     ),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
-    ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
+    ("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
+    ("stripe_key", re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
 ]
 NAMED_CREDENTIAL_MIN = 8
 # Field names that say their value is a credential ("auth" alone would take "author").
@@ -73,11 +75,32 @@ def _jwt_header_ok(token: str) -> bool:
     return isinstance(decoded, dict) and ("alg" in decoded or "typ" in decoded)
 
 
+# Case-insensitive patterns run only when their word is in the text (a C-speed check).
+_NEEDS_WORD = {"aws_secret_key": "aws", "bearer_token": "bearer"}
+_WORD_STARTS = {"private_key", "aws_secret_key", "bearer_token"}  # their patterns say so
+
+
+def _word_start(text: str, start: int) -> bool:
+    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
+
+
+# Every case-sensitive pattern's literal start, in one pattern: a text without any of
+# them (most texts) is passed over after one scan instead of one per pattern.
+_ANY_START = re.compile(
+    r"-----BEGIN|A(?:KIA|SIA|BIA|CCA|3T|Iza)|ya29\.|eyJ|gh[pousr]_|github_pat_|xox|[sr]k_"
+)
+
+
 def _spans(text: str, types: set[str]) -> Iterator[tuple[str, int, int]]:
+    lowered = text.lower() if types & _NEEDS_WORD.keys() else ""
+    if _ANY_START.search(text) is None and not any(w in lowered for w in _NEEDS_WORD.values()):
+        return
     for label, pattern, group in PATTERNS:
-        if label not in types:
+        if label not in types or (label in _NEEDS_WORD and _NEEDS_WORD[label] not in lowered):
             continue
         for match in pattern.finditer(text):
+            if label not in _WORD_STARTS and not _word_start(text, match.start()):
+                continue
             if label == "jwt" and not _jwt_header_ok(match.group()):
                 continue
             yield label, match.start(group), match.end(group)
