@@ -91,3 +91,9 @@ clear_dns_cache
 close_transport
 permissions_by_label
 generic_representation  # the tests hold the fast to_representation equal to DRF's own
+
+# The operators' interface to guards (docs/governance.md, "Guards"): their functions
+# read the context's fields and their tests call the helpers.
+guard_name
+check_before
+check_after

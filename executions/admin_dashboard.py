@@ -127,6 +127,11 @@ def _charts(series: list[stats.StatsRow], interval: str, range_key: str) -> dict
 DASHBOARD_CACHE_SECONDS = 60
 
 
+def dashboard_cache_key(range_key: str) -> str:
+    # v2: the cached tuple carries the guard decisions too (a v1 entry is never read).
+    return f"toolhub:dashboard:v2:{range_key}"
+
+
 def dashboard_view(request):
     """Usage over the chosen range (24h / 7d / 30d / 90d) of every execution."""
     if not may_view_dashboard(request.user):
@@ -137,7 +142,7 @@ def dashboard_view(request):
     span, interval = RANGES[range_key]
     # Everyone allowed here sees every execution, so one cached copy per range
     # serves them all: re-aggregating 90 days of millions of rows takes seconds.
-    cache_key = f"toolhub:dashboard:{range_key}"
+    cache_key = dashboard_cache_key(range_key)
     try:
         cached, cache_answers = cache.get(cache_key), True
     except Exception as exc:  # Redis down or not answering: compute, and wait on it no more
@@ -155,13 +160,14 @@ def dashboard_view(request):
             window,
             interval,
         )
-        cached = (now, window, totals, by_tool, by_agent, series)
+        guards = stats.guard_decision_counts(visible, window=window)
+        cached = (now, window, totals, by_tool, by_agent, series, guards)
         if cache_answers:
             try:
                 cache.set(cache_key, cached, DASHBOARD_CACHE_SECONDS)
             except Exception as exc:
                 logger.warning("dashboard not cached: %s", exc.__class__.__name__)
-    now, window, totals, by_tool, by_agent, series = cached
+    now, window, totals, by_tool, by_agent, series, guards = cached
     total = totals[0].metrics if totals else stats.Metrics(denials_by_reason={})
     rate = total.success_rate
     context = {
@@ -192,6 +198,9 @@ def dashboard_view(request):
             },
         ],
         "charts": _charts(series, interval, range_key),
+        "guards": [
+            {**row, "by_action": sorted(row["by_action"].items())} for row in guards[:TABLE_ROWS]
+        ],
     }
     return TemplateResponse(request, "admin/toolhub_dashboard.html", context)
 

@@ -62,22 +62,34 @@ class ExecutionsConfig(AppConfig):
 
         load_python_tool_modules(settings.TOOLHUB_PYTHON_TOOL_MODULES)
 
+        # Guard rows of kind "python" name functions registered here (checked on save).
+        from executions.guards import guard_registry
+        from registry.guard_configs import guard_functions_register
+
+        guard_functions_register(guard_registry.stages)
+        load_operator_modules(settings.TOOLHUB_GUARD_MODULES, "TOOLHUB_GUARD_MODULES")
+
 
 def load_python_tool_modules(modules) -> None:
     """Import the operator's modules of ``@tool`` functions (``TOOLHUB_PYTHON_TOOL_MODULES``),
     so web and workers know the same functions; a module that does not import stops
     the process, naming it."""
+    import executions.python_tools  # noqa: F401 - the registry and the built-in tools
+
+    load_operator_modules(modules, "TOOLHUB_PYTHON_TOOL_MODULES")
+
+
+def load_operator_modules(modules, setting: str) -> None:
+    """Import the operator's modules named by ``setting``; one that does not import stops
+    the process, naming it."""
     import importlib
 
     from django.core.exceptions import ImproperlyConfigured
-
-    import executions.python_tools  # noqa: F401 - the registry and the built-in tools
 
     for module in modules:
         try:
             importlib.import_module(module)
         except Exception as exc:
             raise ImproperlyConfigured(
-                f"TOOLHUB_PYTHON_TOOL_MODULES: module {module!r} does not import "
-                f"({type(exc).__name__}: {exc})"
+                f"{setting}: module {module!r} does not import ({type(exc).__name__}: {exc})"
             ) from exc

@@ -162,6 +162,12 @@ class Execution(models.Model):
     error_type = models.CharField(max_length=40, blank=True)
     error_message = models.TextField(blank=True)
     upstream_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    guard_decisions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What each guard decided on this call: guard, stage, action and where in "
+        "the output (never the text it found).",
+    )
 
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

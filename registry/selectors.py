@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, Q, QuerySet
 
 from registry import formats
-from registry.models import RateLimitRule, Tool, ToolConfig, ToolParameter, Toolset
+from registry.models import Guard, RateLimitRule, Tool, ToolConfig, ToolParameter, Toolset
 from registry.models.tools import ParameterKind
 
 
@@ -14,6 +14,16 @@ def rate_limit_rules_for(tool: Tool) -> list[RateLimitRule]:
     return list(
         RateLimitRule.objects.filter(Q(tool=tool) | Q(tool__isnull=True), is_active=True).order_by(
             "time_window_seconds"
+        )
+    )
+
+
+def guards_for(tool: Tool) -> list[Guard]:
+    """The active guards that apply to ``tool`` (its own and the all-tools ones), in the
+    order they run."""
+    return list(
+        Guard.objects.filter(Q(tool=tool) | Q(tool__isnull=True), is_active=True).order_by(
+            "order", "name"
         )
     )
 

@@ -113,12 +113,13 @@ def clear() -> None:
 
 @dataclass(eq=False)
 class ToolSpec:
-    """A tool as a call needs it: the row, its input schema, secrets, rules and configs."""
+    """A tool as a call needs it: the row, its input schema, secrets, rules, guards and configs."""
 
     tool: Any
     input_schema: dict
     secret_names: frozenset[str]
     rules: tuple
+    guards: tuple = ()
     _runtime: tuple[dict[str, Any], tuple[Any, ...]] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -137,7 +138,7 @@ class ToolSpec:
 def _load_spec(**lookup) -> ToolSpec | None:
     from registry.formats import secret_parameters
     from registry.models import Tool
-    from registry.selectors import rate_limit_rules_for
+    from registry.selectors import guards_for, rate_limit_rules_for
 
     tool = Tool.objects.prefetch_related("parameters", "configs").filter(**lookup).first()
     if tool is None:
@@ -147,6 +148,7 @@ def _load_spec(**lookup) -> ToolSpec | None:
         input_schema=tool.input_schema(),
         secret_names=frozenset(secret_parameters(tool)) if tool.type == "http" else frozenset(),
         rules=tuple(rate_limit_rules_for(tool)),
+        guards=tuple(guards_for(tool)),
     )
 
 

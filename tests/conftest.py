@@ -180,9 +180,9 @@ def _fresh_dashboard_cache():
     """The dashboard caches its aggregates for a minute; each test starts without them."""
     from django.core.cache import cache
 
-    from executions.admin_dashboard import RANGES
+    from executions.admin_dashboard import RANGES, dashboard_cache_key
 
-    keys = [f"toolhub:dashboard:{name}" for name in RANGES]
+    keys = [dashboard_cache_key(name) for name in RANGES]
     with contextlib.suppress(Exception):  # no cache reachable: nothing cached either
         cache.delete_many(keys)
     yield

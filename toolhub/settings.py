@@ -498,6 +498,9 @@ TOOLHUB_TOKEN_DEFAULT_DAYS = env_int("TOOLHUB_TOKEN_DEFAULT_DAYS", 90, minimum=0
 # process at start; then manage.py sync_python_tools registers them). Code comes
 # from here, the operator's environment, never from the database.
 TOOLHUB_PYTHON_TOOL_MODULES = env_list("TOOLHUB_PYTHON_TOOL_MODULES")
+# Modules whose @guard-decorated functions become guard functions a guard of kind
+# "python" may name (imported by every process at start, like the tool modules).
+TOOLHUB_GUARD_MODULES = env_list("TOOLHUB_GUARD_MODULES")
 # Database tools' own connection strings may not log in as a PostgreSQL superuser
 # (or a role that reads server files or runs programs); true lifts that.
 TOOLHUB_DATABASE_ALLOW_SUPERUSER = env_bool("TOOLHUB_DATABASE_ALLOW_SUPERUSER", False)

@@ -172,6 +172,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         "error_type",
         "error_message",
         "upstream_status",
+        "guards_pretty",
         "attempts",
         "created_at",
         "queued_at",
@@ -290,6 +291,10 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
     @admin.display(description="Output")
     def output_pretty(self, obj):
         return pretty_json(obj.output_data)
+
+    @admin.display(description="Guard decisions")
+    def guards_pretty(self, obj):
+        return pretty_json(obj.guard_decisions) if obj.guard_decisions else "-"
 
     @admin.display(description="Audit events")
     def audit_link(self, obj):

@@ -28,6 +28,13 @@ class ExecutionSerializer(serializers.ModelSerializer):
     links = serializers.SerializerMethodField()
     input_data = serializers.JSONField()
     output_data = serializers.JSONField()
+    guard_decisions = serializers.JSONField(
+        help_text="What each guard decided: guard, stage, action and where in the output "
+        "(JSON path and offsets; never the text found)."
+    )
+    guard_notes = serializers.SerializerMethodField(
+        help_text="What flagging guards say about the output, for the agent to read."
+    )
     cached_from = serializers.UUIDField(
         source="cached_from_id",
         allow_null=True,
@@ -53,6 +60,8 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "error_type",
             "error_message",
             "upstream_status",
+            "guard_decisions",
+            "guard_notes",
             "attempts",
             "execution_time_ms",
             "chars_in",
@@ -83,6 +92,18 @@ class ExecutionSerializer(serializers.ModelSerializer):
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_links(self, obj) -> dict:
         return _links(obj, self.context.get("request"))
+
+    def get_guard_notes(self, obj) -> list[str]:
+        return guard_notes(obj)
+
+
+def guard_notes(obj: Execution) -> list[str]:
+    """The messages of the guards that flagged the call's output."""
+    return [
+        d["message"]
+        for d in obj.guard_decisions or []
+        if d.get("action") == "flag" and d.get("message")
+    ]
 
 
 def _when(value) -> str | None:
@@ -131,6 +152,8 @@ def execution_json(obj: Execution, request=None) -> dict:
         "error_type": obj.error_type,
         "error_message": obj.error_message,
         "upstream_status": obj.upstream_status,
+        "guard_decisions": obj.guard_decisions,
+        "guard_notes": guard_notes(obj),
         "attempts": obj.attempts,
         "execution_time_ms": obj.execution_time_ms,
         "chars_in": obj.chars_in,

@@ -4,8 +4,8 @@ Steps, in order (DESIGN.md): who calls (the role asked for must be the
 caller's, 403) → resolve the tool among those the caller may read, by name, id
 or a name a discovery format listed it under (404; two such tools: 409) →
 active (409) → ``execute`` permission (403) → validate and coerce the arguments
-(422) → rate limits (429) → the approval gate (``pending_approval``) → the
-result cache. The answer is a value: an ``Admission`` to record and dispatch, or
+(422) → rate limits (429) → the before-guards (403 ``guard_denied``, or approval
+asked for) → the approval gate (``pending_approval``) → the result cache. The answer is a value: an ``Admission`` to record and dispatch, or
 a ``Refusal`` (its ``code`` is the error's) for ``recording.refusal_write``.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
+from executions.guards import engine as guards
 from executions.models import ExecutionStatus
 from executions.services import governance
 from executions.services.records import input_hash
@@ -34,6 +35,13 @@ from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubErro
 class InvalidArguments(ToolHubError):
     status_code = 422
     code = "invalid_arguments"
+
+
+class GuardDenied(ToolHubError):
+    """A before-guard refused the arguments; the message says what to change."""
+
+    status_code = 403
+    code = "guard_denied"
 
 
 @dataclass
@@ -130,6 +138,7 @@ class Refusal:
     inputs: Any = None
     raw_input: str = ""
     secrets: tuple[str, ...] = ()
+    guard_decisions: tuple[dict, ...] = ()
 
     @property
     def code(self) -> str:
@@ -150,6 +159,7 @@ class Admission:
     status: str
     cached: dict[str, Any] | None
     quota: governance.Quota | None
+    guard_decisions: tuple[dict, ...] = ()
 
     @property
     def tool(self) -> Tool:
@@ -173,16 +183,22 @@ def admission_decide(
         spec = _runnable_tool(caller, tool_ref, entries)
         stored, secrets = _valid_arguments(caller, spec, arguments)
         quota = _within_rate_limits(caller, spec.tool, spec.rules, stored, secrets)
+        guarded = _guards_before(caller, spec, stored, secrets)
     except Refused as refused:
         return refused.refusal
     digest = input_hash(stored)
     cached = None
-    if governance.needs_approval(spec.tool, stored):
+    decisions = tuple(guarded.decisions)
+    if guarded.action == guards.GuardAction.REQUIRE_APPROVAL or governance.needs_approval(
+        spec.tool, stored
+    ):
         status = ExecutionStatus.PENDING_APPROVAL
     else:
-        cached = governance.cached_result(spec.tool, digest)
+        cached = governance.cached_result(spec.tool, digest, spec.guards)
         status = ExecutionStatus.SUCCEEDED if cached else ExecutionStatus.QUEUED
-    return Admission(caller, spec, stored, secrets, digest, status, cached, quota)
+        if cached:  # what the after-guards decided on the answer kept
+            decisions += tuple(cached.get("guard_decisions") or ())
+    return Admission(caller, spec, stored, secrets, digest, status, cached, quota, decisions)
 
 
 def _caller(user, role_ref: Any, tool_ref: Any, entries) -> Caller:
@@ -265,3 +281,26 @@ def _within_rate_limits(caller: Caller, tool: Tool, rules, stored: dict, secrets
             exc, caller, tool, inputs=stored, secrets=tuple(secret_forms(secrets.values()))
         )
         raise Refused(refusal) from None
+
+
+def _guards_before(
+    caller: Caller, spec: snapshot.ToolSpec, stored: dict, secrets: dict
+) -> guards.BeforeOutcome:
+    """The tool's before-guards on the arguments kept (per-call secrets are not shown
+    to them); a denial ends admission as a refusal naming the guard."""
+    outcome = guards.run_before(spec.guards, tool=spec.tool, arguments=stored, caller=caller.name)
+    if outcome.action != guards.GuardAction.DENY:
+        return outcome
+    error = GuardDenied(
+        f"Refused by guard '{outcome.guard}': {outcome.message}",
+        details=[{"guard": outcome.guard, "message": outcome.message}],
+    )
+    refusal = Refusal(
+        error,
+        caller,
+        spec.tool,
+        inputs=stored,
+        secrets=tuple(secret_forms(secrets.values())),
+        guard_decisions=tuple(outcome.decisions),
+    )
+    raise Refused(refusal)

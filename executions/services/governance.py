@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -156,32 +157,43 @@ def needs_approval(tool: Tool, inputs: dict) -> bool:
 # Result cache
 
 
-def result_cache_key(tool: Tool, input_hash: str) -> str:
+def _guards_stamp(guards) -> str:
+    """Which after-guards (as last changed) shaped an output: an answer guarded otherwise
+    (before a PII guard was added, say) is never served."""
+    after = sorted(
+        f"{g.pk}@{g.updated_at.isoformat() if g.updated_at else ''}"
+        for g in guards
+        if g.stage == "after"
+    )
+    return hashlib.sha256("|".join(after).encode()).hexdigest()[:16] if after else "-"
+
+
+def result_cache_key(tool: Tool, input_hash: str, guards=()) -> str:
     """Results are kept per definition: any change of what a call does (the tool's
     run settings, parameters or configs) moves ``definition_changed_at``
     (``registry.services.tools``), so an answer produced under an older
-    configuration (another base_url, say) is never served."""
+    configuration (another base_url, say) is never served; and per set of after-guards."""
     changed = tool.definition_changed_at or tool.updated_at
     stamp = changed.isoformat() if changed else tool.version
-    return f"toolhub:result:{tool.pk}:{stamp}:{input_hash}"
+    return f"toolhub:result:{tool.pk}:{stamp}:{_guards_stamp(guards)}:{input_hash}"
 
 
-def cached_result(tool: Tool, input_hash: str) -> dict | None:
+def cached_result(tool: Tool, input_hash: str, guards=()) -> dict | None:
     if not tool.cache_ttl_seconds:
         return None
     try:
-        return cache.get(result_cache_key(tool, input_hash))
+        return cache.get(result_cache_key(tool, input_hash, guards))
     except Exception as exc:
         logger.warning("result cache unavailable: %s", exc)
         return None
 
 
-def store_result(tool: Tool, execution) -> None:
+def store_result(tool: Tool, execution, guards=()) -> None:
     if not tool.cache_ttl_seconds or execution.status != "succeeded":
         return
     try:
         cache.set(
-            result_cache_key(tool, execution.input_hash),
+            result_cache_key(tool, execution.input_hash, guards),
             {
                 "execution_id": str(execution.pk),
                 "output_data": execution.output_data,
@@ -189,6 +201,9 @@ def store_result(tool: Tool, execution) -> None:
                 "output_artifact": execution.output_artifact,
                 "output_size": execution.output_size,
                 "chars_out": execution.chars_out,
+                "guard_decisions": [
+                    d for d in execution.guard_decisions or [] if d.get("stage") == "after"
+                ],
             },
             timeout=tool.cache_ttl_seconds,
         )

@@ -46,6 +46,7 @@ def refusal_write(refusal: Refusal, *, tool_ref: Any) -> ToolHubError:
         inputs=refusal.inputs,
         raw_input=refusal.raw_input,
         secrets=refusal.secrets,
+        guard_decisions=list(refusal.guard_decisions),
     )
     refusal.error.extra = {"execution_id": str(execution.pk)}
     return refusal.error
@@ -72,6 +73,7 @@ def admitted_record(admission: Admission, tool_ref: Any, entries, now) -> Execut
         cost=Decimal(0) if cached else cost_of(tool),  # a cached answer calls nothing
         created_at=now,
         queued_at=now if admission.status == ExecutionStatus.QUEUED else None,
+        guard_decisions=list(admission.guard_decisions),
     )
     if cached:
         execution.cached_from_id = cached["execution_id"]
@@ -96,6 +98,7 @@ def _record_refusal(
     inputs: Any = None,
     raw_input: str = "",
     secrets: Iterable[str] = (),
+    guard_decisions: list[dict] | None = None,
 ) -> Execution:
     """Write a refused call's row and audit event. ``secrets``: every text form of
     the secret values given in the call, removed from the message, the raw text
@@ -116,6 +119,7 @@ def _record_refusal(
         error_message=without_secrets(message, secrets, MESSAGE_LIMIT)[:MESSAGE_LIMIT],
         created_at=now,  # decided and finished at the same moment, never before
         finished_at=now,
+        guard_decisions=guard_decisions or [],
     )
     rows.insert_together(execution, execution_audit_event(execution, f"execution.{status}"))
     executions_audited(execution)

@@ -75,8 +75,8 @@ def cost_of(tool) -> Decimal | None:
 # sizes, what was asked for and the stored arguments of every record (refusals
 # included). Version 3 adds the claim's bookkeeping (worker, deadline, heartbeat) and
 # the encrypted secrets a finished call still holds (none). Version 4 adds the entry
-# point, the MCP client's name and version and the protocol revision. Events written
-# before keep the hash of their version, checked as such.
+# point, the MCP client's name and version, the protocol revision and the guards'
+# decisions. Events written before keep the hash of their version, checked as such.
 CONTENT_VERSION = 4
 
 
@@ -147,6 +147,7 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
             client_version=execution.client_version,
             protocol_version=execution.protocol_version,
         )
+        content["guard_decisions"] = stored_form(execution.guard_decisions or [])
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
@@ -164,6 +165,8 @@ def execution_summary(execution: Execution) -> dict:
         "error_type": execution.error_type,
         "input_hash": execution.input_hash,
         "attempts": execution.attempts,
+        # Which guards decided what (places and labels only, never the text found).
+        "guard_decisions": execution.guard_decisions or [],
         "content_version": CONTENT_VERSION,
         "content_hash": execution_content_hash(execution),
         # What the call carries, recorded by every event: an open call must still carry

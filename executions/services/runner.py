@@ -28,7 +28,15 @@ from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, Execution, ExecutionStatus
 from executions.redaction import redact, redact_text, with_encoded_forms
-from executions.services import concurrency, integrity, notify, outputs, run_configs, transitions
+from executions.services import (
+    concurrency,
+    guarding,
+    integrity,
+    notify,
+    outputs,
+    run_configs,
+    transitions,
+)
 from executions.services.governance import store_result
 from executions.services.run_configs import mcp_configs as _mcp_configs  # noqa: F401
 from registry import crypto, snapshot
@@ -205,13 +213,24 @@ def run_claimed(execution: Execution, spec, *, notify_waiters: bool = True) -> E
     ``notify_waiters=False`` when the only waiter is the caller running it here.
     """
     started = time.monotonic()
+    decisions: list[dict] = []
     try:
         result, attempts, elapsed_ms = _run_with_retries(execution, spec)
+        result, decisions = guarding.guarded_result(execution, spec, result)
     except Exception:  # a bug of ours after the tool may have run: end the call, do not retry
         logger.exception("execution %s: failed while running", execution.pk)
         result, attempts = _internal_failure(), 1
         elapsed_ms = (time.monotonic() - started) * 1000
-    return _finish(execution, spec.tool, result, attempts, elapsed_ms, notify_waiters)
+    return _finish(
+        execution,
+        spec.tool,
+        result,
+        attempts,
+        elapsed_ms,
+        notify_waiters,
+        guards=spec.guards,
+        decisions=decisions,
+    )
 
 
 def _internal_failure() -> ExecutorResult:
@@ -331,8 +350,13 @@ def _finish(
     attempts: int,
     elapsed_ms: float,
     notify_waiters: bool = True,
+    *,
+    guards=(),
+    decisions: list[dict] | None = None,
 ):
     fields: dict[str, Any] = {}
+    if decisions:
+        fields["guard_decisions"] = [*(execution.guard_decisions or []), *decisions]
     if result.output is not None:
         try:
             cut = bool((result.metadata or {}).get("truncated"))
@@ -373,7 +397,7 @@ def _finish(
         setattr(execution, name, value)
     done = transitions.execution_finish(execution, fields, actor=_principal(execution))
     if done:
-        store_result(tool, execution)
+        store_result(tool, execution, guards)
         if tool.requires_approval and Approval.objects.filter(execution=execution).exists():
             _dispatch().notify_agent(execution)
     else:

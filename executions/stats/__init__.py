@@ -25,6 +25,8 @@ databases (the embedded SQLite) have no ``percentile_cont``: the percentiles
 are computed in Python over at most ``PERCENTILE_SAMPLE`` finished runs, the
 most recent of the window (approximate when the window holds more).
 
+``guards``: every guard decision counted per tool, guard and action.
+
 The package, one concept a module: ``window`` (parameters, window, buckets),
 ``percentiles``, ``rows`` (``Metrics``, ``StatsRow``), ``queries``
 (``execution_stats``) and ``report`` (``stats_report``, ``fill_series``).
@@ -32,6 +34,7 @@ The package, one concept a module: ``window`` (parameters, window, buckets),
 
 from __future__ import annotations
 
+from executions.stats.guards import guard_decision_counts
 from executions.stats.percentiles import PercentileCont, percentile_cont
 from executions.stats.queries import execution_stats
 from executions.stats.report import fill_series, stats_report
@@ -72,6 +75,7 @@ __all__ = [
     "bucket_starts",
     "execution_stats",
     "fill_series",
+    "guard_decision_counts",
     "percentile_cont",
     "stats_report",
     "stats_window",

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from executions.models import Execution
+from executions.stats.guards import guard_decision_counts
 from executions.stats.queries import execution_stats
 from executions.stats.rows import Metrics, StatsRow
 from executions.stats.window import StatsWindow, bucket_starts
@@ -47,6 +48,7 @@ def stats_report(
         "interval": interval,
         "totals": total.as_dict(),
         "groups": [row.as_dict() for row in groups],
+        "guards": guard_decision_counts(queryset, **common),
     }
     if interval:
         series = execution_stats(queryset, interval=interval, **common)

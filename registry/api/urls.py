@@ -84,6 +84,13 @@ urlpatterns += [
     path("rate-limits/<uuid:rule_id>", lv.RateLimitDetailView.as_view(), name="rate-limit-detail"),
 ]
 
+from registry.api import guard_views as gv  # noqa: E402
+
+urlpatterns += [
+    path("guards", gv.GuardListView.as_view(), name="guard-list"),
+    path("guards/<uuid:guard_id>", gv.GuardDetailView.as_view(), name="guard-detail"),
+]
+
 from registry.api import audit_chain_views as acv  # noqa: E402
 
 urlpatterns += [

@@ -8,6 +8,7 @@ from registry.models.access import (
     ToolUserObjectPermission,
 )
 from registry.models.audit import AuditChainHead, AuditCheckpoint, AuditEvent
+from registry.models.guards import Guard, GuardAction, GuardKind, GuardStage
 from registry.models.limits import RateLimitRule, RateLimitScope
 from registry.models.mcp import MCPServer as MCPServer
 from registry.models.tokens import ApiToken
@@ -21,6 +22,10 @@ __all__ = [
     "AuditChainHead",
     "AuditCheckpoint",
     "AuditEvent",
+    "Guard",
+    "GuardAction",
+    "GuardKind",
+    "GuardStage",
     "RateLimitRule",
     "RateLimitScope",
     "Role",

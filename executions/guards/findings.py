@@ -1,0 +1,137 @@
+"""Where something was found in an output, and redacting it there.
+
+A ``Finding`` names a place, never a value: the JSON path of a string in the
+output (``$.contacts[0].email``; ``$`` when the output is one text) and the
+character offsets within it. Numbers are looked at as their decimal text (a
+card number sent as a JSON number is still a card number); a finding in one
+covers the whole number, which redaction replaces with a string. Dictionary
+keys are not looked at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+Path = tuple[str | int, ...]
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a guard found: where (``path``, ``start``/``end`` offsets in that text)
+    and what (``label``, such as ``email`` or ``jwt``)."""
+
+    label: str
+    start: int
+    end: int
+    path: Path = ()
+
+    def record(self) -> dict[str, Any]:
+        """What a decision keeps of it: the place and the label, never the text found."""
+        return {
+            "path": json_path(self.path),
+            "start": self.start,
+            "end": self.end,
+            "type": self.label,
+        }
+
+
+def json_path(path: Path) -> str:
+    parts = ["$"]
+    for step in path:
+        if isinstance(step, int):
+            parts.append(f"[{step}]")
+        elif _PLAIN_KEY.match(step):
+            parts.append(f".{step}")
+        else:
+            parts.append("[" + repr(step).replace("\\'", "'") + "]")
+    return "".join(parts)
+
+
+def _as_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def texts(value: Any) -> Iterator[tuple[Path, str]]:
+    """Every string (and integer, as text) in ``value`` with its path, depth first, without
+    recursion (an upstream's JSON may be nested deeper than Python's stack)."""
+    stack: list[tuple[Path, Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        text = _as_text(item)
+        if text is not None:
+            yield path, text
+        elif isinstance(item, dict):
+            stack.extend(((*path, str(key)), child) for key, child in reversed(list(item.items())))
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                ((*path, index), child) for index, child in reversed(list(enumerate(item)))
+            )
+
+
+def _merged(findings: list[Finding]) -> list[Finding]:
+    """Spans sorted and overlapping ones joined (two guards may find the same text)."""
+    merged: list[Finding] = []
+    for finding in sorted(findings, key=lambda f: (f.start, -f.end)):
+        if merged and finding.start < merged[-1].end:
+            last = merged[-1]
+            merged[-1] = Finding(last.label, last.start, max(last.end, finding.end), last.path)
+        else:
+            merged.append(finding)
+    return merged
+
+
+def redact_spans(text: str, findings: list[Finding]) -> str:
+    """``text`` with each finding's span replaced by ``[REDACTED:<label>]``."""
+    parts, position = [], 0
+    for finding in _merged(findings):
+        parts.append(text[position : finding.start])
+        parts.append(f"[REDACTED:{finding.label}]")
+        position = finding.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def redacted(value: Any, findings: list[Finding]) -> Any:
+    """A copy of ``value`` with every finding redacted in place (``value`` is not changed)."""
+    by_path: dict[Path, list[Finding]] = {}
+    for finding in findings:
+        by_path.setdefault(finding.path, []).append(finding)
+    if () in by_path:
+        return redact_spans(_as_text(value) or "", by_path[()])
+    root = _copy(value)
+    for path, spans in by_path.items():
+        parent = root
+        for step in path[:-1]:
+            parent = parent[step]
+        last = path[-1]
+        parent[last] = redact_spans(_as_text(parent[last]) or "", spans)
+    return root
+
+
+def _copy(value: Any) -> Any:
+    """A copy of the containers of ``value`` (lists for tuples), its leaves shared."""
+    if not isinstance(value, dict | list | tuple):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, child in items:
+            if isinstance(child, dict | list | tuple):
+                copy: Any = {} if isinstance(child, dict) else []
+                stack.append((child, copy))
+                child = copy
+            if isinstance(target, dict):
+                target[key] = child
+            else:
+                target.append(child)
+    return root

@@ -1,0 +1,196 @@
+"""Personal data in outputs: e-mail addresses, phone numbers, payment cards, IBANs, national ids.
+
+Patterns find candidates; check digits decide for those that have them:
+payment cards pass the Luhn check (13 to 19 digits, not all one digit), IBANs
+their country's length, format and mod-97 check, national ids their own
+check (python-stdnum validates both, imported the first time a PII guard
+runs). A number that fails its check is left as it is. E-mail addresses and
+phone numbers have no check digit: the patterns are the whole test (phone
+numbers need an international ``+`` prefix or the 3-3-4 North American
+grouping with separators, so a bare run of digits is never taken for one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+from typing import Any
+
+from executions.guards.findings import Finding, texts
+from registry.guard_configs import NATIONAL_IDS, PII_TYPES
+
+EMAIL = re.compile(
+    r"(?<![\w.+%-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
+)
+PHONE_INTERNATIONAL = re.compile(r"(?<![\w+])\+[1-9](?:[ .-]?\(?\d\)?){6,16}(?![\d])")
+PHONE_NANP = re.compile(r"(?<![\w(])(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?!\d)")
+# No leading look-behind: a pattern that starts with a character set is searched for
+# at C speed; what may not come before a match is checked on the match (``_starts``).
+CARD = re.compile(r"\d(?:[ -]?\d){12,18}(?![\d-])")
+_DIGIT = re.compile(r"\d")
+IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+
+# (pattern, stdnum module) per national id; each written form is distinctive.
+NATIONAL_ID_PATTERNS: dict[str, list[tuple[re.Pattern, str]]] = {
+    "us_ssn": [(re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])"), "stdnum.us.ssn")],
+    "es_dni": [
+        (re.compile(r"\b\d{8}-?[A-Z]\b"), "stdnum.es.dni"),
+        (re.compile(r"\b[XYZ]-?\d{7}-?[A-Z]\b"), "stdnum.es.nie"),
+    ],
+    "it_codice_fiscale": [
+        (
+            re.compile(
+                r"\b[A-Z]{6}[0-9LMNP-V]{2}[A-EHLMPR-T][0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{3}[A-Z]\b"
+            ),
+            "stdnum.it.codicefiscale",
+        )
+    ],
+    "fr_nir": [
+        (
+            re.compile(r"(?<![\d])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?!\d)"),
+            "stdnum.fr.nir",
+        )
+    ],
+    "br_cpf": [(re.compile(r"(?<![\d.])\d{3}\.\d{3}\.\d{3}-\d{2}(?![\d-])"), "stdnum.br.cpf")],
+    "in_aadhaar": [
+        (re.compile(r"(?<![\d ])[2-9]\d{3} \d{4} \d{4}(?![ \d])"), "stdnum.in_.aadhaar")
+    ],
+}
+
+
+@cache
+def _validator(module: str) -> Callable[[str], bool]:
+    import importlib
+
+    return importlib.import_module(module).is_valid
+
+
+def _starts(text: str, start: int, forbidden: str) -> bool:
+    """Whether a match at ``start`` begins a token: the character before it (if any) is
+    neither alphanumeric (when ``forbidden`` has "w") nor one of ``forbidden``."""
+    if start == 0:
+        return True
+    before = text[start - 1]
+    return not (("w" in forbidden and (before.isalnum() or before == "_")) or before in forbidden)
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+def _cards(text: str) -> Iterator[tuple[str, int, int]]:
+    luhn = _validator("stdnum.luhn")
+    for match in CARD.finditer(text):
+        if not _starts(text, match.start(), "0123456789.-"):
+            continue
+        digits = _digits(match.group())
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn(digits):
+            yield "payment_card", match.start(), match.end()
+
+
+def _ibans(text: str) -> Iterator[tuple[str, int, int]]:
+    valid = _validator("stdnum.iban")
+    for match in IBAN.finditer(text):
+        # The pattern may take in a word that follows ("... 00 EUR"): try shorter.
+        candidate = match.group()
+        while len(candidate.replace(" ", "")) >= 15:
+            if valid(candidate):
+                yield "iban", match.start(), match.start() + len(candidate)
+                break
+            if " " not in candidate:
+                break
+            candidate = candidate.rsplit(" ", 1)[0]
+
+
+def _national_ids(text: str, kinds: tuple[str, ...]) -> Iterator[tuple[str, int, int]]:
+    for kind in kinds:
+        for pattern, module in NATIONAL_ID_PATTERNS[kind]:
+            valid = _validator(module)
+            for match in pattern.finditer(text):
+                if valid(match.group()):
+                    yield f"national_id:{kind}", match.start(), match.end()
+
+
+def _phones(text: str) -> Iterator[tuple[str, int, int]]:
+    for pattern in (PHONE_INTERNATIONAL, PHONE_NANP) if "+" in text else (PHONE_NANP,):
+        for match in pattern.finditer(text):
+            if 8 <= len(_digits(match.group())) <= 15 or pattern is PHONE_NANP:
+                yield "phone", match.start(), match.end()
+
+
+def _emails(text: str) -> Iterator[tuple[str, int, int]]:
+    for match in EMAIL.finditer(text):
+        yield "email", match.start(), match.end()
+
+
+# Where numbers are: a run that starts with a digit and goes on over digits and the
+# separators numbers are written with. Only the runs with at least ``NUMBER_DIGITS``
+# digits, widened to the whole words around them (an IBAN's country code, a DNI's
+# letter, a phone's "+"), are searched for numbers: one scan of a long text instead of
+# one per pattern.
+_NUMBER_RUN = re.compile(r"\d[\d ().,/+-]*")
+NUMBER_DIGITS = 7  # the fewest digits of any number looked for (a NIE's seven)
+_WIDEN = 40  # at most this many characters of the words around a run
+
+
+def _number_windows(text: str) -> Iterator[tuple[int, str]]:
+    # Windows may overlap: ``find_pii`` keeps one finding per span.
+    for run in _NUMBER_RUN.finditer(text):
+        if sum(ch.isdigit() for ch in run.group()) < NUMBER_DIGITS:
+            continue
+        low = run.start()
+        while low > 0 and run.start() - low < _WIDEN and not text[low - 1].isspace():
+            low -= 1
+        high = run.end()
+        while high < len(text) and high - run.end() < _WIDEN and not text[high].isspace():
+            high += 1
+        yield low, text[low:high]
+
+
+def _numbers(text: str, types: tuple[str, ...], national_ids: tuple[str, ...]):
+    windowed = tuple(kind for kind in national_ids if kind != "it_codice_fiscale")
+    for offset, window in _number_windows(text):
+        found = []
+        if "payment_card" in types:
+            found += _cards(window)
+        if "iban" in types:
+            found += _ibans(window)
+        if "national_id" in types:
+            found += _national_ids(window, windowed)
+        if "phone" in types:
+            found += _phones(window)
+        for label, start, end in found:
+            yield label, offset + start, offset + end
+    if "national_id" in types and "it_codice_fiscale" in national_ids:
+        # Letters and digits mixed (RSSMRA85T10A562S): not a run of digits.
+        yield from _national_ids(text, ("it_codice_fiscale",))
+
+
+def _spans(text: str, types: tuple[str, ...], national_ids: tuple[str, ...]):
+    # Most specific first: a span one finder took is not taken again by a later one
+    # (an IBAN's digits are not a phone number as well). A text without a digit holds
+    # none of the numbers, one without "@" no e-mail address: most texts of a JSON
+    # output are skipped by these two C-speed checks.
+    if _DIGIT.search(text) is not None:
+        yield from _numbers(text, types, national_ids)
+    if "@" in text and "email" in types:
+        yield from _emails(text)
+
+
+def find_pii(output: Any, config: dict) -> list[Finding]:
+    """The personal data in ``output`` (its strings, and integers as text)."""
+    types = tuple(config.get("types") or PII_TYPES)
+    national_ids = tuple(config.get("national_ids") or NATIONAL_IDS)
+    findings: list[Finding] = []
+    for path, text in texts(output):
+        if len(text) < 6:  # shorter than any of them
+            continue
+        taken: list[tuple[int, int]] = []
+        for label, start, end in _spans(text, types, national_ids):
+            if any(start < t_end and t_start < end for t_start, t_end in taken):
+                continue
+            taken.append((start, end))
+            findings.append(Finding(label, start, end, path))
+    return findings

@@ -1,0 +1,37 @@
+"""After-guards at the runner's boundary: the one place an output is guarded.
+
+Every executor kind's output passes here once, after the tool's own secrets
+are removed from it (``runner._run_with_retries``) and before it is stored,
+cached or answered: redacted, withheld (the call fails ``guard_blocked``) or
+flagged, with every guard's decision returned for the record.
+"""
+
+from __future__ import annotations
+
+from executions.executors.base import ExecutorResult
+from executions.guards import engine
+from executions.models import Execution
+
+GUARD_BLOCKED = "guard_blocked"
+
+
+def guarded_result(
+    execution: Execution, spec, result: ExecutorResult
+) -> tuple[ExecutorResult, list]:
+    """``result`` as the tool's after-guards leave it, and their decisions."""
+    if result.output is None or not any(g.stage == "after" for g in spec.guards):
+        return result, []
+    outcome = engine.run_after(
+        spec.guards, tool=spec.tool, caller=execution.principal_name, output=result.output
+    )
+    if not outcome.blocked:
+        result.output = outcome.output
+        return result, outcome.decisions
+    blocked = ExecutorResult(
+        ok=False,
+        error_type=GUARD_BLOCKED,
+        error_message=outcome.message,
+        upstream_status=result.upstream_status,
+        metadata={k: v for k, v in (result.metadata or {}).items() if k != "truncated"},
+    )
+    return blocked, outcome.decisions
