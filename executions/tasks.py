@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from executions.mcp_sync import mcp_servers_resync_due
 from executions.services import runner, webhooks
 from executions.services.approvals import approvals_expire
 from toolhub import context
@@ -51,3 +52,8 @@ def deliver_webhook(self, execution_id: str) -> str:
     if outcome == webhooks.RETRY:
         raise self.retry(countdown=WEBHOOK_RETRY_SECONDS[retries])
     return outcome
+
+
+@shared_task(name="executions.resync_mcp_servers", ignore_result=True)
+def resync_mcp_servers() -> dict:
+    return mcp_servers_resync_due()

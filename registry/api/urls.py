@@ -97,3 +97,26 @@ urlpatterns += [
     path("audit", audit_views.AuditListView.as_view(), name="audit-list"),
     path("audit/export", audit_views.AuditExportView.as_view(), name="audit-export"),
 ]
+
+from registry.api import definition_views as dv  # noqa: E402
+
+urlpatterns += [
+    path(
+        "tools/<uuid:tool_id>/definition", dv.ToolDefinitionView.as_view(), name="tool-definition"
+    ),
+    path(
+        "tools/<uuid:tool_id>/definition/approve",
+        dv.ToolDefinitionApproveView.as_view(),
+        name="tool-definition-approve",
+    ),
+    path(
+        "tools/<uuid:tool_id>/definition/reject",
+        dv.ToolDefinitionRejectView.as_view(),
+        name="tool-definition-reject",
+    ),
+    path(
+        "mcp-servers/<uuid:server_id>/drift",
+        dv.MCPServerDriftView.as_view(),
+        name="mcp-server-drift",
+    ),
+]
