@@ -18,6 +18,12 @@ def tool_definition_state(tool: Tool, *, with_definitions: bool = True) -> dict[
         "approved_definition_source": tool.approved_definition_source or None,
         "pending_definition_hash": tool.pending_definition_hash or None,
         "rejected_definition_hash": tool.rejected_definition_hash or None,
+        # Whose sync found the pending definition (None: beat, a call, or none pending).
+        "pending_definition_seen_by": (
+            tool.pending_definition_seen_by.get_username()
+            if tool.pending_definition_seen_by is not None
+            else None
+        ),
         "diff": (
             definition_diff(tool.approved_definition, tool.pending_definition)
             if tool.pending_definition is not None

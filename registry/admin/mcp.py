@@ -88,9 +88,16 @@ class MCPServerForm(forms.ModelForm):
             self.fields["auth_token"].widget.attrs["placeholder"] = _KEPT
         if "env" in self.fields and self.instance.pk:
             self.initial.setdefault("env", self.instance.masked_env())
-        for name in ("args", "tools_allowed", "tools_denied"):
+        for name in ("args", "tools_allowed", "tools_denied", "sync_interval_minutes"):
             if name in self.fields:
                 self.fields[name].required = False
+
+    def clean_sync_interval_minutes(self):
+        """Left empty: the stored interval (the default one for a new server)."""
+        value = self.cleaned_data.get("sync_interval_minutes")
+        if value is None:
+            return self.instance.sync_interval_minutes
+        return value
 
     def _post_clean(self):
         # The model is validated by the services (with the token applied), not here:
