@@ -13,6 +13,8 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings as django_settings
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from executions import mcp_client
@@ -26,6 +28,7 @@ from registry.services import pinning
 from registry.services import tools as tool_services
 from tests.conftest import make_user, token_client
 from tests.executions.test_mcp import ServerProcess
+from tests.workers import celery_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,8 +81,7 @@ def web(http_server, settings, drift) -> MCPServer:
     return server
 
 
-@pytest.fixture
-def caller(owner, eager_tasks):
+def make_caller(owner):
     role = access_services.role_create(actor=None, name="pin-callers")
     agent = access_services.agent_create(
         actor=None, name="pin-agent", owner=owner, role_ids=[role.pk]
@@ -88,6 +90,12 @@ def caller(owner, eager_tasks):
         actor=None, role=role, action="execute", tool=Tool.objects.get(name="web__echo")
     )
     return token_client(agent.user)
+
+
+@pytest.fixture
+def caller(web, owner, eager_tasks):
+    """An agent that may execute web__echo; its calls run in this process."""
+    return make_caller(owner)
 
 
 def call(client, text: str = "hi"):
@@ -300,3 +308,37 @@ def test_a_tool_registered_by_hand_pins_the_registrys_definition_and_follows_edi
     tool_services.tool_update(actor=None, tool=tool, data={"description": "second"})
     tool.refresh_from_db()
     assert tool.approved_definition_hash != first and tool.quarantined_at is None
+
+
+@pytest.mark.slow
+def test_a_real_worker_refuses_a_changed_definition_and_quarantines_the_tool(web, drift, owner):
+    client = make_caller(owner)
+    drift(descriptions={"echo": POISON})
+    with celery_worker():
+        body = call(client).json()
+    assert body["status"] == "failed", body
+    assert body["error_type"] == "tool_definition_changed"
+    tool = echo()
+    assert tool.quarantined_at is not None and tool.pending_definition["description"] == POISON
+
+
+def test_the_admin_shows_the_diff_escaped_and_its_action_approves_it(web, drift, superuser):
+    poison = f"{POISON} <script>alert(1)</script>"
+    drift(descriptions={"echo": poison})
+    mcp_server_sync(actor=None, server=web)
+    client = Client()
+    client.force_login(superuser)
+    page = client.get(reverse("admin:registry_tool_change", args=[echo().pk])).content.decode()
+    assert "Quarantined" in page and "alert(1)" in page
+    assert "<script>alert(1)</script>" not in page
+    server_page = client.get(reverse("admin:registry_mcpserver_change", args=[web.pk]))
+    assert "web__echo" in server_page.content.decode()
+    changelist = reverse("admin:registry_tool_changelist")
+    listing = client.get(changelist + "?quarantined=yes").content.decode()
+    assert "web__echo" in listing and "web__add" not in listing
+    response = client.post(
+        changelist, {"action": "approve_pending_definitions", "_selected_action": [echo().pk]}
+    )
+    assert response.status_code == 302
+    assert echo().quarantined_at is None and echo().description == poison
+    assert AuditEvent.objects.get(action=pinning.APPROVED).actor_id == superuser.pk
