@@ -6,12 +6,14 @@ server changing a tool's description after it was reviewed (a "rug pull").
 
 from __future__ import annotations
 
+import importlib
 import json
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from django.apps import apps as django_apps
 from django.conf import settings as django_settings
 from django.test import Client
 from django.urls import reverse
@@ -20,7 +22,7 @@ from django.utils import timezone
 from executions import mcp_client
 from executions.mcp_sync import mcp_server_sync, mcp_servers_resync_due
 from executions.models import Execution
-from registry.definitions import definition_hash, remote_definition
+from registry.definitions import definition_hash, registry_definition, remote_definition
 from registry.models import AuditEvent, MCPServer, Tool, ToolGrant
 from registry.services import access as access_services
 from registry.services import mcp as mcp_services
@@ -29,6 +31,7 @@ from registry.services import tools as tool_services
 from tests.conftest import make_user, token_client
 from tests.executions.test_mcp import ServerProcess
 from tests.workers import celery_worker
+from toolhub.exceptions import PermissionDenied
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -342,3 +345,52 @@ def test_the_admin_shows_the_diff_escaped_and_its_action_approves_it(web, drift,
     assert response.status_code == 302
     assert echo().quarantined_at is None and echo().description == poison
     assert AuditEvent.objects.get(action=pinning.APPROVED).actor_id == superuser.pk
+
+
+def test_the_admin_who_last_changed_the_server_may_not_approve_for_a_tool_under_approval(
+    web, drift, staff_user, platform_admin_role
+):
+    tool_services.tool_update(actor=None, tool=echo(), data={"requires_approval": True})
+    mcp_services.mcp_server_update(actor=staff_user, server=web, data={"timeout_seconds": 14})
+    drift(descriptions={"echo": POISON})
+    mcp_server_sync(actor=None, server=web)  # found by beat, say: nobody's sync
+    with pytest.raises(PermissionDenied):
+        pinning.tool_definition_approve(actor=staff_user, tool=echo())
+    second = make_user("dave-admin", is_staff=True)
+    second.groups.add(platform_admin_role)
+    pinning.tool_definition_approve(actor=second, tool=echo())
+    assert echo().quarantined_at is None
+
+
+def pin_as_before_pinning() -> None:
+    """The data migration's pinning: the registry's definition of every tool."""
+    migration = importlib.import_module("registry.migrations.0015_pinned_definitions")
+    migration.pin_current_definitions(django_apps, None)
+
+
+def test_migrated_mcp_tools_take_their_servers_form_when_it_says_the_same(web, drift):
+    pin_as_before_pinning()
+    assert echo().approved_definition_source == "registry"
+    drift(descriptions={"echo": POISON})
+    report = mcp_server_sync(actor=None, server=web)
+    assert report.quarantined == ["web__echo"]  # says something else: held
+    add = Tool.objects.get(name="web__add")
+    assert add.approved_definition_source == "mcp_server" and add.quarantined_at is None
+    assert add.approved_definition["name"] == "add"
+
+
+def test_the_data_migration_pins_the_registrys_definition_of_existing_tools(db):
+    tool = tool_services.tool_create(
+        actor=None,
+        name="older",
+        type="http",
+        description="from before",
+        configs=[{"config_key": "base_url", "config_value": "https://example.org"}],
+    )
+    Tool.objects.filter(pk=tool.pk).update(
+        approved_definition={}, approved_definition_hash="", approved_definition_source=""
+    )
+    pin_as_before_pinning()
+    tool.refresh_from_db()
+    assert tool.approved_definition_source == "registry"
+    assert tool.approved_definition_hash == definition_hash(registry_definition(tool))
