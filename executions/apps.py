@@ -8,10 +8,12 @@ class ExecutionsConfig(AppConfig):
 
     def ready(self):
         # The registry admin syncs MCP servers through this hook (registry never imports executions).
-        from executions.mcp_sync import mcp_server_sync
+        from executions.mcp_sync import mcp_definition_apply, mcp_server_sync
         from registry.services.mcp import mcp_sync_handler_register
+        from registry.services.pinning import definition_apply_handler_register
 
         mcp_sync_handler_register(mcp_server_sync)
+        definition_apply_handler_register(mcp_definition_apply)
 
         # Config checks at save time use the executors' own declarations; a key
         # rotation re-encrypts the per-call secrets sealed on calls not yet run.

@@ -15,6 +15,13 @@ tool that did not change):
   finds the server;
 * new tools get no grants (only all-tools grants reach them).
 
+Pinned definitions (``registry.services.pinning``): the first sync of a server
+records each tool's definition as the server gives it as approved. Later, a
+tool whose definition differs from its approved one is not updated: it is
+quarantined with the new definition kept beside the old (``quarantined``); a
+tool that shows its approved definition again leaves quarantine (``restored``);
+a tool that appears after the first sync starts quarantined.
+
 Tools that left the server, or that the allow/deny lists now exclude, are
 deactivated (marked ``mcp_sync_state`` so a later sync that sees them again
 reactivates them; a tool an admin deactivated stays inactive). A tool whose
@@ -31,6 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -38,11 +46,13 @@ from django.utils import timezone
 
 from executions import mcp_client
 from executions.redaction import redact_text, with_encoded_forms
+from registry.definitions import definition_hash, remote_definition
 from registry.importers import naming
 from registry.importers.schema_rows import SchemaProblem, schema_to_rows
 from registry.models import MCPServer, Tool
-from registry.models.tools import ToolType
+from registry.models.tools import DefinitionSource, QuarantineReason, ToolType
 from registry.services import mcp as mcp_services
+from registry.services import pinning
 from registry.services.audit import audit_record
 from registry.services.catalog import tool_upsert
 from registry.services.tools import tool_update
@@ -67,6 +77,8 @@ class SyncReport:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     deactivated: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -77,7 +89,9 @@ class SyncReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.updated or self.deactivated)
+        return bool(
+            self.created or self.updated or self.deactivated or self.quarantined or self.restored
+        )
 
     def summary(self) -> str:
         if not self.ok:
@@ -88,6 +102,8 @@ class SyncReport:
             f"{len(self.unchanged)} unchanged",
             f"{len(self.deactivated)} deactivated",
         ]
+        if self.quarantined:
+            parts.append(f"{len(self.quarantined)} quarantined (definition changed or new)")
         if self.skipped:
             parts.append(f"{len(self.skipped)} skipped")
         return f"{self.server}: " + ", ".join(parts)
@@ -103,6 +119,8 @@ class SyncReport:
             "updated": self.updated,
             "unchanged": self.unchanged,
             "deactivated": self.deactivated,
+            "quarantined": self.quarantined,
+            "restored": self.restored,
             "skipped": self.skipped,
             "warnings": self.warnings,
         }
@@ -121,6 +139,7 @@ def _error_code(exc: Exception) -> str:
 def _fail(report: SyncReport, actor, server: MCPServer, code: str, message: str) -> SyncReport:
     report.ok, report.error_code, report.error = False, code, message
     report.created, report.updated, report.unchanged, report.deactivated = [], [], [], []
+    report.quarantined, report.restored = [], []
     with transaction.atomic():
         locked = MCPServer.objects.select_for_update().filter(pk=server.pk).first()
         if locked is None:
@@ -144,6 +163,7 @@ def mcp_server_sync(
     report = SyncReport(server=server.name, server_id=str(server.pk))
     if not server.is_enabled:
         return _fail(report, actor, server, "mcp_server_disabled", "the server is disabled")
+    MCPServer.objects.filter(pk=server.pk).update(last_sync_attempt_at=timezone.now())
     secrets: list[str] = []
     try:
         spec = mcp_services.mcp_server_spec(server)
@@ -174,6 +194,8 @@ def mcp_server_sync(
                         "created": report.created,
                         "updated": report.updated,
                         "deactivated": report.deactivated,
+                        "quarantined": report.quarantined,
+                        "restored": report.restored,
                         "skipped": [s["tool"] for s in report.skipped],
                     },
                 )
@@ -207,6 +229,9 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
             report.skipped.append({"tool": remote_name, "reason": f"{exc.message}{where}"})
             continue
         tool = existing.get(remote_name)
+        definition = remote_definition(item)
+        if tool is not None and _held(report, actor, tool, definition, rows):
+            continue
 
         def taken(candidate: str, tool=tool) -> bool:
             clash = Tool.objects.filter(name=candidate)
@@ -247,6 +272,7 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
             continue
         getattr(report, result.action).append(result.tool.name)
         report.warnings += [f"{result.tool.name}: {note}" for note in notes]
+        _pin_synced(report, actor, server, result.tool, definition, new=tool is None)
     for remote_name, tool in existing.items():
         if remote_name in kept or not tool.is_active:
             continue
@@ -254,3 +280,104 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
         meta = {**(tool.tool_metadata or {}), mcp_services.META_SYNC_STATE: state}
         tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})
         report.deactivated.append(tool.name)
+
+
+def _says_the_same(tool: Tool, definition: dict, rows: list[dict]) -> bool:
+    """Whether a server's definition says what the registry's own definition of the tool
+    (recorded when it was registered by hand, or before definitions were pinned) says:
+    the description and each input's name, type and whether it is required."""
+    stored = {
+        (p.name, p.type, p.required) for p in tool.parameters.all() if p.parameter_type == "input"
+    }
+    given = {(r["name"], r.get("type", "string"), bool(r.get("required"))) for r in rows}
+    return tool.description == definition["description"] and stored == given
+
+
+def _held(report: SyncReport, actor, tool: Tool, definition: dict, rows: list[dict]) -> bool:
+    """Quarantine ``tool`` if ``definition`` is not its approved one (then it is not
+    updated); lift the quarantine of one whose server shows its approved one again."""
+    pinned_remote = tool.approved_definition_source == DefinitionSource.MCP_SERVER
+    if not pinned_remote and tool.quarantine_reason != QuarantineReason.NEW_TOOL:
+        if _says_the_same(tool, definition, rows):
+            return False  # the first sight of the server's definition: pinned after the upsert
+    elif definition_hash(definition) == tool.approved_definition_hash:
+        if pinning.tool_definition_restore(actor=actor, tool=tool):
+            report.restored.append(tool.name)
+        return False
+    if pinning.tool_definition_hold(actor=actor, tool=tool, definition=definition, seen_in="sync"):
+        report.quarantined.append(tool.name)
+    else:
+        report.unchanged.append(tool.name)
+    return True
+
+
+def _pin_synced(
+    report: SyncReport, actor, server: MCPServer, tool: Tool, definition: dict, *, new: bool
+) -> None:
+    """After an upsert: pin the server's definition, or, for a tool that appeared after
+    the server's first sync, hold it (the tool starts quarantined, with no grants)."""
+    if tool.approved_definition_source == DefinitionSource.MCP_SERVER and not new:
+        return
+    if new and server.last_synced_at is not None:
+        Tool.objects.filter(pk=tool.pk).update(
+            approved_definition={},
+            approved_definition_hash="",
+            approved_definition_source=DefinitionSource.MCP_SERVER,
+        )
+        pinning.tool_definition_hold(
+            actor=actor,
+            tool=tool,
+            definition=definition,
+            seen_in="sync",
+            reason=QuarantineReason.NEW_TOOL,
+        )
+        report.quarantined.append(tool.name)
+        return
+    pinning.tool_definition_pin(tool=tool, definition=definition)
+
+
+def mcp_definition_apply(*, actor, tool: Tool, definition: dict) -> None:
+    """An approved definition reaches the tool's description and input parameters."""
+    try:
+        rows = schema_to_rows(definition.get("input_schema") or {}, warnings=[])
+    except SchemaProblem as exc:
+        raise ToolHubError(
+            f"The approved definition's input schema cannot be represented: {exc.message}",
+            code="definition_not_representable",
+        ) from None
+    tool_upsert(
+        actor=actor,
+        name=tool.name,
+        tool=tool,
+        fields={"description": str(definition.get("description") or "")},
+        parameters=rows,
+    )
+
+
+def mcp_servers_due(now=None) -> list[MCPServer]:
+    """Enabled servers with a re-sync interval, synced before, whose last attempt is older
+    than their interval. A server never synced waits for an admin's first sync: that
+    one pins its tools' definitions as approved."""
+    now = now or timezone.now()
+    servers = MCPServer.objects.filter(
+        is_enabled=True, sync_interval_minutes__gt=0, last_synced_at__isnull=False
+    )
+    return [
+        server
+        for server in servers
+        if (server.last_sync_attempt_at or server.last_synced_at)
+        <= now - timedelta(minutes=server.sync_interval_minutes)
+    ]
+
+
+def mcp_servers_resync_due(*, now=None) -> dict[str, Any]:
+    """Re-sync every due server (Celery beat); one server's failure does not stop the rest."""
+    reports = [mcp_server_sync(actor=None, server=server) for server in mcp_servers_due(now)]
+    for report in reports:
+        if report.quarantined:
+            logger.warning("%s", report.summary())
+    return {
+        "synced": [r.server for r in reports if r.ok],
+        "failed": [r.server for r in reports if not r.ok],
+        "quarantined": [name for r in reports for name in r.quarantined],
+    }

@@ -8,6 +8,7 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup
 from django.conf import settings
 
+from executions.mcp_sync import mcp_servers_resync_due
 from executions.services import runner, webhooks
 from executions.services.approvals import approvals_expire
 from toolhub import context
@@ -71,3 +72,8 @@ def warn_without_sandbox(sender, instance, **kwargs) -> None:
     problem = sandbox_problem()
     if problem:
         logger.error("command tools cannot run on this worker: %s", problem)
+
+
+@shared_task(name="executions.resync_mcp_servers", ignore_result=True)
+def resync_mcp_servers() -> dict:
+    return mcp_servers_resync_due()

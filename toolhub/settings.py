@@ -353,6 +353,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "executions.expire_approvals",
         "schedule": env_int("TOOLHUB_APPROVAL_EXPIRY_INTERVAL", 60, minimum=5),
     },
+    # Each MCP server has its own interval (sync_interval_minutes); this says how often
+    # beat looks for servers that are due.
+    "resync-mcp-servers": {
+        "task": "executions.resync_mcp_servers",
+        "schedule": env_int("TOOLHUB_MCP_RESYNC_CHECK_INTERVAL", 60, minimum=10),
+    },
 }
 
 # Largest upstream response kept (as an artifact) for one execution; the row keeps

@@ -27,6 +27,8 @@ class ErrorType:
     TOOL = "tool_error"  # the tool itself failed (Python exception, SQL error)
     READ_ONLY = "read_only_violation"  # a write was attempted on a read-only database tool
     INTERNAL = "internal_error"  # ToolHub itself failed while running the call (not retried)
+    # The MCP server shows another definition of the tool than the approved one (not sent)
+    DEFINITION_CHANGED = "tool_definition_changed"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class ToolCall:
     attempt: int = 1
     # Values that must never appear in an output, an error or a log line.
     secret_values: tuple[str, ...] = ()
+    # The hash of the tool's approved definition as its MCP server gives it (empty:
+    # none pinned); the MCP executor refuses a call whose server shows another.
+    pinned_definition_hash: str = ""
 
 
 @dataclass

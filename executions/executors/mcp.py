@@ -41,6 +41,7 @@ from executions.mcp_client import (
     MCPClientError,
     MCPConfigError,
     MCPConnectionError,
+    MCPDefinitionChanged,
     MCPEgressDenied,
     MCPServerSpec,
     MCPTimeout,
@@ -166,6 +167,7 @@ class MCPExecutor:
                 timeout,
                 egress_check=self.egress_check,
                 max_inline_binary_bytes=max_inline,
+                pinned_definition_hash=call.pinned_definition_hash,
             )
         except MCPClientError as exc:
             return _client_failure(exc, metadata)
@@ -179,6 +181,10 @@ def _failed(error_type: str, message: str, **extra: Any) -> ExecutorResult:
 def _client_failure(exc: MCPClientError, metadata: dict[str, Any]) -> ExecutorResult:
     """The client's error as the call's: its error type, and whether a retry may help."""
     message = str(exc)
+    if isinstance(exc, MCPDefinitionChanged):
+        # The runner quarantines the tool with the definition seen (executors write nothing).
+        seen = {**metadata, "seen_definition": exc.definition}
+        return _failed(ErrorType.DEFINITION_CHANGED, message, metadata=seen)
     if isinstance(exc, MCPConfigError):
         return _failed(ErrorType.CONFIG, message, metadata=metadata)
     if isinstance(exc, MCPEgressDenied):

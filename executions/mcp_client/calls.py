@@ -7,16 +7,17 @@ from typing import Any
 
 from executions.mcp_client.checks import _prepare
 from executions.mcp_client.content import CallOutcome, _outcome_from_result
-from executions.mcp_client.errors import MCPConfigError
+from executions.mcp_client.errors import MCPConfigError, MCPDefinitionChanged
 from executions.mcp_client.limits import (
     _SYNC_GRACE_SECONDS,
     DEFAULT_MAX_INLINE_BINARY_BYTES,
     EgressCheck,
 )
-from executions.mcp_client.listing import _all_tools, _fully_listed
+from executions.mcp_client.listing import _all_tools, _fully_listed, listed_tool
 from executions.mcp_client.runtime import _get_runtime
 from executions.mcp_client.spec import MCPServerSpec
 from executions.mcp_client.transports import _dispatch
+from registry.definitions import definition_hash, remote_definition
 
 
 def call_tool(
@@ -27,11 +28,17 @@ def call_tool(
     *,
     egress_check: EgressCheck | None = None,
     max_inline_binary_bytes: int = DEFAULT_MAX_INLINE_BINARY_BYTES,
+    pinned_definition_hash: str = "",
 ) -> CallOutcome:
     """``tools/call``; a tool error comes back as ``CallOutcome(is_error=True)``, not an exception.
 
     Raises ``MCPConfigError``, ``MCPEgressDenied``, ``MCPConnectionError``,
     ``MCPTimeout`` or ``MCPToolError`` (a JSON-RPC error from the server).
+
+    With ``pinned_definition_hash``, the session lists the server's tools first (every
+    call: a server may change a definition between two calls of one session) and the
+    call is not sent when the tool's definition there has another hash
+    (``MCPDefinitionChanged``).
     """
     spec = _prepare(spec, egress_check)
     if not tool_name:
@@ -40,7 +47,9 @@ def call_tool(
     args = dict(arguments or {})
 
     async def op(client: Any) -> CallOutcome:
-        if _fully_listed.get(id(client)) is not client:
+        if pinned_definition_hash:
+            _check_definition(await _all_tools(client, budget), tool_name, pinned_definition_hash)
+        elif _fully_listed.get(id(client)) is not client:
             await _all_tools(client, budget)
         result = await client.call_tool(tool_name, args, read_timeout_seconds=budget)
         return _outcome_from_result(result, max_inline_binary_bytes)
@@ -50,3 +59,18 @@ def call_tool(
     outcome, meta = runtime.run(_dispatch(runtime, spec, op, idempotent=False), timeout=total)
     outcome.metadata.update(meta)
     return outcome
+
+
+def _check_definition(tools: list[Any], tool_name: str, pinned_hash: str) -> None:
+    listed = next((tool for tool in tools if tool.name == tool_name), None)
+    if listed is None:
+        raise MCPDefinitionChanged(
+            f"the MCP server no longer lists the tool '{tool_name}'", definition=None
+        )
+    definition = remote_definition(listed_tool(listed))
+    if definition_hash(definition) != pinned_hash:
+        raise MCPDefinitionChanged(
+            f"the MCP server's definition of '{tool_name}' is not the approved one: the call "
+            "was not sent, and the tool is quarantined until a platform admin approves it",
+            definition=definition,
+        )

@@ -39,3 +39,13 @@ class MCPToolError(MCPClientError):
     def __init__(self, message: str, *, code: int | None = None):
         super().__init__(message)
         self.code = code
+
+
+class MCPDefinitionChanged(MCPClientError):
+    """The server's listing shows the tool with another definition than the pinned one
+    (or not at all): the call was not sent. ``definition`` is what the listing shows
+    (``registry.definitions.remote_definition``), None when the tool is missing."""
+
+    def __init__(self, message: str, *, definition: dict | None):
+        super().__init__(message)
+        self.definition = definition

@@ -39,25 +39,31 @@ async def _all_tools(client: Any, budget: float) -> list[Any]:
     return tools
 
 
+def listed_tool(tool: Any) -> dict[str, Any]:
+    """One tool of a listing as a mapping: what the model reads about it."""
+    annotations = tool.annotations
+    return {
+        "name": tool.name,
+        "description": tool.description or "",
+        "input_schema": tool.input_schema or {"type": "object"},
+        "output_schema": tool.output_schema or None,
+        "annotations": annotations.model_dump(exclude_none=True) if annotations else {},
+    }
+
+
 def list_tools(
     spec: MCPServerSpec | Mapping[str, Any],
     *,
     timeout: float | None = None,
     egress_check: EgressCheck | None = None,
 ) -> list[dict[str, Any]]:
-    """``tools/list`` (all pages) as ``[{"name", "description", "input_schema"}, …]``."""
+    """``tools/list`` (all pages) as ``[{"name", "description", "input_schema",
+    "output_schema", "annotations"}, …]``."""
     spec = _prepare(spec, egress_check)
     budget = float(timeout or spec.timeout_seconds)
 
     async def op(client: Any) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": tool.name,
-                "description": tool.description or "",
-                "input_schema": tool.input_schema or {"type": "object"},
-            }
-            for tool in await _all_tools(client, budget)
-        ]
+        return [listed_tool(tool) for tool in await _all_tools(client, budget)]
 
     runtime = _get_runtime()
     total = spec.timeout_seconds + budget * 2 + _SYNC_GRACE_SECONDS

@@ -3,9 +3,11 @@
 Steps, in order (DESIGN.md): who calls (the role asked for must be the
 caller's, 403) → resolve the tool among those the caller may read, by name, id
 or a name a discovery format listed it under (404; two such tools: 409) →
-active (409) → ``execute`` permission (403) → validate and coerce the arguments
-(422) → rate limits (429) → the before-guards (403 ``guard_denied``, or approval
-asked for) → the approval gate (``pending_approval``) → the result cache. The answer is a value: an ``Admission`` to record and dispatch, or
+active (409) → ``execute`` permission (403) → not quarantined (409
+``tool_definition_changed``) → validate and coerce the arguments (422) → rate
+limits (429) → the before-guards (403 ``guard_denied``, or approval asked for) →
+the approval gate (``pending_approval``) → the result cache. The answer is a
+value: an ``Admission`` to record and dispatch, or
 a ``Refusal`` (its ``code`` is the error's) for ``recording.refusal_write``.
 """
 
@@ -80,6 +82,20 @@ def resolve_caller(user, role_ref: Any = None) -> Caller:
         )
     caller.role, caller.role_ids = role, [role.pk]
     return caller
+
+
+class DefinitionChanged(Conflict):
+    """The tool is quarantined: its definition changed (or it is new on its server) and no
+    platform admin has approved it yet (``registry.services.pinning``)."""
+
+    code = "tool_definition_changed"
+
+    @classmethod
+    def of(cls, tool: Tool) -> DefinitionChanged:
+        return cls(
+            f"Tool '{tool.name}' is quarantined: its definition changed on its server (or it "
+            "is new there) and waits for a platform admin's approval."
+        )
 
 
 class AmbiguousToolName(Conflict):
@@ -231,6 +247,8 @@ def _runnable_tool(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec:
     if not access.can(caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids, entries=entries):
         error = PermissionDenied(f"You may read '{tool.name}' but not execute it.")
         raise Refused(Refusal(error, caller, tool))
+    if tool.quarantined_at is not None:
+        raise Refused(Refusal(DefinitionChanged.of(tool), caller, tool))
     return spec
 
 

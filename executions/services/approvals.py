@@ -278,6 +278,8 @@ def _no_longer_allowed(execution: Execution, since=None) -> tuple[str, str] | No
     tool = Tool.objects.filter(pk=execution.tool_id).first()
     if tool is None or not tool.is_active:
         return "tool_inactive", "the tool was deactivated after the request"
+    if tool.quarantined_at is not None:
+        return "tool_definition_changed", "the tool's definition changed after the request"
     if execution.tool_version and tool.version != execution.tool_version:
         return (
             "tool_changed",

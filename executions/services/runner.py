@@ -38,6 +38,11 @@ from executions.services import (
     transitions,
 )
 from executions.services.governance import store_result
+from executions.services.pinned_calls import (
+    DEFINITION_CHANGED,
+    pinned_hash,
+    quarantine_on_mismatch,
+)
 from executions.services.run_configs import mcp_configs as _mcp_configs  # noqa: F401
 from registry import crypto, snapshot
 from registry.models import Agent, Tool
@@ -108,7 +113,7 @@ def _queue_deadline(execution: Execution, tool: Tool):
 
 
 # Failures that stop a call before anything is sent to the tool.
-NEVER_SENT = (ErrorType.CONFIG, ErrorType.INPUT, ErrorType.EGRESS_DENIED)
+NEVER_SENT = (ErrorType.CONFIG, ErrorType.INPUT, ErrorType.EGRESS_DENIED, DEFINITION_CHANGED)
 
 
 def _agent_active(agent_id) -> bool:
@@ -139,6 +144,10 @@ def execution_run(*, execution_id) -> Execution | None:
     tool = row.tool = spec.tool
     if not tool.is_active:  # deactivated after the call was admitted: the kill switch holds
         return _deny_queued(row, "tool_inactive", "The tool was deactivated before the call ran.")
+    if tool.quarantined_at is not None:  # its definition changed after the call was admitted
+        return _deny_queued(
+            row, DEFINITION_CHANGED, "The tool was quarantined before the call ran."
+        )
     if row.agent_id and not _agent_active(row.agent_id):  # so is the agent's
         return _deny_queued(
             row, "agent_inactive", "The agent (or its owner) was deactivated before the call ran."
@@ -221,6 +230,7 @@ def run_claimed(execution: Execution, spec, *, notify_waiters: bool = True) -> E
         logger.exception("execution %s: failed while running", execution.pk)
         result, attempts = _internal_failure(), 1
         elapsed_ms = (time.monotonic() - started) * 1000
+    quarantine_on_mismatch(spec.tool, result)
     return _finish(
         execution,
         spec.tool,
@@ -317,6 +327,7 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
             execution_id=str(execution.pk),
             attempt=attempt,
             secret_values=secrets,
+            pinned_definition_hash=pinned_hash(tool),
         )
         try:
             result = executor.execute(call)

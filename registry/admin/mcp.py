@@ -18,7 +18,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from registry import access, crypto
 from registry.admin.forms import AdminJSONField
@@ -27,6 +27,7 @@ from registry.admin.mixins import (
     PlatformAdminWritesMixin,
     ServiceErrorsMixin,
 )
+from registry.drift import mcp_server_drift
 from registry.importers.run import import_content
 from registry.models import MCPServer
 from registry.models.mcp import (
@@ -77,6 +78,7 @@ class MCPServerForm(forms.ModelForm):
             "timeout_seconds",
             "max_concurrency",
             "is_enabled",
+            "sync_interval_minutes",
         ]
 
     def __init__(self, *args, **kwargs):
@@ -86,9 +88,16 @@ class MCPServerForm(forms.ModelForm):
             self.fields["auth_token"].widget.attrs["placeholder"] = _KEPT
         if "env" in self.fields and self.instance.pk:
             self.initial.setdefault("env", self.instance.masked_env())
-        for name in ("args", "tools_allowed", "tools_denied"):
+        for name in ("args", "tools_allowed", "tools_denied", "sync_interval_minutes"):
             if name in self.fields:
                 self.fields[name].required = False
+
+    def clean_sync_interval_minutes(self):
+        """Left empty: the stored interval (the default one for a new server)."""
+        value = self.cleaned_data.get("sync_interval_minutes")
+        if value is None:
+            return self.instance.sync_interval_minutes
+        return value
 
     def _post_clean(self):
         # The model is validated by the services (with the token applied), not here:
@@ -157,6 +166,7 @@ class MCPServerAdmin(
         "last_synced_at",
         "last_sync_error",
         "tools_link",
+        "drift_report",
         "created_at",
         "updated_at",
     ]
@@ -171,6 +181,7 @@ class MCPServerAdmin(
             {"fields": ["token_status", "auth_token", "clear_auth_token", "token_env_var"]},
         ),
         ("Tools", {"fields": ["tools_allowed", "tools_denied", "max_concurrency", "tools_link"]}),
+        ("Pinned definitions", {"fields": ["sync_interval_minutes", "drift_report"]}),
         (
             "Record",
             {"fields": ["id", "last_synced_at", "last_sync_error", "created_at", "updated_at"]},
@@ -203,6 +214,28 @@ class MCPServerAdmin(
         count = services.mcp_server_tools(obj).count()
         url = reverse("admin:registry_tool_changelist")
         return format_html('<a href="{}?q={}__">{} tool(s)</a>', url, obj.name, count)
+
+    @admin.display(description="Drift report")
+    def drift_report(self, obj):
+        """The server's quarantined tools: their definition changed, or they are new."""
+        if obj is None or obj._state.adding:
+            return "—"
+        drifted = mcp_server_drift(obj)["drifted"]
+        if not drifted:
+            return "No tool's definition differs from its approved one."
+        return format_html_join(
+            "",
+            '<p><a href="{}">{}</a>: {} (pending {})</p>',
+            (
+                (
+                    reverse("admin:registry_tool_change", args=[row["tool_id"]]),
+                    row["name"],
+                    row["quarantine_reason"],
+                    (row["pending_definition_hash"] or "none")[:12],
+                )
+                for row in drifted
+            ),
+        )
 
     @admin.display(description="Last sync")
     def sync_status(self, obj):

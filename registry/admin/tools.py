@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from registry import access
 from registry.admin.access import ToolGrantInline
@@ -18,9 +19,11 @@ from registry.admin.mixins import (
     ServiceErrorsMixin,
     report_service_error,
 )
+from registry.definitions import definition_diff_html
 from registry.models import Action, RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
 from registry.services import access as access_services
 from registry.services import limits as limit_services
+from registry.services import pinning
 from registry.services import tools as services
 from toolhub.exceptions import ToolHubError
 
@@ -118,6 +121,21 @@ class CategoryFilter(admin.SimpleListFilter):
         return queryset
 
 
+class QuarantineFilter(admin.SimpleListFilter):
+    title = "definition"
+    parameter_name = "quarantined"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Quarantined (changed or new)"), ("no", "Approved")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(quarantined_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(quarantined_at__isnull=True)
+        return queryset
+
+
 @admin.register(Tool)
 class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
     """The catalog. Platform admins and reviewers see every tool; other staff see the
@@ -132,13 +150,19 @@ class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
         "category_display",
         "is_active",
         "requires_approval",
+        "quarantined_display",
         "updated_at",
     ]
-    list_filter = ["type", "is_active", "requires_approval", CategoryFilter]
+    list_filter = ["type", "is_active", "requires_approval", QuarantineFilter, CategoryFilter]
     search_fields = ["name", "description"]
     ordering = ["name"]
     inlines = [ToolParameterInline, ToolConfigInline, ToolGrantInline, RateLimitRuleInline]
-    actions = ["activate_tools", "deactivate_tools"]
+    actions = [
+        "activate_tools",
+        "deactivate_tools",
+        "approve_pending_definitions",
+        "reject_pending_definitions",
+    ]
     readonly_fields = [
         "id",
         "created_by",
@@ -147,6 +171,7 @@ class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
         "audit_trail",
         "input_schema_display",
         "failure_mode",
+        "definition_review",
     ]
     fieldsets = [
         (
@@ -169,6 +194,7 @@ class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
                 ]
             },
         ),
+        ("Pinned definition", {"fields": ["definition_review"]}),
         (
             "Record",
             {
@@ -191,6 +217,33 @@ class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
         if obj.is_high_risk:
             return "Fail closed: calls are refused (high-risk tool: tool_metadata risk high/critical or safety destructive)."
         return "Fail open: calls are admitted uncounted and a warning is logged."
+
+    @admin.display(description="Quarantined", boolean=True)
+    def quarantined_display(self, obj):
+        return obj.quarantined_at is not None
+
+    @admin.display(description="Definition")
+    def definition_review(self, obj):
+        """The approved definition's hash; when quarantined, the pending one beside it."""
+        if obj is None or obj._state.adding:
+            return "—"
+        approved = obj.approved_definition_hash or "none"
+        if obj.quarantined_at is None:
+            return format_html("Approved (sha256 {}).", approved)
+        head = format_html(
+            "<p><strong>Quarantined</strong> since {} ({}): calls are refused with "
+            "tool_definition_changed. Approved sha256 {}; pending sha256 {}. A platform "
+            "admin approves or rejects it with the actions of the tool list.</p>",
+            obj.quarantined_at,
+            obj.get_quarantine_reason_display(),
+            approved,
+            obj.pending_definition_hash or "none (rejected)",
+        )
+        if obj.pending_definition is None:
+            return head
+        # difflib.HtmlDiff escapes the definitions' text itself.
+        table = definition_diff_html(obj.approved_definition, obj.pending_definition)
+        return head + mark_safe(table)
 
     @admin.display(description="Category")
     def category_display(self, obj):
@@ -375,3 +428,30 @@ class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
         for tool in queryset:
             services.tool_deactivate(actor=request.user, tool=tool)
         self.message_user(request, f"Deactivated {queryset.count()} tool(s).", messages.SUCCESS)
+
+    def _decide(self, request, queryset, decide, verb: str) -> None:
+        if not access.is_platform_admin(request.user):
+            self.message_user(
+                request, "Only platform admins decide on definitions.", messages.ERROR
+            )
+            return
+        done = 0
+        for tool in queryset.filter(quarantined_at__isnull=False):
+            try:
+                decide(actor=request.user, tool=tool, reason=f"{verb} in the admin")
+                done += 1
+            except ToolHubError as exc:
+                self.message_user(request, f"{tool.name}: {exc.message}", messages.ERROR)
+        self.message_user(request, f"{verb} the pending definition of {done} tool(s).")
+
+    @admin.action(
+        description="Approve pending definitions (platform admins)", permissions=["change"]
+    )
+    def approve_pending_definitions(self, request, queryset):
+        self._decide(request, queryset, pinning.tool_definition_approve, "Approved")
+
+    @admin.action(
+        description="Reject pending definitions (platform admins)", permissions=["change"]
+    )
+    def reject_pending_definitions(self, request, queryset):
+        self._decide(request, queryset, pinning.tool_definition_reject, "Rejected")

@@ -44,6 +44,7 @@ class MCPServerOutputSerializer(serializers.ModelSerializer):
             "timeout_seconds",
             "max_concurrency",
             "is_enabled",
+            "sync_interval_minutes",
             "last_synced_at",
             "last_sync_error",
             "tool_count",
@@ -81,3 +82,6 @@ class MCPServerInputSerializer(StrictSerializer):
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_concurrency = serializers.IntegerField(min_value=1, allow_null=True, required=False)
     is_enabled = serializers.BooleanField(required=False)
+    sync_interval_minutes = serializers.IntegerField(
+        min_value=0, max_value=7 * 24 * 60, required=False
+    )

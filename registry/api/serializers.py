@@ -87,6 +87,10 @@ class ToolConfigOutputSerializer(serializers.ModelSerializer):
 
 class ToolOutputSerializer(serializers.ModelSerializer):
     category = serializers.CharField(read_only=True, allow_null=True)
+    quarantined = serializers.SerializerMethodField(
+        help_text="Calls are refused (tool_definition_changed) until a platform admin approves "
+        "its changed definition: GET /tools/{id}/definition shows the diff."
+    )
 
     class Meta:
         model = Tool
@@ -107,9 +111,13 @@ class ToolOutputSerializer(serializers.ModelSerializer):
             "requires_approval",
             "approval_condition",
             "approval_ttl_seconds",
+            "quarantined",
             "created_at",
             "updated_at",
         ]
+
+    def get_quarantined(self, obj) -> bool:
+        return obj.quarantined_at is not None
 
 
 class ToolDetailOutputSerializer(ToolOutputSerializer):

@@ -111,3 +111,26 @@ urlpatterns += [
     path("toolsets", tsv.ToolsetListView.as_view(), name="toolset-list"),
     path("toolsets/<uuid:toolset_id>", tsv.ToolsetDetailView.as_view(), name="toolset-detail"),
 ]
+
+from registry.api import definition_views as dv  # noqa: E402
+
+urlpatterns += [
+    path(
+        "tools/<uuid:tool_id>/definition", dv.ToolDefinitionView.as_view(), name="tool-definition"
+    ),
+    path(
+        "tools/<uuid:tool_id>/definition/approve",
+        dv.ToolDefinitionApproveView.as_view(),
+        name="tool-definition-approve",
+    ),
+    path(
+        "tools/<uuid:tool_id>/definition/reject",
+        dv.ToolDefinitionRejectView.as_view(),
+        name="tool-definition-reject",
+    ),
+    path(
+        "mcp-servers/<uuid:server_id>/drift",
+        dv.MCPServerDriftView.as_view(),
+        name="mcp-server-drift",
+    ),
+]

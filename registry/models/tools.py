@@ -31,6 +31,17 @@ class ToolType(models.TextChoices):
     COMMAND = "command", "Command (sandboxed program)"
 
 
+class DefinitionSource(models.TextChoices):
+    REGISTRY = "registry", "The registry (written by a person)"
+    MCP_SERVER = "mcp_server", "The tool's MCP server"
+
+
+class QuarantineReason(models.TextChoices):
+    CHANGED = "changed", "Its definition changed"
+    NEW_TOOL = "new_tool", "It appeared on its server after the first sync"
+    REJECTED = "rejected", "Its server serves a rejected definition"
+
+
 class Tool(models.Model):
     """A callable capability registered for agents: an HTTP API, a query, an MCP tool, a
     function or a sandboxed command.
@@ -90,6 +101,34 @@ class Tool(models.Model):
     # approval rule, MCP link, parameters or configs (not its name, description
     # or other metadata). Pending approvals and cached results follow this.
     definition_changed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The definition the model reads (name, description, input and output schema,
+    # annotations) as approved, and its hash (``registry.definitions``). For a tool
+    # synced from an MCP server it is the server's definition of the remote tool;
+    # for any other tool, the registry's own (a person's edit through the services
+    # re-approves it). A sync or a call that sees another definition keeps it as
+    # ``pending_definition`` and quarantines the tool until a platform admin decides.
+    approved_definition = models.JSONField(default=dict, blank=True, editable=False)
+    approved_definition_hash = models.CharField(max_length=64, blank=True, editable=False)
+    approved_definition_source = models.CharField(
+        max_length=16, choices=DefinitionSource.choices, blank=True, editable=False
+    )
+    pending_definition = models.JSONField(null=True, blank=True, editable=False)
+    pending_definition_hash = models.CharField(max_length=64, blank=True, editable=False)
+    pending_definition_seen_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+        help_text="Who ran the sync that found the pending definition (empty: beat or a call).",
+    )
+    rejected_definition_hash = models.CharField(max_length=64, blank=True, editable=False)
+    # Set while calls are refused with ``tool_definition_changed``.
+    quarantined_at = models.DateTimeField(null=True, blank=True, editable=False)
+    quarantine_reason = models.CharField(
+        max_length=16, choices=QuarantineReason.choices, blank=True, editable=False
+    )
 
     class Meta:
         ordering = ["name"]
@@ -122,6 +161,10 @@ class Tool(models.Model):
 
     def input_schema(self) -> dict:
         return schema.tool_input_schema(self)
+
+    @property
+    def is_quarantined(self) -> bool:
+        return self.quarantined_at is not None
 
 
 class ParameterKind(models.TextChoices):

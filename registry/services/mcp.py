@@ -49,6 +49,7 @@ MCP_SERVER_FIELDS = (
     "timeout_seconds",
     "max_concurrency",
     "is_enabled",
+    "sync_interval_minutes",
 )
 # tool_metadata keys that tie a synced tool to its server.
 META_SERVER = "mcp_server"

@@ -106,7 +106,16 @@ class MCPServer(models.Model):
         help_text="Most calls to this server at once; empty means no limit.",
     )
     is_enabled = models.BooleanField(default=True, db_index=True)
+    sync_interval_minutes = models.PositiveIntegerField(
+        default=60,
+        validators=[MaxValueValidator(7 * 24 * 60)],
+        help_text=(
+            "Re-sync this server every so many minutes (Celery beat), to find changed tool "
+            "definitions; 0: only when someone syncs it."
+        ),
+    )
     last_synced_at = models.DateTimeField(null=True, blank=True)
+    last_sync_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_sync_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

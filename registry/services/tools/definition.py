@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from registry.definitions import definition_hash, registry_definition
 from registry.models import Tool
+from registry.models.tools import DefinitionSource
 from registry.services.tools.mcp_managed import MCP_LINK_METADATA
 
 
@@ -15,6 +17,34 @@ def _definition_changed(tool_id) -> None:
     """
     now = timezone.now()
     Tool.objects.filter(pk=tool_id).update(updated_at=now, definition_changed_at=now)
+    _approved_definition_follows(tool_id)
+
+
+def _approved_definition_follows(tool_id, tool: Tool | None = None) -> None:
+    """Record the registry's definition of the tool as approved, after a write through
+    these services (made by someone allowed to make it, and audited). Not for a tool
+    whose approved definition is its MCP server's: a sync or an admin's approval of a
+    diff moves that one (``registry.services.pinning``)."""
+    row = (
+        Tool.objects.filter(pk=tool_id)
+        .exclude(approved_definition_source=DefinitionSource.MCP_SERVER)
+        .prefetch_related("parameters")
+        .first()
+    )
+    if row is None:
+        return
+    definition = registry_definition(row)
+    digest = definition_hash(definition)
+    fields = {
+        "approved_definition": definition,
+        "approved_definition_hash": digest,
+        "approved_definition_source": DefinitionSource.REGISTRY,
+    }
+    if digest != row.approved_definition_hash or not row.approved_definition_source:
+        Tool.objects.filter(pk=tool_id).update(**fields)
+    if tool is not None:  # the caller's copy says what the row says (a later save keeps it)
+        for name, value in fields.items():
+            setattr(tool, name, value)
 
 
 # What a call of the tool does depends on these fields (and on the MCP link in its

@@ -12,7 +12,11 @@ from registry.models import Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
 from registry.services.tools.config_checks import _check_cacheable, check_tool_configs
 from registry.services.tools.configs import _store_remote_tool_name, config_set
-from registry.services.tools.definition import _definition_moved, _mcp_link_moved
+from registry.services.tools.definition import (
+    _approved_definition_follows,
+    _definition_moved,
+    _mcp_link_moved,
+)
 from registry.services.tools.field_checks import (
     _check_approval_condition,
     _check_metadata,
@@ -95,6 +99,7 @@ def tool_create(
         config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", _creating=True, **spec)
     _store_remote_tool_name(actor, tool)
     _check_cacheable(tool)
+    _approved_definition_follows(tool.pk, tool)
     return tool
 
 
@@ -136,6 +141,8 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool
     audit_record(actor=actor, action=action, target=tool, before=before, after=after)
     if _mcp_link_moved(before, after):
         _store_remote_tool_name(actor, tool)
+    if before["name"] != after["name"] or before["description"] != after["description"]:
+        _approved_definition_follows(tool.pk, tool)
     return tool
 
 

@@ -10,7 +10,11 @@ from django.utils import timezone
 from registry import schema as schema_mod
 from registry.models import Tool, ToolParameter
 from registry.services.audit import audit_record
-from registry.services.tools.definition import PARAMETER_DEFINITION_FIELDS, _definition_changed
+from registry.services.tools.definition import (
+    PARAMETER_DEFINITION_FIELDS,
+    _approved_definition_follows,
+    _definition_changed,
+)
 from registry.services.tools.field_checks import _check_finite
 from registry.services.tools.mcp_managed import _check_managed_change
 from registry.services.tools.saving import _save
@@ -112,6 +116,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
         _definition_changed(param.tool_id)
     else:  # a description or position: the tool's page changed, not what a call does
         Tool.objects.filter(pk=param.tool_id).update(updated_at=timezone.now())
+        _approved_definition_follows(param.tool_id)
     audit_record(
         actor=actor, action="tool_parameter.updated", target=param, before=before, after=after
     )
