@@ -122,6 +122,8 @@ def altered_artifacts(chunk: int = 500):
                 None,
                 None,
                 f"Execution {pk}: its output artifact {name} {problem}.",
+                target_type=_EXECUTION,
+                target_id=str(pk),
             )
 
 

@@ -12,8 +12,15 @@ from registry.models.limits import RateLimitRule, RateLimitScope
 from registry.models.mcp import MCPServer as MCPServer
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
+from registry.models.verification import (
+    FINISHED_VERIFICATIONS,
+    VerificationFinding,
+    VerificationRun,
+    VerificationStatus,
+)
 
 __all__ = [
+    "FINISHED_VERIFICATIONS",
     "Action",
     "Agent",
     "ApiToken",
@@ -30,4 +37,7 @@ __all__ = [
     "ToolGroupObjectPermission",
     "ToolParameter",
     "ToolUserObjectPermission",
+    "VerificationFinding",
+    "VerificationRun",
+    "VerificationStatus",
 ]
