@@ -47,8 +47,9 @@ def test_issue_token_action_shows_it_once_and_revoke(admin_client, owner, staff_
     response = admin_client.post(
         reverse("admin:registry_agent_changelist"),
         {"action": "issue_token", "_selected_action": [agent.pk]},
+        follow=True,
     )
-    assert response.status_code == 200
+    assert response.redirect_chain == [(reverse("admin:registry_apitoken_issued"), 302)]
     raw = re.search(r"<code[^>]*>(th_[^<]+)</code>", response.content.decode()).group(1)
     token = ApiToken.objects.get(token_hash=hash_token(raw))
     assert token.user == agent.user
@@ -71,10 +72,66 @@ def test_issue_token_for_a_person_in_admin(admin_client, staff_user):
     response = admin_client.post(
         reverse("admin:registry_apitoken_add"),
         {"user": staff_user.pk, "name": "laptop", "expires_in_days": 5},
+        follow=True,
     )
-    assert response.status_code == 200
+    assert response.redirect_chain == [(reverse("admin:registry_apitoken_issued"), 302)]
     assert "th_" in response.content.decode()
     assert ApiToken.objects.filter(user=staff_user, name="laptop").exists()
+
+
+def issued_tokens(html: str) -> list[str]:
+    return re.findall(r"<code[^>]*>(th_[^<]+)</code>", html)
+
+
+def test_the_agent_page_issues_a_token_shown_once_and_a_reload_issues_none(
+    admin_client, owner, staff_user
+):
+    agent = services.agent_create(actor=None, name="page-bot", owner=owner)
+    page_url = reverse("admin:registry_agent_change", args=[agent.pk])
+    issue_url = reverse("admin:registry_agent_issue_token", args=[agent.pk])
+    page = admin_client.get(page_url).content.decode()
+    assert f'action="{issue_url}"' in page and 'id="issue-token"' in page
+
+    response = admin_client.post(issue_url)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:registry_apitoken_issued")
+    shown = admin_client.get(response["Location"])
+    html = shown.content.decode()
+    assert "no-store" in shown["Cache-Control"]
+    [raw] = issued_tokens(html)
+    assert ApiToken.objects.get(token_hash=hash_token(raw)).user == agent.user
+    assert html.count("<h1>Token issued</h1>") == 1 and html.count("<h1>") == 1
+    assert f'href="{page_url}"' in html  # back to the agent
+
+    reloaded = admin_client.get(response["Location"]).content.decode()
+    assert issued_tokens(reloaded) == [] and raw not in reloaded
+    assert 'id="no-token"' in reloaded
+    assert ApiToken.objects.filter(user=agent.user).count() == 1
+    assert AuditEvent.objects.filter(action="token.issued", actor=staff_user).count() == 1
+
+
+def test_issuing_from_the_agent_page_takes_a_post_and_the_right_to_change_agents(
+    owner, reviewer_user
+):
+    agent = services.agent_create(actor=None, name="guarded-bot", owner=owner)
+    issue_url = reverse("admin:registry_agent_issue_token", args=[agent.pk])
+    reviewer = Client()
+    reviewer.force_login(reviewer_user)
+    assert reviewer.get(issue_url).status_code == 405
+    assert reviewer.post(issue_url).status_code == 403
+    page = reviewer.get(reverse("admin:registry_agent_change", args=[agent.pk])).content.decode()
+    assert 'id="issue-token"' not in page
+    assert not ApiToken.objects.filter(user=agent.user).exists()
+
+
+def test_a_token_not_shown_in_time_is_dropped(admin_client, owner, monkeypatch):
+    from registry.admin import api_tokens
+
+    agent = services.agent_create(actor=None, name="late-bot", owner=owner)
+    admin_client.post(reverse("admin:registry_agent_issue_token", args=[agent.pk]))
+    monkeypatch.setattr(api_tokens, "SHOW_WITHIN_SECONDS", -1)
+    html = admin_client.get(reverse("admin:registry_apitoken_issued")).content.decode()
+    assert issued_tokens(html) == []
 
 
 def test_grant_and_revoke_from_tool_page(admin_client, staff_user):
