@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from executions import selectors
+from executions.admin.inputs import arguments_html
 from executions.exports import CHUNK_SIZE as EXPORT_CHUNK_SIZE
 from executions.exports import EXECUTION_COLUMNS
 from executions.models import Approval, Execution
@@ -286,7 +287,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
 
     @admin.display(description="Input (secrets removed)")
     def input_pretty(self, obj):
-        return pretty_json(obj.input_data)
+        return arguments_html(obj)
 
     @admin.display(description="Output")
     def output_pretty(self, obj):
