@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
@@ -190,16 +191,44 @@ def test_grant_and_revoke_from_tool_page(admin_client, staff_user):
 def test_role_admin_refuses_tool_rights_as_raw_permissions(admin_client):
     page = admin_client.get(reverse("admin:registry_role_add")).content.decode()
     assert "Can execute tool" not in page
-    assert "Can grant roles access to tools" in page
+    assert "Grant access (platform admin)" in page
+
+
+def test_the_role_page_offers_platform_rights_in_words_and_explains_grants(admin_client):
+    page = admin_client.get(reverse("admin:registry_role_add")).content.decode()
+    assert "Platform rights" in page
+    assert "Give roles read, execute, manage or approve on tools" in page
+    assert "that is given by grants, on each tool's page" in page
+    for raw in ("Can add approval", "Can change audit chain head", "Executions | approval"):
+        assert raw not in page
 
 
 def test_the_role_form_offers_only_what_a_role_may_carry():
     from registry.admin.access import RoleForm
+    from registry.rights import permissions_of
 
-    offered = {
-        f"{p.content_type.app_label}.{p.codename}"
-        for p in RoleForm().fields["permissions"].queryset
+    keys = [key for key, _ in RoleForm().fields["permissions"].choices]
+    offered = set(permissions_of(keys))
+    allowed = {
+        f"{p.content_type.app_label}.{p.codename}" for p in services.role_permission_choices()
     }
+    assert offered <= allowed  # every right stands for permissions a role may carry
     assert {"registry.grant_tool", "registry.review_all", "auth.view_user"} <= offered
     assert not {"auth.change_user", "auth.add_user", "admin.change_logentry"} & offered
     assert "registry.execute_tool" not in offered  # a right on tools: a grant
+    assert set(services.PLATFORM_ADMIN_PERMISSIONS) - {"registry.view_tool"} <= offered
+
+
+def test_saving_a_role_keeps_permissions_outside_the_rights_shown(admin_client):
+    role = services.role_create(
+        actor=None, name="mixed", permissions=["registry.review_all", "registry.delete_agent"]
+    )
+    url = reverse("admin:registry_role_change", args=[role.pk])
+    page = admin_client.get(url).content.decode()
+    assert "registry.delete_agent" in page  # listed under "Other permissions held"
+    response = admin_client.post(
+        url, {"name": "mixed", "description": "", "permissions": ["tokens"]}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    held = {p.codename for p in Group.objects.get(pk=role.pk).permissions.all()}
+    assert held == {"delete_agent", "view_apitoken", "add_apitoken", "change_apitoken"}
