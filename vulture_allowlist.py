@@ -85,6 +85,7 @@ latency_ms  # part of every executor's result shape
 __toolhub_tool__  # marks a function as a registered Python tool
 _request  # httpx reads the request off the response
 started_at_sequence  # in audit_verify's JSON report (API and --json)
+findings_truncated  # the integrity panel (a template) reads it
 
 # Used by the tests only, to reset process state between cases.
 clear_dns_cache

@@ -153,6 +153,9 @@ class Execution(models.Model):
     input_data = models.JSONField(null=True, blank=True)
     raw_input = models.TextField(blank=True, help_text="Arguments text that did not parse as JSON.")
     input_hash = models.CharField(max_length=64, blank=True)
+    # Paths in input_data the caller did not send, filled in from the schema's defaults:
+    # written at admission, recorded by the admission event (what was sent vs applied).
+    input_defaults = models.JSONField(default=list, blank=True)
     sealed_secrets = models.TextField(blank=True, default="")
 
     output_data = models.JSONField(null=True, blank=True)
@@ -251,6 +254,18 @@ class ApprovalStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+class ApprovalReason(models.TextChoices):
+    """Why admission held a call for a person (recorded on its approval)."""
+
+    TOOL = "tool_requires_approval", "The tool requires approval for every call"
+    CONDITION = "approval_condition", "The arguments match the tool's approval condition"
+    CONDITION_UNUSABLE = (
+        "approval_condition_unusable",
+        "The tool's approval condition could not be evaluated, so the call waits (fail closed)",
+    )
+    GUARD = "guard_requires_approval", "A guard on the tool asked for a person's decision"
+
+
 class Approval(models.Model):
     """A human decision on one call, bound to that execution and the hash of its arguments.
 
@@ -273,6 +288,12 @@ class Approval(models.Model):
     decided_by_name = models.CharField(max_length=150, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    # Why the call waits (set at admission; blank on approvals older than the column),
+    # and the approval condition it matched, as it was then.
+    required_because = models.CharField(
+        max_length=32, choices=ApprovalReason.choices, blank=True, default=""
+    )
+    condition_matched = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["requested_at"]

@@ -12,3 +12,5 @@ class RegistryConfig(AppConfig):
 
         # Reviewers and platform admins may read /metrics with their admin session.
         session_scrape_check_register(lambda user: is_reviewer(user) or is_platform_admin(user))
+        # "Verify now" sends its task by name, so the tasks are registered in every process.
+        import registry.tasks  # noqa: F401

@@ -1,11 +1,23 @@
-"""Reads of the tool catalog."""
+"""Reads of the tool catalog, and of the audit log's verification runs."""
 
 from __future__ import annotations
 
 from django.db.models import Prefetch, Q, QuerySet
 
 from registry import formats
-from registry.models import Guard, RateLimitRule, Tool, ToolConfig, ToolParameter, Toolset
+from registry.models import (
+    FINISHED_VERIFICATIONS,
+    AuditChainHead,
+    Guard,
+    RateLimitRule,
+    Tool,
+    ToolConfig,
+    ToolParameter,
+    Toolset,
+    VerificationFinding,
+    VerificationRun,
+    VerificationStatus,
+)
 from registry.models.tools import ParameterKind
 
 
@@ -71,23 +83,17 @@ def config_list(*, tool: Tool) -> QuerySet[ToolConfig]:
     return tool.configs.all().order_by("config_key")
 
 
-def tool_discovery_list(queryset: QuerySet[Tool]) -> QuerySet[Tool]:
-    """``queryset`` by name with what a discovery format reads (parameters, the secret map)."""
-    return queryset.prefetch_related(
-        Prefetch("parameters", queryset=ToolParameter.objects.order_by("position", "name")),
-        Prefetch("configs", queryset=ToolConfig.objects.filter(config_key="headers_input_map")),
-    ).order_by("name")
-
-
-def toolset_active(slug: str) -> Toolset | None:
-    return Toolset.objects.filter(slug=slug, is_active=True).first()
-
-
-def toolset_tools(queryset: QuerySet[Tool], slug: str) -> QuerySet[Tool]:
-    """The tools of ``queryset`` in the active toolset ``slug`` (none when there is no such)."""
-    return queryset.filter(toolsets__slug=slug, toolsets__is_active=True)
-
-
-def tool_declares_output(tool: Tool) -> bool:
-    """Whether the tool declares output parameters (MCP lists an outputSchema for it)."""
-    return tool.parameters.filter(parameter_type=ParameterKind.OUTPUT).exists()
+from registry.models import (
+    FINISHED_VERIFICATIONS,
+    AuditChainHead,
+    Guard,
+    RateLimitRule,
+    Tool,
+    ToolConfig,
+    ToolParameter,
+    Toolset,
+    VerificationFinding,
+    VerificationRun,
+    VerificationStatus,
+)
+from registry.models.tools import ParameterKind

@@ -11,6 +11,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from executions.admin.inputs import arguments_html, arguments_text
 from executions.models import Approval, ApprovalStatus
 from executions.services.approvals import (
     approval_decide,
@@ -21,8 +22,25 @@ from executions.services.approvals import (
 from registry.admin.mixins import (
     NoCountAdminMixin,
     ReadOnlyAdminMixin,
+    time_range_filter,
 )
 from toolhub.exceptions import ToolHubError
+
+NOT_RECORDED = "Not recorded (the call was held before ToolHub recorded why)."
+
+
+def approval_why(approval: Approval) -> str:
+    """Which condition held the call for a person, in words (with the condition matched)."""
+    if not approval.required_because:
+        return NOT_RECORDED
+    text = approval.get_required_because_display() + "."
+    if approval.condition_matched:
+        return format_html(
+            '{}<pre class="approval-condition">{}</pre>',
+            text,
+            json.dumps(approval.condition_matched, indent=2, sort_keys=True),
+        )
+    return text
 
 
 @admin.register(Approval)
@@ -38,7 +56,7 @@ class ApprovalAdmin(NoCountAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "decided_at",
         "reason",
     ]
-    list_filter = ["status", "requested_at"]
+    list_filter = ["status", time_range_filter("requested_at", "requested", "time asked")]
     search_fields = ["=execution__id", "=decided_by_name"]
     list_select_related = ["execution"]
     ordering = ["-requested_at"]
@@ -47,6 +65,8 @@ class ApprovalAdmin(NoCountAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         "id",
         "status",
         "execution_link",
+        "why",
+        "arguments",
         "input_hash",
         "requested_at",
         "expires_at",
@@ -67,6 +87,14 @@ class ApprovalAdmin(NoCountAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
             execution.principal_name,
             execution.get_status_display(),
         )
+
+    @admin.display(description="Why it needs approval")
+    def why(self, obj):
+        return approval_why(obj)
+
+    @admin.display(description="Arguments (secrets removed)")
+    def arguments(self, obj):
+        return arguments_html(obj.execution)
 
     @admin.display(description="Tool")
     def tool_name(self, obj):
@@ -107,6 +135,7 @@ class ApprovalAdmin(NoCountAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         rows = []
         for approval in pending:
             execution = approval.execution
+            sent, defaults = arguments_text(execution)
             rows.append(
                 {
                     "approval": approval,
@@ -115,7 +144,9 @@ class ApprovalAdmin(NoCountAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
                     "risk": (execution.tool.tool_metadata or {}) if execution.tool else {},
                     "owner": execution.agent.owner.get_username() if execution.agent else "—",
                     "age": now - approval.requested_at,
-                    "inputs": json.dumps(execution.input_data, indent=2, sort_keys=True),
+                    "inputs": sent,
+                    "defaults": defaults,
+                    "why": approval_why(approval),
                     "refusal": may_decide(request.user, approval),
                 }
             )

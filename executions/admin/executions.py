@@ -12,11 +12,13 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from executions import selectors
+from executions.admin.inputs import arguments_html
 from executions.exports import CHUNK_SIZE as EXPORT_CHUNK_SIZE
 from executions.exports import EXECUTION_COLUMNS
 from executions.models import Approval, Execution
 from registry import access
 from registry.admin.audit import audit_changelist_url, pretty_json
+from registry.admin.integrity import findings_context, integrity_filter
 from registry.admin.mixins import (
     ExportAdminMixin,
     InputFilter,
@@ -144,6 +146,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         AgentFilter,
         RoleFilter,
         PrincipalFilter,
+        integrity_filter(EXECUTION_TARGET),
     ]
     # Exact matches only (see get_search_results): the primary key and exec_request_idx.
     search_fields = ["=id", "=request_id"]
@@ -197,6 +200,10 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
     export_columns = EXECUTION_COLUMNS
     export_basename = "executions"
     export_chunk_size = EXPORT_CHUNK_SIZE
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        context = {**findings_context(EXECUTION_TARGET, object_id), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
     # Inputs and outputs can be large; the list never shows them, the detail page does.
     LIST_DEFERRED = ("input_data", "output_data", "raw_input", "sealed_secrets", "error_message")
@@ -286,7 +293,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
 
     @admin.display(description="Input (secrets removed)")
     def input_pretty(self, obj):
-        return pretty_json(obj.input_data)
+        return arguments_html(obj)
 
     @admin.display(description="Output")
     def output_pretty(self, obj):

@@ -19,7 +19,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 
 from executions.guards import engine as guards
-from executions.models import ExecutionStatus
+from executions.models import ApprovalReason, ExecutionStatus
 from executions.services import governance
 from executions.services.records import input_hash
 from executions.services.refusal_secrets import (
@@ -176,6 +176,10 @@ class Admission:
     cached: dict[str, Any] | None
     quota: governance.Quota | None
     guard_decisions: tuple[dict, ...] = ()
+    # Why the call waits for a person (an ``ApprovalReason``; "" when it does not), and
+    # the argument paths the schema's defaults filled in.
+    approval_reason: str = ""
+    defaulted: tuple[str, ...] = ()
 
     @property
     def tool(self) -> Tool:
@@ -197,7 +201,7 @@ def admission_decide(
     try:
         caller = _caller(user, role_ref, tool_ref, entries)
         spec = _runnable_tool(caller, tool_ref, entries)
-        stored, secrets = _valid_arguments(caller, spec, arguments)
+        stored, secrets, defaulted = _valid_arguments(caller, spec, arguments)
         quota = _within_rate_limits(caller, spec.tool, spec.rules, stored, secrets)
         guarded = _guards_before(caller, spec, stored, secrets)
     except Refused as refused:
@@ -205,16 +209,19 @@ def admission_decide(
     digest = input_hash(stored)
     cached = None
     decisions = tuple(guarded.decisions)
-    if guarded.action == guards.GuardAction.REQUIRE_APPROVAL or governance.needs_approval(
-        spec.tool, stored
-    ):
+    reason = governance.approval_reason(spec.tool, stored)
+    if not reason and guarded.action == guards.GuardAction.REQUIRE_APPROVAL:
+        reason = ApprovalReason.GUARD
+    if reason:
         status = ExecutionStatus.PENDING_APPROVAL
     else:
         cached = governance.cached_result(spec.tool, digest, spec.guards)
         status = ExecutionStatus.SUCCEEDED if cached else ExecutionStatus.QUEUED
         if cached:  # what the after-guards decided on the answer kept
             decisions += tuple(cached.get("guard_decisions") or ())
-    return Admission(caller, spec, stored, secrets, digest, status, cached, quota, decisions)
+    return Admission(
+        caller, spec, stored, secrets, digest, status, cached, quota, decisions, reason, defaulted
+    )
 
 
 def _caller(user, role_ref: Any, tool_ref: Any, entries) -> Caller:
@@ -252,14 +259,18 @@ def _runnable_tool(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec:
     return spec
 
 
-def _valid_arguments(caller: Caller, spec: snapshot.ToolSpec, arguments: Any) -> tuple[dict, dict]:
-    """The arguments as the schema coerces them: those kept, and the per-call secrets."""
+def _valid_arguments(
+    caller: Caller, spec: snapshot.ToolSpec, arguments: Any
+) -> tuple[dict, dict, tuple[str, ...]]:
+    """The arguments as the schema coerces them: those kept, the per-call secrets, and
+    the paths of the kept ones the schema's defaults filled in."""
     outcome = validate_arguments(arguments, spec.input_schema)
     if not outcome.ok:
         raise Refused(_invalid(caller, spec, outcome))
     names = spec.secret_names
     stored = {k: v for k, v in outcome.value.items() if k not in names}
-    return stored, {k: v for k, v in outcome.value.items() if k in names}
+    defaulted = tuple(p for p in outcome.defaulted if p.split(".", 1)[0] not in names)
+    return stored, {k: v for k, v in outcome.value.items() if k in names}, defaulted
 
 
 def _invalid(caller: Caller, spec: snapshot.ToolSpec, outcome) -> Refusal:

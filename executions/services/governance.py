@@ -14,6 +14,7 @@ from django.core.cache import cache
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
+from executions.models import ApprovalReason
 from executions.services.shared_state import SharedStateUnavailable, counter_incr
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
@@ -139,19 +140,22 @@ def _condition_validator(condition_json: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(condition_json), registry=NO_RETRIEVAL)
 
 
-def needs_approval(tool: Tool, inputs: dict) -> bool:
+def approval_reason(tool: Tool, inputs: dict) -> str:
+    """Why a call to ``tool`` with ``inputs`` waits for a person (an ``ApprovalReason``),
+    or "" when it does not."""
     if not tool.requires_approval:
-        return False
+        return ""
     condition = tool.approval_condition or {}
     if not condition:
-        return True
+        return ApprovalReason.TOOL
     try:
-        return _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+        matched = _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
     except Unresolvable:
         # A condition that cannot be evaluated (a reference stored before they were
         # refused) fails closed: the call waits for a person.
         logger.warning("tool %s: approval_condition cannot be evaluated", tool.pk)
-        return True
+        return ApprovalReason.CONDITION_UNUSABLE
+    return ApprovalReason.CONDITION if matched else ""
 
 
 # Result cache

@@ -39,6 +39,10 @@ def admission_mismatch(execution: Execution, recorded: dict) -> list[str]:
         changed.append("input_hash")
     if _arguments_differ(execution, recorded):
         changed.append("input_data")
+    if "input_defaults" in recorded and (execution.input_defaults or []) != (
+        recorded["input_defaults"] or []
+    ):
+        changed.append("input_defaults")
     if (
         not execution.is_terminal  # a finished call's secrets are wiped (its content hash)
         and "sealed_sha256" in recorded
@@ -122,6 +126,8 @@ def altered_artifacts(chunk: int = 500):
                 None,
                 None,
                 f"Execution {pk}: its output artifact {name} {problem}.",
+                target_type=_EXECUTION,
+                target_id=str(pk),
             )
 
 

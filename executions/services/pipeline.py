@@ -116,7 +116,14 @@ def execution_submit(
     # A caller that waits may have its call run here, claimed in the same write.
     slots = dispatch.claim_inline(execution, tool, wait, now)
     try:
-        admitted_write(execution, tool, decision.digest, now, on_admitted)
+        admitted_write(
+            execution,
+            tool,
+            decision.digest,
+            now,
+            on_admitted,
+            approval_reason=decision.approval_reason,
+        )
     except BaseException:
         if slots:
             runner.release_slots(execution, slots)

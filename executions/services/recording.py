@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from executions.jsonsafe import json_safe, storable_text
-from executions.models import Approval, Execution, ExecutionStatus
+from executions.models import Approval, ApprovalReason, Execution, ExecutionStatus
 from executions.services.admission import Admission, Caller, Refusal
 from executions.services.records import (
     audit_execution,
@@ -68,6 +68,7 @@ def admitted_record(admission: Admission, tool_ref: Any, entries, now) -> Execut
         status=admission.status,
         input_data=stored,
         input_hash=admission.digest,
+        input_defaults=list(admission.defaulted),
         sealed_secrets=crypto.encrypt_json(secrets) if secrets and not cached else "",
         chars_in=len(canonical_json(stored)),
         cost=Decimal(0) if cached else cost_of(tool),  # a cached answer calls nothing
@@ -174,10 +175,16 @@ def _role_names(caller: Caller, tool: Tool | None = None, entries=None) -> list[
 
 
 def admitted_write(
-    execution: Execution, tool: Tool, digest: str, now, on_admitted: Callable | None = None
+    execution: Execution,
+    tool: Tool,
+    digest: str,
+    now,
+    on_admitted: Callable | None = None,
+    *,
+    approval_reason: str = "",
 ) -> None:
     """Write an admitted call's row and its audit event (and its approval, when it waits
-    for one), then tell ``on_admitted``."""
+    for one, with why: ``approval_reason``), then tell ``on_admitted``."""
     status = execution.status
     action = f"execution.{status}"
     if status == ExecutionStatus.PENDING_APPROVAL:
@@ -187,6 +194,10 @@ def admitted_write(
                 execution=execution,
                 input_hash=digest,
                 expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
+                required_because=approval_reason,
+                condition_matched=(
+                    tool.approval_condition if approval_reason == ApprovalReason.CONDITION else None
+                ),
             )
             audit_execution(execution, action)
     else:

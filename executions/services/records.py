@@ -173,6 +173,8 @@ def execution_summary(execution: Execution) -> dict:
         # what its admission event recorded (the worker refuses it otherwise).
         "input_sha256": arguments_digest(execution.input_data),
         "sealed_sha256": sealed_digest(execution.sealed_secrets),
+        # Which arguments the schema's defaults filled in (fixed at admission).
+        "input_defaults": execution.input_defaults or [],
         # Outside the hash: set to null, legitimately, when the user or role is
         # deleted; otherwise they must still be these (``altered_executions``).
         "principal_id": execution.principal_id,

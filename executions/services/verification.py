@@ -29,6 +29,10 @@ from executions.services.records import (
 )
 from registry.canonical import time_form
 
+# The target types of the records these checks name (the admin flags their pages).
+_EXECUTION = Execution._meta.label_lower
+_APPROVAL = Approval._meta.label_lower
+
 
 def _with_events(ordered, chunk: int):
     """``ordered`` (a queryset by primary key) in chunks, each with the audit events of
@@ -94,6 +98,8 @@ def altered_executions(chunk: int = 2000):
                         None,
                         f"Execution {execution.pk} has no audit event: its record was written "
                         "behind ToolHub's back (every call is recorded with its first event).",
+                        target_type=_EXECUTION,
+                        target_id=str(execution.pk),
                     )
                 continue
             problem = (
@@ -127,6 +133,8 @@ def _finished_record_problem(execution: Execution, sequence: int | None, after: 
             f"{named} is {execution.status}, but {where} recorded it "
             f"{after.get('status') or 'without a status'}: it was finished behind "
             "ToolHub's back.",
+            target_type=_EXECUTION,
+            target_id=str(execution.pk),
         )
     if after.get("status") not in TERMINAL_STATUSES or not after.get("content_hash"):
         return None
@@ -144,6 +152,8 @@ def _finished_record_problem(execution: Execution, sequence: int | None, after: 
             None,
             f"{named} now names another {' and '.join(moved)} than {where} "
             "recorded: the record was altered after it was written.",
+            target_type=_EXECUTION,
+            target_id=str(execution.pk),
         )
     version = after.get("content_version", 1)
     if execution_content_hash(execution, version) != after["content_hash"]:
@@ -154,6 +164,8 @@ def _finished_record_problem(execution: Execution, sequence: int | None, after: 
             f"{named} no longer matches the content hash {where} recorded (it was "
             f"{after['status']}, it is {execution.status}): the record was altered "
             "after it was written.",
+            target_type=_EXECUTION,
+            target_id=str(execution.pk),
         )
     if _arguments_altered(execution):
         return Problem(
@@ -162,6 +174,8 @@ def _finished_record_problem(execution: Execution, sequence: int | None, after: 
             None,
             f"{named}: its stored arguments no longer match their hash: they were "
             "altered after the call was admitted.",
+            target_type=_EXECUTION,
+            target_id=str(execution.pk),
         )
     return None
 
@@ -187,6 +201,8 @@ def _admission_problem(execution: Execution, history: list[tuple[int | None, dic
                 f"{_named(execution)}: {_where(sequence)} recorded another "
                 f"{' and '.join(differ)} than {admitted}: the call's arguments were altered "
                 "after it was admitted.",
+                target_type=_EXECUTION,
+                target_id=str(execution.pk),
             )
     changed = admission_mismatch(execution, first)
     if changed:
@@ -196,6 +212,8 @@ def _admission_problem(execution: Execution, history: list[tuple[int | None, dic
             None,
             f"{_named(execution)} ({execution.status}): its {' and '.join(changed)} no longer "
             f"match what {admitted} recorded: the call was altered after it was admitted.",
+            target_type=_EXECUTION,
+            target_id=str(execution.pk),
         )
     return None
 
@@ -230,6 +248,8 @@ def _approval_problem(execution: Execution, history, approved: set):
         None,
         f"{_named(execution)} waited for approval ({_where(sequence, 'its first event')}) "
         "but its approval record is gone: it was deleted behind ToolHub's back.",
+        target_type=_EXECUTION,
+        target_id=str(execution.pk),
     )
 
 
@@ -259,7 +279,7 @@ def deleted_executions(chunk: int = 2000):
     from registry.models import AuditCheckpoint, AuditEvent
     from registry.services.audit_chain import Problem
 
-    events = AuditEvent.objects.filter(target_type="executions.execution")
+    events = AuditEvent.objects.filter(target_type=_EXECUTION)
     last_run = max(AuditCheckpoint.objects.values_list("created_at", flat=True), default=None)
     if last_run is not None:
         events = events.filter(occurred_at__gt=last_run + RETENTION_MARGIN)
@@ -288,6 +308,8 @@ def deleted_executions(chunk: int = 2000):
                 f"Execution {target_id} is in the audit log (event id {event.pk}, "
                 f"{event.action}) but its record is gone: it was deleted behind ToolHub's "
                 "back (retention removes only calls finished before it runs).",
+                target_type=_EXECUTION,
+                target_id=str(target_id),
             )
 
 
@@ -331,6 +353,8 @@ def altered_approvals(chunk: int = 2000):
                     None,
                     f"{named} is bound to other arguments than its call carries: its "
                     "input_hash was altered.",
+                    target_type=_APPROVAL,
+                    target_id=str(approval.pk),
                 )
                 continue
             sequence, after = recorded.get(str(approval.pk), [(None, None)])[-1]
@@ -342,6 +366,8 @@ def altered_approvals(chunk: int = 2000):
                         None,
                         f"{named} is {approval.status} but no event records its decision: "
                         "it was decided behind ToolHub's back.",
+                        target_type=_APPROVAL,
+                        target_id=str(approval.pk),
                     )
                 continue
             changed = [
@@ -358,4 +384,6 @@ def altered_approvals(chunk: int = 2000):
                     None,
                     f"{named} no longer matches {where} ({', '.join(changed)} changed): "
                     "the record was altered after it was decided.",
+                    target_type=_APPROVAL,
+                    target_id=str(approval.pk),
                 )

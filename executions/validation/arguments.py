@@ -73,7 +73,24 @@ def validate_arguments(arguments: Any, schema: dict) -> ValidationOutcome:
         errors.extend(_schema_problems(error))
     if errors:
         return ValidationOutcome(ok=False, value=value, errors=_echoable(errors), raw_text=raw_text)
-    return ValidationOutcome(ok=True, value=value, raw_text=raw_text)
+    return ValidationOutcome(
+        ok=True, value=value, raw_text=raw_text, defaulted=defaulted_paths(arguments, value)
+    )
+
+
+def defaulted_paths(sent: dict, applied: dict, prefix: str = "") -> list[str]:
+    """The paths of ``applied`` (the coerced arguments) that ``sent`` did not carry, or
+    carried as null: filled in from the schema's defaults. Nested objects the caller
+    sent are followed; an object that was itself a default counts once."""
+    found = []
+    for key, value in applied.items():
+        path = f"{prefix}{key}"
+        given = sent.get(key) if isinstance(sent, dict) else None
+        if given is None and value is not None:
+            found.append(path)
+        elif isinstance(given, dict) and isinstance(value, dict):
+            found.extend(defaulted_paths(given, value, f"{path}."))
+    return found
 
 
 def _parsed(raw_text: str) -> Any:

@@ -17,6 +17,9 @@ class ValidationOutcome:
     value: Any = None
     errors: list[dict] = field(default_factory=list)
     raw_text: str = ""
+    # Paths of the arguments the caller left out that the schema's defaults filled in
+    # ("limit", "options.page"): the record keeps what was sent apart from what was applied.
+    defaulted: list[str] = field(default_factory=list)
 
 
 # Arguments given as JSON text are read as JSON proper (no NaN, Infinity or 1e999).

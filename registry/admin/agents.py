@@ -7,8 +7,10 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import transaction
-from django.urls import reverse
+from django.http import Http404, HttpResponseNotAllowed
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -93,6 +95,21 @@ class AgentForm(forms.ModelForm):
         elif self.cleaned_data.get("webhook_secret"):
             data["webhook_secret"] = self.cleaned_data["webhook_secret"]
         return data
+
+
+@transaction.atomic
+def _issue_tokens(actor, agents) -> list[tuple[str, object, str]]:
+    """One token for each agent (named after the day, valid 90 days): (agent, token, raw)."""
+    issued = []
+    for agent in agents:
+        token, raw = services.token_issue(
+            actor=actor,
+            user=agent.user,
+            name=f"admin {timezone.now():%Y-%m-%d}",
+            expires_at=timezone.now() + timedelta(days=90),
+        )
+        issued.append((agent.name, token, raw))
+    return issued
 
 
 class AgentViewForm(forms.ModelForm):
@@ -195,18 +212,30 @@ class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # deactivate instead: agents appear in the audit trail
 
+    def get_urls(self):
+        issue = path(
+            "<path:object_id>/issue-token/",
+            self.admin_site.admin_view(self.issue_token_view),
+            name="registry_agent_issue_token",
+        )
+        return [issue, *super().get_urls()]
+
+    def issue_token_view(self, request, object_id):
+        """POST from the agent's page: issue one token, then redirect to the page that
+        shows it once (a reload there issues nothing)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        agent = self.get_object(request, object_id)
+        if agent is None:
+            raise Http404("No such agent.")
+        if not self.has_change_permission(request, agent):
+            raise DjangoPermissionDenied
+        back = reverse("admin:registry_agent_change", args=[agent.pk])
+        return token_page(request, _issue_tokens(request.user, [agent]), back)
+
     @admin.action(description="Issue a token (shown once)", permissions=["change"])
     def issue_token(self, request, queryset):
-        issued = []
-        with transaction.atomic():
-            for agent in queryset.select_related("user"):
-                token, raw = services.token_issue(
-                    actor=request.user,
-                    user=agent.user,
-                    name=f"admin {timezone.now():%Y-%m-%d}",
-                    expires_at=timezone.now() + timedelta(days=90),
-                )
-                issued.append((agent.name, token, raw))
+        issued = _issue_tokens(request.user, queryset.select_related("user"))
         return token_page(request, issued, reverse("admin:registry_agent_changelist"))
 
     @admin.action(

@@ -1,33 +1,77 @@
-"""API tokens in the admin: issued once (shown in the response only) and revoked, never edited."""
+"""API tokens in the admin: issued once (shown once, on the page a POST redirects to) and revoked, never edited."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import ApiToken
 from registry.services import access as services
 from toolhub.exceptions import Conflict
 
+# Freshly issued tokens wait in the (server-side) session for the page that shows them,
+# which takes them out: POST (issue) -> redirect -> GET (show once). A reload of that
+# page shows nothing and issues nothing. Not shown within SHOW_WITHIN, they are dropped.
+ISSUED_SESSION_KEY = "toolhub_issued_tokens"
+SHOW_WITHIN_SECONDS = 600
+
 
 def token_page(request, tokens: list[tuple[str, ApiToken, str]], back_url: str):
-    """Show freshly issued tokens once, in the response itself (never via messages or cookies)."""
-    return TemplateResponse(
+    """Keep freshly issued tokens for one showing and redirect to the page that shows them
+    (never via messages or cookies: the session is kept on the server)."""
+    waiting = _waiting_tokens(request.session)
+    waiting["tokens"].extend(
+        {
+            "owner": owner,
+            "name": token.name,
+            "prefix": token.prefix,
+            "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+            "raw": raw,
+        }
+        for owner, token, raw in tokens
+    )
+    waiting["back_url"] = back_url
+    request.session[ISSUED_SESSION_KEY] = waiting
+    return HttpResponseRedirect(reverse("admin:registry_apitoken_issued"))
+
+
+def _waiting_tokens(session) -> dict:
+    waiting = session.get(ISSUED_SESSION_KEY) or {}
+    if time.time() - waiting.get("at", 0) > SHOW_WITHIN_SECONDS:
+        waiting = {}
+    return {"at": waiting.get("at") or time.time(), "tokens": waiting.get("tokens", [])}
+
+
+def issued_tokens_view(request):
+    """GET: the tokens just issued, once; they leave the session as the page is made."""
+    waiting = request.session.pop(ISSUED_SESSION_KEY, None) or {}
+    fresh = time.time() - waiting.get("at", 0) <= SHOW_WITHIN_SECONDS
+    tokens = [
+        {**item, "expires_at": parse_datetime(item["expires_at"]) if item["expires_at"] else None}
+        for item in (waiting.get("tokens", []) if fresh else [])
+    ]
+    response = TemplateResponse(
         request,
         "admin/registry/token_issued.html",
         {
-            "tokens": [{"owner": o, "token": t, "raw": r} for o, t, r in tokens],
-            "back_url": back_url,
-            "title": "Token issued",
+            **admin.site.each_context(request),
+            "tokens": tokens,
+            "back_url": waiting.get("back_url") or reverse("admin:registry_apitoken_changelist"),
+            "title": "Token issued" if tokens else "No token to show",
         },
     )
+    response["Cache-Control"] = "no-store"  # the browser must not keep the page either
+    return response
 
 
 class ApiTokenAddForm(forms.ModelForm):
@@ -65,6 +109,14 @@ class ApiTokenAdmin(GuardedChangeListMixin, admin.ModelAdmin):
         "revoked_at",
         "created_by",
     ]
+
+    def get_urls(self):
+        issued = path(
+            "issued/",
+            self.admin_site.admin_view(issued_tokens_view),
+            name="registry_apitoken_issued",
+        )
+        return [issued, *super().get_urls()]
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:

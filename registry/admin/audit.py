@@ -15,11 +15,12 @@ from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import Model, Q
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from registry import access
+from registry.admin.integrity import findings_context, integrity_filter, verify_now_view
 from registry.admin.mixins import (
     ExportAdminMixin,
     InputFilter,
@@ -241,6 +242,7 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
         ActorFilter,
         TargetTypeFilter,
         ObjectFilter,
+        integrity_filter("registry.auditevent"),
     ]
     # Exact matches only (see get_search_results): each one an index lookup.
     search_fields = ["=request_id", "=target_id"]
@@ -274,6 +276,19 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
     export_columns = AUDIT_COLUMNS
     export_basename = "audit"
     export_chunk_size = AUDIT_CHUNK_SIZE
+    change_list_template = "admin/registry/auditevent/change_list.html"
+
+    def get_urls(self):
+        verify = path(
+            "verify/",
+            self.admin_site.admin_view(verify_now_view),
+            name="registry_auditevent_verify",
+        )
+        return [verify, *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        context = {**findings_context("registry.auditevent", object_id), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
     def get_queryset(self, request):
         # Snapshots can be large; the list never shows them, the detail page does.

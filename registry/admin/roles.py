@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.contrib.auth.models import Group
 from django.utils.html import format_html, format_html_join
 
-from registry.admin.forms import IdMultipleChoiceField
+from registry import rights
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Role, RoleProfile, ToolGrant
 from registry.services import access as services
@@ -15,32 +15,70 @@ from registry.services import access as services
 admin.site.unregister(Group)
 
 
+RIGHTS_HELP = (
+    "What members may do on ToolHub itself, in the admin and the API. Which tools they "
+    "may read, execute, manage or approve calls of is not set here: that is given by "
+    "grants, on each tool's page (or for all tools), and listed under \"Tools this role "
+    'may use". A member needs both: a platform right to edit tools, and a manage grant '
+    "on the tool to edit that one."
+)
+
+
+def _right_label(right: rights.PlatformRight) -> str:
+    return format_html(
+        '<strong>{}</strong><span class="right-lets">{}</span>', right.title, right.lets
+    )
+
+
+def held_permissions(role) -> set[str]:
+    if role is None or role._state.adding:
+        return set()
+    return {
+        f"{app_label}.{codename}"
+        for app_label, codename in role.permissions.values_list(
+            "content_type__app_label", "codename"
+        )
+    }
+
+
 class RoleForm(forms.ModelForm):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
-    permissions = IdMultipleChoiceField(
-        # ToolHub's own permissions only (the services refuse others): auth.change_user
-        # would let a platform admin make anyone a superuser.
-        queryset=services.role_permission_choices(),
+    # Platform rights in words, each standing for a few of ToolHub's own permissions
+    # (the services refuse others: auth.change_user would let a platform admin make
+    # anyone a superuser).
+    permissions = forms.MultipleChoiceField(
+        label="Platform rights",
+        choices=[(right.key, _right_label(right)) for right in rights.PLATFORM_RIGHTS],
         required=False,
-        widget=admin.widgets.FilteredSelectMultiple("permissions", is_stacked=False),
-        help_text="Platform rights (e.g. registry.grant_tool). Rights on tools are given as grants on each tool's page.",
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "platform-rights"}),
+        help_text=RIGHTS_HELP,
     )
 
     class Meta:
         model = Role
-        fields = ["name", "description", "permissions"]
+        fields = ["name", "description"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.held = held_permissions(self.instance)
+        self.fields["permissions"].initial = rights.rights_held(self.held)
         if not self.instance._state.adding:
             profile = RoleProfile.objects.filter(group=self.instance).first()
             self.fields["description"].initial = profile.description if profile else ""
+
+    def permission_labels(self) -> list[str]:
+        """The role's permissions after this form: those of the rights ticked, and those it
+        holds outside any right it fully held (kept as they are)."""
+        ticked = self.cleaned_data.get("permissions") or []
+        dropped = set(rights.permissions_of(set(rights.rights_held(self.held)) - set(ticked)))
+        kept = sorted(self.held - dropped)
+        return list(dict.fromkeys([*kept, *rights.permissions_of(ticked)]))
 
     def clean(self):
         cleaned = super().clean()
         if self.instance._state.adding or "permissions" not in cleaned:
             return cleaned
-        gives_admin = any(services.is_platform_admin_right(p) for p in cleaned["permissions"])
+        gives_admin = "registry.grant_tool" in self.permission_labels()
         if not gives_admin and services.leaves_no_platform_admin(without_roles=[self.instance.pk]):
             raise forms.ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")
         return cleaned
@@ -51,7 +89,19 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     form = RoleForm
     list_display = ["name", "description_display", "member_count"]
     search_fields = ["name"]
-    readonly_fields = ["tools_granted", "members"]
+    readonly_fields = ["tools_granted", "other_permissions", "members"]
+
+    @admin.display(description="Other permissions held")
+    def other_permissions(self, obj):
+        """Permissions the role holds outside the rights shown ticked (kept on save)."""
+        held = held_permissions(obj)
+        outside = held - set(rights.permissions_of(rights.rights_held(held)))
+        if not outside:
+            return "None."
+        return format_html(
+            "{}<br><small>Kept as they are when the rights above are saved.</small>",
+            ", ".join(sorted(outside)),
+        )
 
     @admin.display(description="Description")
     def description_display(self, obj):
@@ -62,13 +112,13 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     def member_count(self, obj):
         return obj.user_set.count()
 
-    @admin.display(description="Tools this role may use")
+    @admin.display(description="Tools this role may use (grants)")
     def tools_granted(self, obj):
         if obj is None or obj._state.adding:
             return "—"
         grants = ToolGrant.objects.filter(role=obj).select_related("tool").order_by("tool__name")
         if not grants:
-            return "No grants."
+            return "No grants: give them on each tool's page (Grants), or for all tools."
         return format_html(
             "<ul>{}</ul>",
             format_html_join(
@@ -88,7 +138,7 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
-        labels = [f"{p.content_type.app_label}.{p.codename}" for p in data.get("permissions", [])]
+        labels = form.permission_labels()
         if change:
             role = Group.objects.get(pk=obj.pk)
             services.role_update(

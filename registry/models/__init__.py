@@ -14,8 +14,15 @@ from registry.models.mcp import MCPServer as MCPServer
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
 from registry.models.toolsets import Toolset
+from registry.models.verification import (
+    FINISHED_VERIFICATIONS,
+    VerificationFinding,
+    VerificationRun,
+    VerificationStatus,
+)
 
 __all__ = [
+    "FINISHED_VERIFICATIONS",
     "Action",
     "Agent",
     "ApiToken",
@@ -37,4 +44,7 @@ __all__ = [
     "ToolParameter",
     "ToolUserObjectPermission",
     "Toolset",
+    "VerificationFinding",
+    "VerificationRun",
+    "VerificationStatus",
 ]

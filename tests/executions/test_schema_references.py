@@ -84,5 +84,5 @@ def test_a_stored_condition_with_a_reference_fails_closed_without_fetching(calle
         approval_condition={"$ref": f"{upstream.url}/echo/condition.json"},
     )
     tool = Tool.objects.get(pk=caller["tool"].pk)
-    assert governance.needs_approval(tool, {"path": "echo"}) is True
+    assert governance.approval_reason(tool, {"path": "echo"}) == "approval_condition_unusable"
     assert upstream.requests == []

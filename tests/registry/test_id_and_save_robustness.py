@@ -111,10 +111,10 @@ def test_admin_agent_form_refuses_out_of_range_roles(admin_client, owner, role):
 
 def test_admin_role_form_refuses_out_of_range_permissions(admin_client):
     url = reverse("admin:registry_role_add")
-    perm = Permission.objects.get(content_type__app_label="registry", codename="grant_tool")
+    perm = Permission.objects.get(content_type__app_label="registry", codename="review_all")
     for value in OUT_OF_RANGE:
         response = admin_client.post(
-            url, {"name": "robust-role", "description": "", "permissions": [perm.pk, value]}
+            url, {"name": "robust-role", "description": "", "permissions": ["review", value]}
         )
         assert response.status_code == 200, value
         errors = response.context["adminform"].form.errors
@@ -122,7 +122,7 @@ def test_admin_role_form_refuses_out_of_range_permissions(admin_client):
         assert "Select a valid choice" in errors["permissions"][0]
     assert not Role.objects.filter(name="robust-role").exists()
     response = admin_client.post(
-        url, {"name": "robust-role", "description": "", "permissions": [perm.pk]}
+        url, {"name": "robust-role", "description": "", "permissions": ["review"]}
     )
     assert response.status_code == 302
     assert list(Role.objects.get(name="robust-role").permissions.all()) == [perm]

@@ -105,7 +105,7 @@ def _parse_bound(raw: str, *, end: bool) -> dt.datetime | None:
 
 
 class TimeRangeFilter(admin.ListFilter):
-    """Last 24 h / 7 / 30 days, this or last quarter, or a custom from-to (GET parameters).
+    """Last hour / 24 h / 7 / 30 days, this or last quarter, or a custom from-to (GET parameters).
 
     Filters one indexed date-time column with a range; never asks the
     database which dates exist (what ``date_hierarchy`` does).
@@ -115,12 +115,19 @@ class TimeRangeFilter(admin.ListFilter):
     field_name = ""
     parameter_name = ""
     PERIODS = [
+        ("1h", "Last hour"),
         ("24h", "Last 24 hours"),
         ("7d", "Last 7 days"),
         ("30d", "Last 30 days"),
         ("this_quarter", "This quarter"),
         ("last_quarter", "Last quarter"),
     ]
+    RECENT = {
+        "1h": dt.timedelta(hours=1),
+        "24h": dt.timedelta(hours=24),
+        "7d": dt.timedelta(days=7),
+        "30d": dt.timedelta(days=30),
+    }
 
     def __init__(self, request, params, model, model_admin):
         super().__init__(request, params, model, model_admin)
@@ -150,12 +157,8 @@ class TimeRangeFilter(admin.ListFilter):
         now = now or timezone.now()
         period = self.used_parameters.get(self.parameter_name)
         start = end = None
-        if period == "24h":
-            start = now - dt.timedelta(hours=24)
-        elif period == "7d":
-            start = now - dt.timedelta(days=7)
-        elif period == "30d":
-            start = now - dt.timedelta(days=30)
+        if period in self.RECENT:
+            start = now - self.RECENT[period]
         elif period == "this_quarter":
             start = quarter_start(now)
         elif period == "last_quarter":

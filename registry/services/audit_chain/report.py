@@ -16,6 +16,10 @@ class Problem:
     sequence: int | None
     event_id: int | None
     message: str
+    # The record found altered, deleted or unaudited (``executions.execution`` and its
+    # id), where the check knows it: the admin flags that record's page.
+    target_type: str = ""
+    target_id: str = ""
 
 
 @dataclass
@@ -28,6 +32,9 @@ class VerifyReport:
     checkpoint: int | None = None
     problem: Problem | None = None
     warnings: list[str] = field(default_factory=list)
+    # Every problem found beyond the chain walk (up to the limit asked for), when asked:
+    # the records a verification run flags. ``problem`` is the first of all.
+    findings: list[Problem] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         data = asdict(self)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from datetime import timedelta
 
 from django.utils import timezone
@@ -34,8 +36,12 @@ def _checkpoint_problem(report: VerifyReport) -> Problem | None:
     return None
 
 
-def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
-    """Recompute the chain and name the first event that was altered, deleted, inserted or moved."""
+def audit_verify(*, from_checkpoint: bool = True, findings_limit: int = 0) -> VerifyReport:
+    """Recompute the chain and name the first event that was altered, deleted, inserted or moved.
+
+    With ``findings_limit``, every check beyond the walk runs to the end (even after a
+    broken chain) and up to that many of their problems are kept in ``findings``: the
+    records a verification run flags in the admin."""
     report = VerifyReport()
     report.problem = _checkpoint_problem(report)
     if report.problem is not None:
@@ -50,7 +56,11 @@ def audit_verify(*, from_checkpoint: bool = True) -> VerifyReport:
         report.warnings.append(
             f"{stale} event(s) older than five minutes are not sealed yet: is the sealer running?"
         )
-    report.problem = report.problem or _first_other_problem()
+    if findings_limit:
+        report.findings = list(itertools.islice(_other_problems(), findings_limit))
+        report.problem = report.problem or next(iter(report.findings), None)
+    else:
+        report.problem = report.problem or next(_other_problems(), None)
     report.ok = report.problem is None
     return report
 
@@ -96,10 +106,7 @@ def _head_problem(report: VerifyReport) -> Problem | None:
     )
 
 
-def _first_other_problem() -> Problem | None:
+def _other_problems() -> Iterator[Problem]:
     """Forged rows outside the chain, copied identities, then the apps' record checks."""
     for check in (unsealed_forgeries, duplicate_identities, *_record_checks):
-        problem = next(iter(check()), None)
-        if problem is not None:
-            return problem
-    return None
+        yield from check()
