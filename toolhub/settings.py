@@ -400,6 +400,15 @@ TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=
 # Egress guard: executors refuse private, loopback, link-local and metadata
 # addresses unless listed here (CIDR networks and exact host names).
 TOOLHUB_EGRESS_ALLOW = env_egress_allow("TOOLHUB_EGRESS_ALLOW")
+# The demo only (./scripts/demo sets it): serve fake copies of the APIs the demo
+# catalog calls at /demo-sandbox/ (toolhub/demo_sandbox.py), so the demo works
+# offline. Never in production: refused with DEBUG off.
+TOOLHUB_DEMO_SANDBOX = env_bool("TOOLHUB_DEMO_SANDBOX", default=False)
+if TOOLHUB_DEMO_SANDBOX and not DEBUG:
+    raise ImproperlyConfigured(
+        "TOOLHUB_DEMO_SANDBOX serves fake upstream APIs for ./scripts/demo; "
+        "it is refused when DEBUG is off."
+    )
 # Executables an MCP server over stdio may run (registering one runs it on the workers).
 TOOLHUB_MCP_STDIO_COMMANDS = env_list("TOOLHUB_MCP_STDIO_COMMANDS")
 # Environment variables an MCP server's token_env_var may name (names or fnmatch
