@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import shlex
 from pathlib import Path
@@ -225,6 +226,24 @@ def test_gunicorn_workers_share_their_metrics():
     from toolhub import gunicorn_conf
 
     assert callable(gunicorn_conf.child_exit)
+
+
+def test_the_web_process_serves_the_asgi_application_with_uvicorn_workers():
+    # toolhub.asgi serves Django and the MCP endpoint; gunicorn manages uvicorn workers.
+    command = load_compose()["services"]["web"]["command"]
+    assert command[:2] == ["gunicorn", "toolhub.asgi:application"], command
+    assert "--worker-class" not in command and "-k" not in command  # the config file sets it
+    assert "--threads" not in command  # a gthread option: uvicorn workers ignore it
+    from toolhub import gunicorn_conf
+
+    module, _, name = gunicorn_conf.worker_class.rpartition(".")
+    assert module == "uvicorn_worker", gunicorn_conf.worker_class
+    assert hasattr(importlib.import_module(module), name)
+    # The image runs the same command as compose.
+    cmd = next(
+        line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("CMD ")
+    )
+    assert json.loads(cmd.removeprefix("CMD ")) == command
 
 
 def test_the_tls_overlay_puts_a_proxy_in_front_and_turns_tls_settings_on():
