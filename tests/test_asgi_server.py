@@ -45,10 +45,7 @@ def _get(port: int, path: str) -> int:
         conn.close()
 
 
-@pytest.fixture
-def asgi_server(tmp_path):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+def _serve(tmp_path, workers: int, **extra_env) -> tuple[subprocess.Popen, int]:
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if k != "TOOLHUB_DB_POOL_SIZE"},
@@ -56,11 +53,14 @@ def asgi_server(tmp_path):
         "DATABASE_URL": _database_url(),
         "ALLOWED_HOSTS": "127.0.0.1",
         "TOOLHUB_VAR_DIR": str(tmp_path / "var"),
+        **extra_env,
     }
+    # The command docker-compose.yml runs, on a free port.
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "gunicorn", "toolhub.asgi:application"),
-            *("--config", "python:toolhub.gunicorn_conf", "-w", "1", "-b", f"127.0.0.1:{port}"),
+            *("--config", "python:toolhub.gunicorn_conf", "-b", f"127.0.0.1:{port}"),
+            *("--workers", str(workers)),
         ],
         cwd=ROOT,
         env=env,
@@ -68,21 +68,40 @@ def asgi_server(tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if _get(port, "/healthz") == 200:
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None, "gunicorn exited"
-            assert time.monotonic() < deadline, "gunicorn did not start"
-            time.sleep(0.2)
-        yield port
-    finally:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if _get(port, "/healthz") == 200:
+                return proc, port
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            raise AssertionError("gunicorn did not start")
+        time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+    proc.wait(timeout=20)
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """Start ToolHub's web process as deployed; stopped after the test."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+    started = []
+
+    def start(workers: int = 1, **extra_env) -> int:
+        proc, port = _serve(tmp_path, workers, **extra_env)
+        started.append(proc)
+        return port
+
+    yield start
+    for proc in started:
+        _stop(proc)
 
 
 def _sessions_opened() -> int:
@@ -92,13 +111,41 @@ def _sessions_opened() -> int:
         return cursor.fetchone()[0]
 
 
-def test_requests_borrow_pooled_connections_instead_of_opening_one_each(asgi_server):
+def test_requests_borrow_pooled_connections_instead_of_opening_one_each(serve):
+    port = serve()
     before = _sessions_opened()
     # /readyz reads the database (and answers 503 when Redis is not there).
     with ThreadPoolExecutor(max_workers=8) as pool:
-        statuses = list(pool.map(lambda _: _get(asgi_server, "/readyz"), range(REQUESTS)))
+        statuses = list(pool.map(lambda _: _get(port, "/readyz"), range(REQUESTS)))
     assert set(statuses) <= {200, 503}, statuses  # 503 only when Redis is not configured
     time.sleep(0.6)  # pg_stat_database is updated by each backend every 500 ms at most
     opened = _sessions_opened() - before
     # One per request without the pool; at most the pool's size (16) with it.
     assert opened <= 16, opened
+
+
+def _scraped_healthz_requests(port: int, token: str) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {token}"})
+    response = conn.getresponse()
+    text = response.read().decode()
+    assert response.status == 200, text[:200]
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("toolhub_http_requests_total{") and 'route="healthz"' in line
+    )
+
+
+def test_metrics_add_up_the_requests_of_every_uvicorn_worker(serve, tmp_path):
+    metrics_dir = tmp_path / "prometheus"
+    metrics_dir.mkdir()
+    token = "metrics-scraper-token-for-this-test"
+    port = serve(workers=2, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), TOOLHUB_METRICS_TOKEN=token)
+    before = _scraped_healthz_requests(port, token)
+    for _ in range(REQUESTS):  # a new connection each: both workers take some
+        assert _get(port, "/healthz") == 200
+    # Each worker writes its own files; the scrape merges them all.
+    pids = {path.stem.rsplit("_", 1)[-1] for path in metrics_dir.glob("counter_*.db")}
+    assert len(pids) == 2, pids
+    assert _scraped_healthz_requests(port, token) - before == REQUESTS
