@@ -21,4 +21,5 @@ RUN DEBUG=false SECRET_KEY=collectstatic-only \
     && rm -rf /tmp/collectstatic-var && mkdir -p /app/var && chown nobody /app/var
 USER nobody
 EXPOSE 8000
-CMD ["gunicorn", "toolhub.wsgi:application", "--config", "python:toolhub.gunicorn_conf", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]
+# The ASGI application under gunicorn with uvicorn workers (toolhub/gunicorn_conf.py).
+CMD ["gunicorn", "toolhub.asgi:application", "--config", "python:toolhub.gunicorn_conf", "--bind", "0.0.0.0:8000", "--workers", "2"]

@@ -32,6 +32,8 @@ default_detail
 MESSAGE_STORAGE
 AUTHENTICATION_BACKENDS
 child_exit  # gunicorn's server hook (toolhub/gunicorn_conf.py)
+worker_class  # a gunicorn setting (toolhub/gunicorn_conf.py)
+keepalive  # a gunicorn setting (toolhub/gunicorn_conf.py)
 _drop_unusable_connections  # a Celery signal receiver (connected by decorator)
 warn_without_sandbox  # a Celery signal receiver (connected by decorator)
 ops_class  # Django's database backend reads it

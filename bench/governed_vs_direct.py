@@ -27,6 +27,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -146,7 +147,7 @@ def run_checked(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> str:
 def bench_env(
     tmp: Path, src: Path, db_options: str = "", overrides: dict | None = None
 ) -> dict[str, str]:
-    """A production-like environment (DEBUG off) pointing at the bench database and Redis db 9."""
+    """A production-like environment (DEBUG off) pointing at the bench database and Redis db."""
     drop = (
         "DJANGO_",
         "CELERY_",
@@ -746,7 +747,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ramp", type=float, default=3.0, help="seconds to open the connections")
     parser.add_argument("--warmup", type=int, default=100, help="un-timed calls of each kind")
     parser.add_argument("--gunicorn-workers", type=int, default=2)
-    parser.add_argument("--gunicorn-worker-class", default="gthread")
+    # As docker-compose.yml and the Dockerfile run it: the ASGI application
+    # (toolhub.asgi) under uvicorn workers; a WSGI class (gthread, sync) serves toolhub.wsgi.
+    parser.add_argument("--gunicorn-worker-class", default="uvicorn_worker.UvicornWorker")
     # As docker-compose.yml and the Dockerfile run it. On 2 cores 8 threads per
     # worker measured 15-20 % fewer governed calls per second than 4 (GIL
     # contention; bench/README.md), so 4 is the production shape measured.
@@ -800,11 +803,34 @@ def parse_args() -> argparse.Namespace:
         "working tree",
     )
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument(
+        "--database",
+        default=DB_NAME,
+        help="the PostgreSQL database the run creates (dropped first) and drops at the end",
+    )
+    parser.add_argument(
+        "--redis-db", type=int, default=9, help="the Redis db (cache and broker) the run flushes"
+    )
     return parser.parse_args()
+
+
+def use_database_and_redis(database: str, redis_db: int) -> None:
+    """Point the run at another database and Redis db (a machine shared by several people)."""
+    global DB_NAME, DATABASE_URL, REDIS_URL
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", database):
+        raise SystemExit(f"--database: {database!r} is not a plain PostgreSQL name")
+    DB_NAME = database
+    DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
+    REDIS_URL = f"redis://127.0.0.1:6379/{redis_db}"
+
+
+def is_asgi(worker_class: str) -> bool:
+    return "uvicorn" in worker_class.lower()
 
 
 def main() -> int:
     args = parse_args()
+    use_database_and_redis(args.database, args.redis_db)
     if args.server == "granian" and importlib.util.find_spec("granian") is None:
         print(
             "--server granian: Granian is not installed (it is not a ToolHub dependency); "
@@ -834,7 +860,7 @@ def main() -> int:
     db_created = False
     ok = False
     pg_stats: PgStats | None = None
-    # One run at a time on this machine: the database name and Redis db 9 are fixed, and a
+    # One run at a time on this machine: the database name and Redis db are usually the same, and a
     # second run would drop the first one's database and flush its broker.
     run_lock = psycopg.connect(PG_ADMIN_URL, autocommit=True)
     if not run_lock.execute("SELECT pg_try_advisory_lock(%s)", (RUN_LOCK_KEY,)).fetchone()[0]:
@@ -963,7 +989,9 @@ def main() -> int:
                 *launch,
                 "-m",
                 "gunicorn",
-                "toolhub.wsgi:application",
+                "toolhub.asgi:application"
+                if is_asgi(args.gunicorn_worker_class)
+                else "toolhub.wsgi:application",
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",

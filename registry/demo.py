@@ -274,3 +274,18 @@ TOOLS: list[dict] = [
         ],
     },
 ]
+
+
+def tools_for(sandbox_url: str | None) -> list[dict]:
+    """The catalog; with ``sandbox_url``, every HTTP tool calls the demo sandbox there
+    (toolhub/demo_sandbox.py serves each tool's endpoint under that one base URL)."""
+    if not sandbox_url:
+        return TOOLS
+    tools = []
+    for spec in TOOLS:
+        configs = [
+            {**c, "config_value": sandbox_url.rstrip("/")} if c["config_key"] == "base_url" else c
+            for c in spec["configs"]
+        ]
+        tools.append({**spec, "configs": configs})
+    return tools

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import json
 import re
 import shlex
 from pathlib import Path
@@ -148,18 +150,117 @@ def env_example_names() -> set[str]:
     return names
 
 
-def test_every_setting_the_settings_read_is_in_env_example_or_set_by_compose():
-    # The settings module registers every variable it reads (and its _FILE twin).
+# Read by the settings, deliberately absent from .env.example, each with the reason.
+NOT_FOR_DEPLOYMENTS = {
+    # ./scripts/demo only; the settings refuse it with DEBUG off.
+    "TOOLHUB_DEMO_SANDBOX": "the demo's fake upstream APIs",
+}
+
+
+ENV_READERS = {
+    "env_str",
+    "env_bool",
+    "env_int",
+    "env_float",
+    "env_list",
+    "env_map",
+    "env_egress_allow",
+}
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        owner = ast.unparse(func.value)
+        if func.attr == "get" and owner == "os.environ":
+            return "os.environ.get"
+        return f"{owner}.{func.attr}" if owner == "os" else func.attr
+    return ""
+
+
+def names_read_in_source(path: Path) -> set[str]:
+    """Variables a module reads by literal name: the typed helpers, os.environ.get,
+    os.getenv and os.environ[...] (a write such as setdefault is not a read)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        literal = None
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            if _called_name(node) in ENV_READERS | {"os.environ.get", "os.getenv"}:
+                literal = node.args[0].value
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            if ast.unparse(node.value) == "os.environ" and isinstance(node.slice, ast.Constant):
+                literal = node.slice.value
+        if isinstance(literal, str):
+            names.add(literal)
+    return names
+
+
+def settings_read() -> set[str]:
+    """Every variable ToolHub's code reads: what the settings registered while loading
+    (SETTINGS_NAMES) and every literal read in the source of the three packages."""
     read = {name for name in SETTINGS_NAMES if not name.endswith("_FILE")}
+    for package in ("toolhub", "registry", "executions"):
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name != "settings_test.py":
+                read |= names_read_in_source(path)
+    return read
+
+
+def test_the_source_scan_finds_the_reads_it_is_meant_to_find():
+    found = names_read_in_source(ROOT / "toolhub" / "celery.py")
+    assert "TOOLHUB_WORKER_DB_REUSE_MAX" in found
+    assert "DJANGO_SETTINGS_MODULE" not in found  # setdefault writes it
+    assert {"TOOLHUB_INLINE_WAIT", "TOOLHUB_EGRESS_ALLOW", "DATABASE_URL"} <= settings_read()
+    assert "PROMETHEUS_MULTIPROC_DIR" in settings_read()  # toolhub/metrics.py reads it directly
+
+
+def test_every_setting_the_code_reads_is_in_env_example_or_set_by_compose():
+    read = settings_read()
     assert len(read) > 30, read
     documented = env_example_names() | set(load_compose()["x-toolhub"]["environment"])
+    documented |= set(NOT_FOR_DEPLOYMENTS)
     assert sorted(read - documented) == []
+
+
+def compose_interpolated() -> set[str]:
+    """Variables a compose file substitutes (${NAME}, ${NAME:-…}, ${NAME:?…})."""
+    names = set()
+    for path in ROOT.glob("docker-compose*.yml"):
+        names |= set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", path.read_text()))
+    return names
+
+
+def test_every_variable_env_example_names_is_read_by_toolhub_or_by_compose():
+    # A documented setting nothing reads would be a promise the containers break.
+    stale = env_example_names() - settings_read() - compose_interpolated()
+    assert sorted(stale) == []
+
+
+def test_every_setting_reaches_the_web_and_worker_containers():
+    """Through env_file (.env, every variable) or compose's environment, in the base
+    file and with each overlay (an overlay may add settings, never drop them)."""
+    base = load_compose()
+    expected_env = set(base["x-toolhub"]["environment"])
+    for overlay in ("docker-compose.tls.yml", "docker-compose.segmented.yml"):
+        for name, service in load_overlay(overlay)["services"].items():
+            assert "env_file" not in service, (overlay, name)
+            assert isinstance(service.get("environment", {}), dict), (overlay, name)
+    for name in ("web", "worker", "beat", "migrate"):
+        service = base["services"][name]
+        assert service["env_file"] == [{"path": ".env", "required": False}], name
+        assert set(service["environment"]) == expected_env, name
+    # What compose builds from .env for ToolHub reaches it through environment.
+    interpolated_for_toolhub = set(
+        re.findall(r"\$\{([A-Z][A-Z0-9_]*)", yaml.safe_dump(base["x-toolhub"]["environment"]))
+    )
+    assert {"POSTGRES_PASSWORD", "REDIS_PASSWORD", "SECRET_KEY"} <= interpolated_for_toolhub
 
 
 def test_every_setting_is_documented_in_the_operations_reference():
     reference = (ROOT / "docs" / "operations.md").read_text()
-    read = {name for name in SETTINGS_NAMES if not name.endswith("_FILE")}
-    assert sorted(n for n in read | {"PROMETHEUS_MULTIPROC_DIR"} if f"`{n}`" not in reference) == []
+    assert sorted(n for n in settings_read() if f"`{n}`" not in reference) == []
 
 
 def test_env_file_reaches_every_toolhub_process():
@@ -219,15 +320,72 @@ def test_gunicorn_workers_share_their_metrics():
     assert callable(gunicorn_conf.child_exit)
 
 
-def test_the_tls_overlay_puts_a_proxy_in_front_and_turns_tls_settings_on():
-    class Loader(yaml.SafeLoader):
-        pass
+def test_the_web_process_serves_the_asgi_application_with_uvicorn_workers():
+    # toolhub.asgi serves Django and the MCP endpoint; gunicorn manages uvicorn workers.
+    command = load_compose()["services"]["web"]["command"]
+    assert command[:2] == ["gunicorn", "toolhub.asgi:application"], command
+    assert "--worker-class" not in command and "-k" not in command  # the config file sets it
+    assert "--threads" not in command  # a gthread option: uvicorn workers ignore it
+    from toolhub import gunicorn_conf
 
-    Loader.add_constructor("!reset", lambda loader, node: None)
-    overlay = yaml.load((ROOT / "docker-compose.tls.yml").read_text(), Loader=Loader)  # noqa: S506
+    module, _, name = gunicorn_conf.worker_class.rpartition(".")
+    assert module == "uvicorn_worker", gunicorn_conf.worker_class
+    assert hasattr(importlib.import_module(module), name)
+    # The image runs the same command as compose.
+    cmd = next(
+        line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("CMD ")
+    )
+    assert json.loads(cmd.removeprefix("CMD ")) == command
+
+
+def test_the_tls_overlay_puts_a_proxy_in_front_and_turns_tls_settings_on():
+    overlay = load_overlay("docker-compose.tls.yml")
     proxy = overlay["services"]["proxy"]
     assert proxy["image"].startswith("caddy")
     assert "reverse_proxy web:8000" in " ".join(proxy["command"])
     for name in ("web", "worker", "beat", "migrate"):
         env = overlay["services"][name]["environment"]
         assert env["SECURE_SSL_REDIRECT"] == env["CSRF_COOKIE_SECURE"] == "true", name
+
+
+# ----------------------------------------------------------------------- where calls leave from
+
+
+def load_overlay(name: str) -> dict:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!reset", lambda loader, node: None)
+    return yaml.load((ROOT / name).read_text(), Loader=Loader)  # noqa: S506
+
+
+def test_the_default_deployment_runs_waiting_http_calls_in_the_web_process():
+    # No TOOLHUB_INLINE_WAIT in compose: the settings' default, documented as needing egress on web.
+    compose = load_compose()
+    assert "TOOLHUB_INLINE_WAIT" not in compose["x-toolhub"]["environment"]
+    assert "# TOOLHUB_INLINE_WAIT=http" in (ROOT / ".env.example").read_text()
+
+
+def test_the_segmented_overlay_keeps_every_outbound_call_on_the_workers():
+    base, tls = load_compose(), load_overlay("docker-compose.tls.yml")
+    segmented = load_overlay("docker-compose.segmented.yml")
+    # The default network has no route out; `egress` has one.
+    assert segmented["networks"]["default"] == {"internal": True}
+    assert not (segmented["networks"]["egress"] or {}).get("internal")
+    # Only the workers and the proxy (the way in) join `egress`; every other service,
+    # web included, stays on the internal default network alone.
+    joined = {
+        name for name, s in segmented["services"].items() if "egress" in s.get("networks", [])
+    }
+    assert joined == {"worker", "proxy"}
+    assert all("networks" not in service for service in base["services"].values())
+    assert all("networks" not in service for service in tls["services"].values())
+    # Web runs no executor: a waiting call goes through the broker to a worker.
+    from toolhub.settings import inline_wait_kinds
+
+    inline = segmented["services"]["web"]["environment"]["TOOLHUB_INLINE_WAIT"]
+    assert inline_wait_kinds([inline]) == frozenset()
+    # It is used with the TLS overlay: the proxy exists there and web publishes no port.
+    assert set(segmented["services"]) <= set(base["services"]) | set(tls["services"])
+    assert tls["services"]["web"]["ports"] is None  # !reset
+    assert "docker-compose.tls.yml" in (ROOT / "docker-compose.segmented.yml").read_text()

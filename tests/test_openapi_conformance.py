@@ -105,13 +105,22 @@ def test_an_undeclared_method_is_answered_405_whatever_the_query_string(staff_cl
     assert response.json()["error"]["code"] == "method_not_allowed"
 
 
-def test_every_operation_documents_the_http_servers_414_for_a_long_request_line(document):
+def test_every_operation_documents_the_414_for_a_long_request_line(document):
     operations = [op for item in document["paths"].values() for op in item.values()]
     assert operations
     for operation in operations:
         answer = operation["responses"]["414"]
-        assert list(answer["content"]) == ["text/html"]
-        assert "gunicorn" in answer["description"]
+        assert sorted(answer["content"]) == ["application/json", "text/html"]
+        assert "4094 bytes" in answer["description"] and "gunicorn" in answer["description"]
+
+
+def test_a_request_line_past_the_limit_is_refused_with_the_error_body(staff_client):
+    response = staff_client.get(f"{API}/tools?search=" + "a" * 4100)
+    assert response.status_code == 414
+    assert response.json()["error"]["code"] == "request_line_too_long"
+    # Just under the limit (the line is "GET <path> HTTP/1.1") is still answered.
+    fits = 4094 - len(f"GET {API}/tools?search= HTTP/1.1")
+    assert staff_client.get(f"{API}/tools?search=" + "a" * fits).status_code == 200
 
 
 def test_request_bodies_are_documented_closed_to_unknown_fields(document, staff_client):

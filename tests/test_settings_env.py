@@ -343,3 +343,16 @@ def test_a_short_audit_signing_key_is_refused_in_production(tmp_path, keys, posi
     assert "short" not in result.stderr.split("TOOLHUB_AUDIT_SIGNING_KEY")[1].split(";")[0].replace(
         "shorter", ""
     )
+
+
+def test_the_demo_sandbox_is_refused_with_debug_off(tmp_path):
+    result = run_settings(
+        tmp_path,
+        DEBUG="false",
+        SECRET_KEY="x" * 50,
+        TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
+        TOOLHUB_AUDIT_SIGNING_KEY="k" * 48,
+        TOOLHUB_DEMO_SANDBOX="true",
+    )
+    assert result.returncode != 0
+    assert "TOOLHUB_DEMO_SANDBOX" in result.stderr and "DEBUG is off" in result.stderr

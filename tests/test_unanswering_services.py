@@ -1,8 +1,9 @@
 """Redis and a broker that accept connections but never answer do not hang the web process.
 
 A black hole (tests/servers/black_hole.py) stands in for both; ToolHub is served by
-gunicorn as deployed (gthread), with two threads, so a request that hangs would
-soon leave none to answer /healthz. Every request the tests make has a client
+gunicorn as deployed (uvicorn workers, toolhub.asgi) and with its threaded WSGI
+worker (gthread) with two threads, where a request that hangs would soon leave
+none to answer /healthz. Every request the tests make has a client
 timeout: on code that hangs they fail, they do not hang.
 """
 
@@ -87,9 +88,16 @@ def caller(db):
     return {"token": make_token(agent.user), "tool": tool}
 
 
-@pytest.fixture
-def server(hole, caller, tmp_path, settings):
-    """gunicorn (1 process, THREADS threads) whose Redis and broker are the black hole."""
+# As docker-compose.yml runs it, and the WSGI application under gunicorn's threads.
+SERVERS = {
+    "asgi": ("toolhub.asgi:application", "--config", "python:toolhub.gunicorn_conf"),
+    "wsgi": ("toolhub.wsgi", "--threads", str(THREADS)),
+}
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server(hole, caller, tmp_path, settings, request):
+    """gunicorn (1 process) whose Redis and broker are the black hole."""
     port = _free_port()
     env = {
         **os.environ,
@@ -104,8 +112,9 @@ def server(hole, caller, tmp_path, settings):
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "gunicorn", "toolhub.wsgi", "-b", f"127.0.0.1:{port}"),
-            *("-w", "1", "--threads", str(THREADS), "--timeout", "120"),
+            *(sys.executable, "-m", "gunicorn", "-b", f"127.0.0.1:{port}"),
+            *SERVERS[request.param],
+            *("-w", "1", "--timeout", "120"),
         ],
         cwd=ROOT,
         env=env,

@@ -6,6 +6,8 @@ import os
 from celery import Celery
 from celery.signals import task_postrun, task_prerun
 
+from toolhub.env import env_int
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
 
 app = Celery("toolhub")
@@ -13,7 +15,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # Celery's Django fixup closes the database connection after every task unless
 # this (un-namespaced) key is set: a new PostgreSQL session per execution cost
 # ~15 ms of CPU. Keep connections for this many tasks.
-app.conf["CELERY_DB_REUSE_MAX"] = int(os.environ.get("TOOLHUB_WORKER_DB_REUSE_MAX", "1000"))
+app.conf["CELERY_DB_REUSE_MAX"] = env_int("TOOLHUB_WORKER_DB_REUSE_MAX", 1000, minimum=0)
 app.autodiscover_tasks()
 
 # The periodic housekeeping tasks (sealing every 2 s, the reaper, approval expiry):

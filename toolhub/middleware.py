@@ -20,6 +20,7 @@ import re
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
+from django.utils.encoding import escape_uri_path
 
 from toolhub import context
 
@@ -71,6 +72,17 @@ def _refusal(request, status: int, code: str, message: str, details=None) -> Htt
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
+# gunicorn's --limit-request-line default: the same limit whichever server is in front.
+MAX_REQUEST_LINE = 4094
+
+
+def _request_line_length(request) -> int:
+    """The length of ``METHOD /path?query HTTP/1.1`` as sent (the path encoded again)."""
+    query = request.META.get("QUERY_STRING", "")
+    target = len(escape_uri_path(request.path)) + (len(query) + 1 if query else 0)
+    return len(request.method or "") + 1 + target + len(" HTTP/1.1")
+
+
 def _nul_problem(request) -> tuple[str, str] | None:
     """(field, message) for a path or query parameter holding a NUL character."""
     if "\x00" in request.path_info:
@@ -91,6 +103,8 @@ class RequestShapeMiddleware:
     - A chunked body without a Content-Length (411): Django reads a body only as
       long as Content-Length says, so it would reach the view empty and be
       answered as if nothing had been sent ("give tool_id or tool").
+    - A request line longer than gunicorn's limit (414): the uvicorn workers
+      ToolHub is deployed with take any length, so the limit is held here.
     """
 
     def __init__(self, get_response):
@@ -102,6 +116,12 @@ class RequestShapeMiddleware:
             field, message = problem
             details = [{"field": field, "message": message, "code": "invalid"}]
             return _refusal(request, 400, "validation_error", message, details)
+        if _request_line_length(request) > MAX_REQUEST_LINE:
+            message = (
+                f"The request line (method, path and query string) is longer than "
+                f"{MAX_REQUEST_LINE} bytes: shorten the query."
+            )
+            return _refusal(request, 414, "request_line_too_long", message)
         chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
         if chunked and not request.META.get("CONTENT_LENGTH"):
             message = (

@@ -179,6 +179,19 @@ if DATABASE_URL:
         # Django's PostgreSQL backend whose per-request health check is the
         # registry generation read (one round trip fewer per API call).
         DATABASES["default"]["ENGINE"] = "toolhub.db.postgresql"
+        # Served as ASGI (toolhub/asgi.py turns this on), each request runs in a
+        # thread of its own: a persistent connection, kept per thread, would open
+        # a PostgreSQL session per request and leave it to the garbage collector,
+        # until PostgreSQL refuses clients. A pool per process instead: a request
+        # borrows a connection and returns it when it ends.
+        TOOLHUB_DB_POOL_SIZE = env_int("TOOLHUB_DB_POOL_SIZE", 0, minimum=0)
+        if TOOLHUB_DB_POOL_SIZE:
+            DATABASES["default"]["CONN_MAX_AGE"] = 0
+            DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+                "min_size": 1,
+                "max_size": TOOLHUB_DB_POOL_SIZE,
+                "timeout": 10,
+            }
 else:
     DATABASES = {
         "default": {
@@ -433,6 +446,15 @@ TOOLHUB_QUEUE_WAIT_SECONDS = env_int("TOOLHUB_QUEUE_WAIT_SECONDS", 300, minimum=
 # Egress guard: executors refuse private, loopback, link-local and metadata
 # addresses unless listed here (CIDR networks and exact host names).
 TOOLHUB_EGRESS_ALLOW = env_egress_allow("TOOLHUB_EGRESS_ALLOW")
+# The demo only (./scripts/demo sets it): serve fake copies of the APIs the demo
+# catalog calls at /demo-sandbox/ (toolhub/demo_sandbox.py), so the demo works
+# offline. Never in production: refused with DEBUG off.
+TOOLHUB_DEMO_SANDBOX = env_bool("TOOLHUB_DEMO_SANDBOX", default=False)
+if TOOLHUB_DEMO_SANDBOX and not DEBUG:
+    raise ImproperlyConfigured(
+        "TOOLHUB_DEMO_SANDBOX serves fake upstream APIs for ./scripts/demo; "
+        "it is refused when DEBUG is off."
+    )
 # Executables an MCP server over stdio may run (registering one runs it on the workers).
 TOOLHUB_MCP_STDIO_COMMANDS = env_list("TOOLHUB_MCP_STDIO_COMMANDS")
 # Environment variables an MCP server's token_env_var may name (names or fnmatch

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
@@ -35,6 +36,10 @@ urlpatterns = [
     # Last: any other /api/ path is a JSON 404 that names the likely slip.
     re_path(r"^api/", views.api_not_found),
 ]
+
+# The demo's fake upstream APIs, mounted only when ./scripts/demo asks for them.
+if settings.TOOLHUB_DEMO_SANDBOX:
+    urlpatterns.insert(0, path("demo-sandbox/", include("toolhub.demo_sandbox")))
 
 handler404 = "toolhub.views.handler404"
 handler500 = "toolhub.views.handler500"

@@ -12,15 +12,16 @@ from registry.services import tools as services
 
 
 @transaction.atomic
-def demo_seed(*, actor=None) -> dict[str, int]:
+def demo_seed(*, actor=None, sandbox_url: str | None = None) -> dict[str, int]:
     """The demo's tools, roles and grants. The standard roles' rights come from
-    ``ensure_standard_roles`` (seed_demo runs it first); here they are only named."""
+    ``ensure_standard_roles`` (seed_demo runs it first); here they are only named.
+    With ``sandbox_url`` the HTTP tools call the demo sandbox instead of public hosts."""
     counts = {"tools_created": 0, "tools_updated": 0, "roles_created": 0}
     for name, description in demo.ROLES.items():
         role, created = Group.objects.get_or_create(name=name)
         RoleProfile.objects.get_or_create(group=role, defaults={"description": description})
         counts["roles_created"] += int(created)
-    for spec in demo.TOOLS:
+    for spec in demo.tools_for(sandbox_url):
         spec = dict(spec)
         parameters = spec.pop("parameters")
         configs = spec.pop("configs")

@@ -191,9 +191,10 @@ ERROR_DESCRIPTIONS = {
     411: "The body came chunked, without a `Content-Length` (chunked bodies are not read).",
     413: "The request body is larger than the limit (`TOOLHUB_MAX_REQUEST_BYTES`).",
     414: (
-        "The request line (method, path and query string) is longer than the HTTP server "
-        "takes (gunicorn: 4094 bytes, `--limit-request-line`); the server answers before "
-        "ToolHub sees the request, with an HTML body."
+        "The request line (method, path and query string) is longer than 4094 bytes. "
+        "ToolHub answers with the Error body (code `request_line_too_long`); behind "
+        "gunicorn's WSGI workers, gunicorn refuses such a line first (`--limit-request-line`, "
+        "the same 4094 bytes) with an HTML body."
     ),
     415: "The request body is not `application/json`.",
     422: "The call's arguments do not match the tool's input schema (each problem in `details`).",
@@ -231,8 +232,14 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: error_response(ERROR_DESCRIPTIONS[code]) for code in codes}
 
 
-# Answered by the HTTP server in front of ToolHub (gunicorn), not by ToolHub: not the Error body.
-SERVER_ERRORS = {414: {"text/html": {"schema": {"type": "string"}}}}
+# Answered by ToolHub, or by the HTTP server in front of it first (gunicorn's WSGI
+# workers, with an HTML body).
+SERVER_ERRORS = {
+    414: {
+        "application/json": {"schema": ERROR_REF},
+        "text/html": {"schema": {"type": "string"}},
+    }
+}
 
 
 def _general_errors(method: str, operation: dict) -> list[int]:
