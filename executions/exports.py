@@ -35,6 +35,7 @@ EXECUTION_COLUMNS = [
     Column("input_hash", "input_hash"),
     Column("cached_from", "cached_from_id"),
     Column("request_id", "request_id"),
+    Column("trace_id", "trace_id"),
     Column("created_at", "created_at"),
     Column("started_at", "started_at"),
     Column("finished_at", "finished_at"),
