@@ -5,6 +5,8 @@ import os
 
 from celery import Celery
 from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
     task_postrun,
     task_prerun,
     worker_init,
@@ -78,3 +80,12 @@ def _trace_unforked_worker(sender=None, **kwargs) -> None:
 def _flush_traces(**kwargs) -> None:
     # A pool process ends with os._exit: no atexit hook sends what is still batched.
     tracing.flush()
+
+
+@after_setup_logger.connect(weak=False)
+@after_setup_task_logger.connect(weak=False)
+def _trace_ids_in_worker_logs(logger=None, **kwargs) -> None:
+    """Celery's worker replaces the root logger's handlers: its records get the trace id
+    (the format names it when traces are on, settings.CELERY_WORKER_*LOG_FORMAT)."""
+    for handler in getattr(logger, "handlers", ()):
+        handler.addFilter(tracing.TraceLogFilter())

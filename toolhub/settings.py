@@ -491,6 +491,14 @@ if tracing.configured():
     LOG_FORMAT = (
         "%(asctime)s %(levelname)s %(name)s [%(request_id)s trace=%(trace_id)s] %(message)s"
     )
+    # Celery's worker logs through its own handlers (toolhub.celery adds the filter).
+    CELERY_WORKER_LOG_FORMAT = (
+        "[%(asctime)s: %(levelname)s/%(processName)s trace=%(trace_id)s] %(message)s"
+    )
+    CELERY_WORKER_TASK_LOG_FORMAT = (
+        "[%(asctime)s: %(levelname)s/%(processName)s trace=%(trace_id)s] "
+        "%(task_name)s[%(task_id)s]: %(message)s"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
