@@ -14,6 +14,7 @@ ToolhubConfig
 MetricsMiddleware
 RequestIDMiddleware
 RequestIDLogFilter
+TraceLogFilter  # a logging filter named in settings.LOGGING
 RequestShapeMiddleware
 UnreadBodyDrainMiddleware
 BearerTokenAuthentication
@@ -36,6 +37,11 @@ worker_class  # a gunicorn setting (toolhub/gunicorn_conf.py)
 keepalive  # a gunicorn setting (toolhub/gunicorn_conf.py)
 _drop_unusable_connections  # a Celery signal receiver (connected by decorator)
 warn_without_sandbox  # a Celery signal receiver (connected by decorator)
+_trace_worker_process  # Celery signal receivers (toolhub/celery.py): traces in workers
+_trace_unforked_worker
+_flush_traces
+_trace_ids_in_worker_logs
+teardown  # toolhub.tracing: turns traces off again between tests (tests/executions/test_tracing.py)
 ops_class  # Django's database backend reads it
 prepare_threshold  # psycopg's connection attribute, set on each new connection
 

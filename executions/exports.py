@@ -39,6 +39,7 @@ EXECUTION_COLUMNS = [
     Column("client_name", "client_name"),
     Column("client_version", "client_version"),
     Column("protocol_version", "protocol_version"),
+    Column("trace_id", "trace_id"),
     Column("created_at", "created_at"),
     Column("started_at", "started_at"),
     Column("finished_at", "finished_at"),

@@ -195,6 +195,15 @@ class Execution(models.Model):
         null=True, blank=True, help_text="Last time a worker looked at this queued call."
     )
     request_id = models.CharField(max_length=128, blank=True)
+    # The OpenTelemetry trace the call was admitted in (32 hex digits; empty with traces
+    # off): from the record to the request, the worker and the upstream call, and back.
+    # Written at admission, never changed; not evidence (like request_id, not hashed).
+    trace_id = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="The OpenTelemetry trace id of the call's admission (empty with traces off).",
+    )
     client_address = models.GenericIPAddressField(null=True, blank=True)
     # Written at admission, like everything the record says about the request.
     entry_point = models.CharField(
@@ -234,6 +243,10 @@ class Execution(models.Model):
                 condition=models.Q(cached_from__isnull=False),
             ),
             models.Index(fields=["request_id"], name="exec_request_idx"),
+            # Only calls admitted with traces on have one: the others write no entry.
+            models.Index(
+                fields=["trace_id"], name="exec_trace_idx", condition=~models.Q(trace_id="")
+            ),
         ]
 
     def __str__(self) -> str:

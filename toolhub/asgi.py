@@ -12,10 +12,13 @@ from contextlib import AsyncExitStack
 
 from django.core.asgi import get_asgi_application
 
+from toolhub import tracing
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
 # Under ASGI every request runs in a thread of its own: PostgreSQL connections come
 # from a pool per process, not one kept per thread (toolhub/settings.py).
 os.environ.setdefault("TOOLHUB_DB_POOL_SIZE", "16")
+tracing.setup()  # before the application loads its middleware; nothing when OTEL_* is unset
 django_application = get_asgi_application()  # sets Django up before the mounts import
 
 from django.conf import settings  # noqa: E402

@@ -4,7 +4,17 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+)
+
+from toolhub import tracing
 
 from toolhub.env import env_int
 
@@ -50,3 +60,34 @@ def _drop_unusable_connections(**kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+# Traces (toolhub/tracing.py) start in each worker process after the fork, as the
+# Celery instrumentation asks: a provider, its export thread and its connections
+# made before the fork would be shared with, or lost to, the children.
+@worker_process_init.connect(weak=False)
+def _trace_worker_process(**kwargs) -> None:
+    tracing.setup(service_name="toolhub-worker", web=False)
+
+
+@worker_init.connect(weak=False)
+def _trace_unforked_worker(sender=None, **kwargs) -> None:
+    """Pools that do not fork (threads, gevent) send no worker_process_init."""
+    pool = getattr(getattr(sender, "pool_cls", None), "__module__", "")
+    if not pool.endswith((".prefork", ".solo")):
+        tracing.setup(service_name="toolhub-worker", web=False)
+
+
+@worker_process_shutdown.connect(weak=False)
+def _flush_traces(**kwargs) -> None:
+    # A pool process ends with os._exit: no atexit hook sends what is still batched.
+    tracing.flush()
+
+
+@after_setup_logger.connect(weak=False)
+@after_setup_task_logger.connect(weak=False)
+def _trace_ids_in_worker_logs(logger=None, **kwargs) -> None:
+    """Celery's worker replaces the root logger's handlers: its records get the trace id
+    (the format names it when traces are on, settings.CELERY_WORKER_*LOG_FORMAT)."""
+    for handler in getattr(logger, "handlers", ()):
+        handler.addFilter(tracing.TraceLogFilter())

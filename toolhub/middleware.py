@@ -22,7 +22,7 @@ from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.utils.encoding import escape_uri_path
 
-from toolhub import context
+from toolhub import context, tracing
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
 
@@ -41,6 +41,8 @@ class RequestIDMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request_id = incoming if _SAFE_ID.match(incoming) else context.new_request_id()
         request.request_id = request_id
+        # For records logged after the request's span ended (TraceLogFilter).
+        request.trace_id = tracing.current_trace_id()
         with context.bind(request_id=request_id, client_address=client_address(request)):
             response = self.get_response(request)
         response["X-Request-ID"] = request_id

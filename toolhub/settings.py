@@ -23,6 +23,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
+from toolhub import tracing
 from toolhub.env import env_bool, env_egress_allow, env_float, env_int, env_list, env_map, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -560,18 +561,34 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # Bearer token a Prometheus scraper presents at /metrics (empty: only reviewer/admin sessions).
 TOOLHUB_METRICS_TOKEN = env_str("TOOLHUB_METRICS_TOKEN") or ""
 
+# With traces on (OTEL_* set, toolhub/tracing.py), each line also names its trace
+# (``trace_id`` on every record either way), so a line leads to its trace and back.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+if tracing.configured():
+    LOG_FORMAT = (
+        "%(asctime)s %(levelname)s %(name)s [%(request_id)s trace=%(trace_id)s] %(message)s"
+    )
+    # Celery's worker logs through its own handlers (toolhub.celery adds the filter).
+    CELERY_WORKER_LOG_FORMAT = (
+        "[%(asctime)s: %(levelname)s/%(processName)s trace=%(trace_id)s] %(message)s"
+    )
+    CELERY_WORKER_TASK_LOG_FORMAT = (
+        "[%(asctime)s: %(levelname)s/%(processName)s trace=%(trace_id)s] "
+        "%(task_name)s[%(task_id)s]: %(message)s"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "toolhub.middleware.RequestIDLogFilter"}},
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+    "filters": {
+        "request_id": {"()": "toolhub.middleware.RequestIDLogFilter"},
+        "trace": {"()": "toolhub.tracing.TraceLogFilter"},
     },
+    "formatters": {"plain": {"format": LOG_FORMAT}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["request_id"],
+            "filters": ["request_id", "trace"],
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},

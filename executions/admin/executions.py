@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from django.contrib import admin
@@ -31,6 +32,7 @@ from toolhub.api.params import parse_id
 
 EXECUTION_TARGET = "executions.execution"  # audit events of an execution have this target_type
 AUDIT_ROWS_SHOWN = 50
+TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
 def _uuid(value: str) -> uuid.UUID | None:
@@ -148,9 +150,10 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         PrincipalFilter,
         integrity_filter(EXECUTION_TARGET),
     ]
-    # Exact matches only (see get_search_results): the primary key and exec_request_idx.
-    search_fields = ["=id", "=request_id"]
-    search_help_text = "Exact execution id or request id."
+    # Exact matches only (see get_search_results): the primary key, exec_request_idx and
+    # exec_trace_idx.
+    search_fields = ["=id", "=request_id", "=trace_id"]
+    search_help_text = "Exact execution id, request id or trace id."
     list_select_related = False
     list_per_page = 50
     ordering = ["-created_at"]
@@ -188,6 +191,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         "cost",
         "input_hash",
         "request_id",
+        "trace_id",
         "client_address",
         "entry_point",
         "client_name",
@@ -235,6 +239,8 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         if not term:
             return queryset, False
         condition = Q(request_id=term)
+        if TRACE_ID.fullmatch(term):
+            condition |= Q(trace_id=term.lower())
         execution_id = _uuid(term)
         if execution_id:
             condition |= Q(pk=execution_id)

@@ -16,10 +16,12 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
+from executions import telemetry
 from executions.models import Execution, ExecutionStatus
 from executions.services import notify, runner, transitions, webhooks
 from executions.services.runner import total_budget_seconds
 from registry.models import Tool
+from toolhub import tracing
 from toolhub.celery import app
 from toolhub.exceptions import ToolHubError
 
@@ -146,7 +148,12 @@ def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None
     from a message that reached the broker after all, because a worker runs only
     ``queued`` calls. If a worker claimed it first, it stays the worker's.
     """
-    if publish(execution, tool):
+    attributes = {**telemetry.execution_attributes(execution), "toolhub.queue": tool.type}
+    with tracing.span("toolhub.dispatch", attributes) as current:
+        published = publish(execution, tool)
+        if not published:
+            tracing.failed(current, QueueUnavailable.code)
+    if published:
         return
     ended = transitions.execution_move(
         execution.pk,

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from executions import telemetry
 from executions.models import Execution, ExecutionStatus
 from executions.services import dispatch, governance, notify, runner, transitions
 from executions.services.admission import (
@@ -37,6 +38,7 @@ from executions.services.refusal_secrets import (
     without_secrets,
 )
 from registry import access, snapshot
+from toolhub import tracing
 from toolhub.exceptions import Conflict, PermissionDenied
 
 __all__ = [  # the names callers import from here, wherever they live now
@@ -105,11 +107,36 @@ def execution_submit(
     the tool can run (an ``Idempotency-Key`` is bound to it there).
     """
     entries = snapshot.resolve(registry)
-    decision = admission_decide(
-        user=user, tool_ref=tool_ref, arguments=arguments, role_ref=role_ref, entries=entries
-    )
+    with tracing.span("toolhub.admission") as current:
+        decision = admission_decide(
+            user=user, tool_ref=tool_ref, arguments=arguments, role_ref=role_ref, entries=entries
+        )
+        if isinstance(decision, Refusal):
+            # Recorded, and answered after the span: a refusal is not a failure of ours.
+            refused = refusal_write(decision, tool_ref=tool_ref)
+            current.set_attributes(_refusal_attributes(decision, refused))
+        else:
+            execution, slots = _admitted(decision, tool_ref, entries, wait, on_admitted)
+            current.set_attributes(telemetry.execution_attributes(execution))
     if isinstance(decision, Refusal):
-        raise refusal_write(decision, tool_ref=tool_ref)
+        raise refused
+    tool = decision.tool
+    if execution.status == ExecutionStatus.QUEUED:
+        # Queued after the commit, so nothing runs it before ``on_admitted`` knows it;
+        # ``enqueue`` as this module names it then (a benchmark may stand in for it).
+        transaction.on_commit(lambda: dispatch.dispatch_admitted(execution, tool, publish=enqueue))
+    if execution.error_type == QueueUnavailable.code:
+        raise dispatch.queue_refusal(execution)
+    execution = dispatch.run_or_wait(
+        execution, decision.spec, wait=wait, run_here=slots is not None, slots=slots or []
+    )
+    return Submitted(execution, decision.quota)
+
+
+def _admitted(
+    decision, tool_ref: str, entries, wait, on_admitted
+) -> tuple[Execution, list[str] | None]:
+    """Write an admitted call's record; the concurrency slots it holds when it runs here."""
     now = timezone.now()
     execution = admitted_record(decision, tool_ref, entries, now)
     tool = decision.tool
@@ -128,16 +155,17 @@ def execution_submit(
         if slots:
             runner.release_slots(execution, slots)
         raise
-    if execution.status == ExecutionStatus.QUEUED:
-        # Queued after the commit, so nothing runs it before ``on_admitted`` knows it;
-        # ``enqueue`` as this module names it then (a benchmark may stand in for it).
-        transaction.on_commit(lambda: dispatch.dispatch_admitted(execution, tool, publish=enqueue))
-    if execution.error_type == QueueUnavailable.code:
-        raise dispatch.queue_refusal(execution)
-    execution = dispatch.run_or_wait(
-        execution, decision.spec, wait=wait, run_here=slots is not None, slots=slots or []
-    )
-    return Submitted(execution, decision.quota)
+    return execution, slots
+
+
+def _refusal_attributes(refusal: Refusal, error) -> dict:
+    extra = getattr(error, "extra", None) or {}
+    return {
+        telemetry.EXECUTION_ID: extra.get("execution_id"),
+        "toolhub.tool.name": refusal.tool.name if refusal.tool is not None else None,
+        telemetry.STATUS: refusal.status,
+        "toolhub.execution.reason_code": refusal.code,
+    }
 
 
 def execution_cancel(*, actor, execution: Execution) -> Execution:

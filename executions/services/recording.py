@@ -24,7 +24,7 @@ from executions.services.records import (
 from executions.services.refusal_secrets import without_secret_values, without_secrets
 from registry import access, crypto, snapshot
 from registry.models import Action, Tool
-from toolhub import context, rows
+from toolhub import context, rows, tracing
 from toolhub.exceptions import ToolHubError
 
 # The Execution row is written on every call: one prepared INSERT shape (toolhub/rows.py).
@@ -146,6 +146,7 @@ def call_record(
         role=caller.role,
         roles_used=_role_names(caller, tool, entries),
         request_id=ctx.request_id,
+        trace_id=tracing.current_trace_id(),
         client_address=ctx.client_address,
         entry_point=ctx.entry_point,
         client_name=storable_text(ctx.client_name)[:200],

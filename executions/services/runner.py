@@ -23,6 +23,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
+from executions import telemetry
 from executions.executors import get_executor, lent_secrets
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.jsonsafe import json_safe, storable_text
@@ -46,6 +47,7 @@ from executions.services.pinned_calls import (
 from executions.services.run_configs import mcp_configs as _mcp_configs  # noqa: F401
 from registry import crypto, snapshot
 from registry.models import Agent, Tool
+from toolhub import tracing
 
 logger = logging.getLogger(__name__)
 User = get_user_model()
@@ -223,24 +225,29 @@ def run_claimed(execution: Execution, spec, *, notify_waiters: bool = True) -> E
     """
     started = time.monotonic()
     decisions: list[dict] = []
-    try:
-        result, attempts, elapsed_ms = _run_with_retries(execution, spec)
-        result, decisions = guarding.guarded_result(execution, spec, result)
-    except Exception:  # a bug of ours after the tool may have run: end the call, do not retry
-        logger.exception("execution %s: failed while running", execution.pk)
-        result, attempts = _internal_failure(), 1
-        elapsed_ms = (time.monotonic() - started) * 1000
-    quarantine_on_mismatch(spec.tool, result)
-    return _finish(
-        execution,
-        spec.tool,
-        result,
-        attempts,
-        elapsed_ms,
-        notify_waiters,
-        guards=spec.guards,
-        decisions=decisions,
-    )
+    with tracing.span("toolhub.run", telemetry.execution_attributes(execution)) as current:
+        try:
+            result, attempts, elapsed_ms = _run_with_retries(execution, spec)
+            result, decisions = guarding.guarded_result(execution, spec, result)
+        except Exception:  # a bug of ours after the tool may have run: end the call, do not retry
+            logger.exception("execution %s: failed while running", execution.pk)
+            result, attempts = _internal_failure(), 1
+            elapsed_ms = (time.monotonic() - started) * 1000
+        quarantine_on_mismatch(spec.tool, result)
+        finished = _finish(
+            execution,
+            spec.tool,
+            result,
+            attempts,
+            elapsed_ms,
+            notify_waiters,
+            guards=spec.guards,
+            decisions=decisions,
+        )
+        current.set_attributes(telemetry.outcome_attributes(finished))
+        if finished.status == ExecutionStatus.FAILED:
+            tracing.failed(current, finished.error_type or "failed")
+    return finished
 
 
 def _internal_failure() -> ExecutorResult:
@@ -329,15 +336,7 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
             secret_values=secrets,
             pinned_definition_hash=pinned_hash(tool),
         )
-        try:
-            result = executor.execute(call)
-        except Exception as exc:  # an executor bug must still end the execution
-            logger.exception("execution %s: executor crashed", execution.pk)
-            result = ExecutorResult(
-                ok=False,
-                error_type=ErrorType.TOOL,
-                error_message=redact_text(f"{exc.__class__.__name__}: {exc}", secrets)[:2000],
-            )
+        result = _execute(executor, call, secrets)
         if result.ok or not result.retryable or attempt > tool.max_retries:
             break
         pause = _backoff(attempt, result)
@@ -352,6 +351,24 @@ def _run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, 
     if result.error_message:
         result.error_message = redact_text(result.error_message, forms)
     return result, attempt, (time.monotonic() - started) * 1000
+
+
+def _execute(executor, call: ToolCall, secrets: tuple[str, ...]) -> ExecutorResult:
+    """One attempt: the executor's result (an executor that raises has failed the call)."""
+    with tracing.span("toolhub.executor", telemetry.call_attributes(call)) as current:
+        try:
+            result = executor.execute(call)
+        except Exception as exc:  # an executor bug must still end the execution
+            logger.exception("execution %s: executor crashed", call.execution_id)
+            result = ExecutorResult(
+                ok=False,
+                error_type=ErrorType.TOOL,
+                error_message=redact_text(f"{exc.__class__.__name__}: {exc}", secrets)[:2000],
+            )
+        current.set_attributes(telemetry.result_attributes(result))
+        if not result.ok:
+            tracing.failed(current, result.error_type or "failed")
+        return result
 
 
 def _finish(

@@ -34,6 +34,7 @@ ALL_TOOLS = {
     "media",
     "bad_structured",
     "rpc_error",
+    "trace_context",
 }
 
 

@@ -162,6 +162,11 @@ def build_server() -> TestMCPServer:
     def bad_structured() -> Point:
         return Point(x=1, y=2)
 
+    @server.tool(description="Return the W3C trace context this call's _meta carried.")
+    def trace_context(ctx: Context) -> str:
+        meta = ctx.request_context.meta or {}
+        return json.dumps({key: meta.get(key) for key in ("traceparent", "tracestate")})
+
     return server
 
 

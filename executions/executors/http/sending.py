@@ -12,7 +12,11 @@ from executions import egress
 from executions.executors.base import ErrorType
 from executions.executors.http.request import _Prepared
 from executions.executors.http.response import read_body
-from executions.executors.http.transport import _with_defaults, _with_url_credentials, get_transport
+from executions.executors.http.transport import (
+    _with_defaults,
+    _with_url_credentials,
+    sending_transport,
+)
 from executions.executors.http.values import (
     _REDIRECT_DRAIN_BYTES,
     _URL_METADATA_CHARS,
@@ -21,7 +25,6 @@ from executions.executors.http.values import (
     _Failure,
     _timeout_failure,
 )
-from executions.executors.wire import PinnedTransport
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int]:
@@ -46,7 +49,7 @@ class _Hop:
 
 def send(prepared: _Prepared, metadata: dict[str, Any]) -> tuple[httpx.Response, bytes, bool]:
     """The final response of the call with its body (at most the limit) and whether it was cut."""
-    transport = get_transport()
+    transport = sending_transport()
     deadline = time.monotonic() + prepared.timeout
     hop = _Hop(
         prepared.method,
@@ -95,7 +98,7 @@ def _check_host_name(url: httpx.URL, number: int) -> None:
 
 
 def _open(
-    transport: PinnedTransport, hop: _Hop, number: int, timeout: float, deadline: float
+    transport: httpx.BaseTransport, hop: _Hop, number: int, timeout: float, deadline: float
 ) -> httpx.Response:
     """Send one request; the response's head is read, its body not yet."""
     remaining = deadline - time.monotonic()

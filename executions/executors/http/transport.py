@@ -11,6 +11,7 @@ import httpx
 
 from executions.executors.http.values import USER_AGENT
 from executions.executors.wire import PinnedTransport
+from toolhub import tracing
 
 
 class _NoRequestLines(logging.Filter):
@@ -49,6 +50,22 @@ def get_transport() -> PinnedTransport:
             _transport = PinnedTransport()
             _transport_pid = pid
         return _transport
+
+
+_traced: tuple[PinnedTransport, httpx.BaseTransport] | None = None
+
+
+def sending_transport() -> httpx.BaseTransport:
+    """The pool, behind the httpx instrumentation's transport while traces are on (a
+    client span per request, ``traceparent`` in its headers); the pool itself when off."""
+    global _traced
+    transport = get_transport()
+    if not tracing.enabled():
+        return transport
+    traced = _traced
+    if traced is None or traced[0] is not transport:
+        traced = _traced = (transport, tracing.traced_http_transport(transport))
+    return traced[1]
 
 
 def close_transport() -> None:
