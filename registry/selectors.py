@@ -83,17 +83,71 @@ def config_list(*, tool: Tool) -> QuerySet[ToolConfig]:
     return tool.configs.all().order_by("config_key")
 
 
-from registry.models import (
-    FINISHED_VERIFICATIONS,
-    AuditChainHead,
-    Guard,
-    RateLimitRule,
-    Tool,
-    ToolConfig,
-    ToolParameter,
-    Toolset,
-    VerificationFinding,
-    VerificationRun,
-    VerificationStatus,
-)
-from registry.models.tools import ParameterKind
+def tool_discovery_list(queryset: QuerySet[Tool]) -> QuerySet[Tool]:
+    """``queryset`` by name with what a discovery format reads (parameters, the secret map)."""
+    return queryset.prefetch_related(
+        Prefetch("parameters", queryset=ToolParameter.objects.order_by("position", "name")),
+        Prefetch("configs", queryset=ToolConfig.objects.filter(config_key="headers_input_map")),
+    ).order_by("name")
+
+
+def toolset_active(slug: str) -> Toolset | None:
+    return Toolset.objects.filter(slug=slug, is_active=True).first()
+
+
+def toolset_tools(queryset: QuerySet[Tool], slug: str) -> QuerySet[Tool]:
+    """The tools of ``queryset`` in the active toolset ``slug`` (none when there is no such)."""
+    return queryset.filter(toolsets__slug=slug, toolsets__is_active=True)
+
+
+def tool_declares_output(tool: Tool) -> bool:
+    """Whether the tool declares output parameters (MCP lists an outputSchema for it)."""
+    return tool.parameters.filter(parameter_type=ParameterKind.OUTPUT).exists()
+
+
+# Verification runs ("Verify now")
+
+
+def verification_latest() -> VerificationRun | None:
+    """The latest run that finished (passed or failed): the one whose findings are flagged."""
+    return VerificationRun.objects.filter(status__in=FINISHED_VERIFICATIONS).order_by("-id").first()
+
+
+def verification_state() -> dict:
+    """What the admin's integrity panel shows: the latest finished run, a run still under
+    way or newer and broken (``error``), and the chain's head now."""
+    latest = verification_latest()
+    newer = VerificationRun.objects.order_by("-id")
+    if latest is not None:
+        newer = newer.filter(pk__gt=latest.pk)
+    return {
+        "latest": latest,
+        "pending": newer.filter(
+            status__in=[VerificationStatus.QUEUED, VerificationStatus.RUNNING]
+        ).first(),
+        "broken": newer.filter(status=VerificationStatus.ERROR).first(),
+        "head": AuditChainHead.objects.filter(pk=1).first(),
+        "flagged": (
+            VerificationFinding.objects.filter(run=latest).count() if latest is not None else 0
+        ),
+    }
+
+
+def verification_findings_for(target_type: str, target_id: str) -> list[VerificationFinding]:
+    """What the latest finished run found wrong with one record (empty: nothing)."""
+    latest = verification_latest()
+    if latest is None:
+        return []
+    condition = Q(target_type=target_type, target_id=str(target_id))
+    if target_type == "registry.auditevent" and str(target_id).isdigit():
+        condition |= Q(event_id=int(target_id))
+    return list(VerificationFinding.objects.filter(condition, run=latest))
+
+
+def verification_flagged_ids(target_type: str) -> list[str]:
+    """The ids of the records of ``target_type`` the latest finished run found altered."""
+    latest = verification_latest()
+    if latest is None:
+        return []
+    found = VerificationFinding.objects.filter(run=latest, target_type=target_type)
+    return sorted(set(found.values_list("target_id", flat=True)))
