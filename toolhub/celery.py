@@ -15,7 +15,6 @@ from celery.signals import (
 )
 
 from toolhub import tracing
-
 from toolhub.env import env_int
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
