@@ -285,8 +285,16 @@ def test_a_memory_hog_is_stopped_at_its_limit(commands):
 
 def test_cpu_time_is_limited(commands):
     result = run("while True: pass", cpu_seconds=1, timeout=10)
-    assert not result.ok and result.output["exit_code"] != 0
+    assert not result.ok and result.output["exit_code"] == 128 + 9
+    assert "killed by SIGKILL: cpu_seconds used up" in result.error_message
     assert result.output["duration_ms"] < 5000
+
+
+def test_a_file_larger_than_the_workspace_limit_cannot_be_written(commands):
+    commands.TOOLHUB_COMMAND_WORKSPACE_MB = 1
+    result = shell("head -c 5000000 /dev/zero > big")
+    assert not result.ok and result.output["exit_code"] == 128 + 25
+    assert "killed by SIGXFSZ: a file reached the size limit" in result.error_message
 
 
 def test_an_endless_loop_is_killed_at_the_timeout_with_no_process_left(commands):

@@ -397,3 +397,27 @@ def test_command_calls_go_to_the_command_queue_only(commands, owner):
         assert Execution.objects.get(pk=queued["id"]).status == "queued"
     with celery_worker(extra_env=WORKER_ENV, queues="command", purge=False):
         wait_for(lambda: Execution.objects.get(pk=queued["id"]).status == "succeeded", timeout=30)
+
+
+@pytest.mark.django_db
+def test_an_exported_command_tool_reimports_unchanged_and_keeps_its_secret_env_out(commands):
+    import yaml
+
+    from registry.importers.export import export_catalog
+    from registry.importers.run import import_content
+
+    secret = f"sk-{uuid.uuid4().hex}"
+    command_tool(
+        configs=[
+            {"config_key": "env", "config_value": {"SERVICE_TOKEN": secret}, "is_secret": True},
+            {"config_key": "max_processes", "config_value": 4},
+        ]
+    )
+    text = export_catalog("tools")
+    assert secret not in text
+    exported = {t["name"]: t for t in yaml.safe_load(text)["tools"]}["csv_stats"]
+    assert exported["type"] == "command" and exported["secret_configs"] == ["env"]
+    assert exported["configs"]["argv"][0] == PYTHON
+    report = import_content(text, actor=None)
+    assert report.ok, report.text()
+    assert report.counts()["updated"] == 0, report.text()

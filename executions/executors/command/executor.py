@@ -170,11 +170,22 @@ class CommandExecutor:
         )
 
 
+# What a signal that ended the program most likely means here.
+_SIGNAL_HINTS = {
+    signal.SIGKILL: "cpu_seconds used up, or killed",
+    signal.SIGXCPU: "cpu_seconds used up",
+    signal.SIGXFSZ: "a file reached the size limit",
+    signal.SIGSEGV: "a crash, or memory_mb reached",
+}
+
+
 def _exit_words(code: int) -> str:
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"code {code} (killed by {name})"
-    return f"code {code}"
+    """``code 139 (killed by SIGSEGV: …)``: bubblewrap reports a program killed by a signal
+    as 128 + its number."""
+    number = -code if code < 0 else code - 128 if code > 128 else 0
+    try:
+        killed = signal.Signals(number)
+    except ValueError:
+        return f"code {code}"
+    hint = _SIGNAL_HINTS.get(killed)
+    return f"code {code} (killed by {killed.name}{': ' + hint if hint else ''})"

@@ -9,8 +9,11 @@ capabilities, ``no_new_privs`` (bubblewrap sets it), no nested user
 namespaces, a cleared environment and its own session; it is killed when the
 worker dies. Resource limits (``prlimit`` inside the sandbox, soft = hard, so
 the program cannot raise them): address space, CPU seconds, processes, file
-size, open files. A wall-clock deadline kills bubblewrap, and with it the PID
-namespace's init and every process inside.
+size, open files (the command line: ``options``). At the wall-clock deadline
+the sandbox's init (PID 1 of its namespace) is killed through a pidfd; the
+kernel kills every other process of the namespace with it, and bubblewrap exits
+once they are gone. Output is read as it comes, at most ``max_output_bytes`` of
+each stream kept and the rest dropped.
 
 RLIMIT_NPROC counts the processes of one real uid, per user namespace; the
 kernel never enforces it for real uid 0. A worker running as root therefore
@@ -26,29 +29,20 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.conf import settings
 
-SANDBOX_UID = 65534  # "nobody": inside the sandbox, and outside when the worker is root
-WORKSPACE = "/workspace"
-PRLIMIT = "/usr/bin/prlimit"
-SYSTEM_DIRS = ("/usr",)
-# On merged-/usr systems these are links into /usr; elsewhere they are bound read-only.
-SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# What programs need of /etc: the loader's cache, Debian's alternatives (/usr/bin/awk
-# is a link through /etc/alternatives), the time zone. Never the whole of /etc.
-ETC_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime", "/etc/mime.types")
-BASE_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": WORKSPACE,
-    "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's own tmpfs
-    "LANG": "C.UTF-8",
-}
+from executions.executors.command.options import (
+    PRLIMIT,
+    SANDBOX_UID,
+    Limits,
+    bwrap_options,
+    limited,
+)
+
 READ_CHUNK = 65536
 KILLED_BY_DEADLINE = -int(signal.SIGKILL)
 
@@ -57,18 +51,10 @@ class SandboxUnavailable(Exception):
     """This host cannot sandbox a command; the text names what is missing."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    timeout_seconds: float
-    memory_mb: int
-    cpu_seconds: int
-    max_processes: int
-    max_output_bytes: int
-    workspace_mb: int
-
-
 @dataclass
 class Outcome:
+    """What a run gave: its output (capped), exit code, time, and how it ended."""
+
     stdout: bytes
     stderr: bytes
     exit_code: int
@@ -88,40 +74,6 @@ def _runs_as() -> dict:
     return {"user": SANDBOX_UID, "group": SANDBOX_UID, "extra_groups": []}
 
 
-def _hidden_paths() -> list[str]:
-    """ToolHub's own directories that a system directory holds (an image that installs
-    ToolHub into /usr/local's site-packages, a virtualenv under /usr): each is covered
-    by an empty read-only tmpfs in the sandbox."""
-    packages = Path(__file__).resolve().parents[3]  # where toolhub, registry, executions are
-    paths = {Path(settings.BASE_DIR), Path(getattr(settings, "VAR_DIR", settings.BASE_DIR))}
-    paths.update(packages / name for name in ("toolhub", "registry", "executions"))
-    if sys.prefix != sys.base_prefix:  # a virtualenv (not the system's Python itself)
-        paths.add(Path(sys.prefix))
-    hidden = []
-    for path in sorted(p.resolve() for p in paths):
-        inside = [d for d in SYSTEM_DIRS if Path(d) in path.parents]
-        if inside and not any(Path(h) in path.parents for h in hidden):
-            hidden.append(str(path))
-    return hidden
-
-
-def _system_binds() -> list[str]:
-    args: list[str] = []
-    for directory in SYSTEM_DIRS:
-        args += ["--ro-bind", directory, directory]
-    for link in SYSTEM_LINKS:
-        if os.path.islink(link):
-            args += ["--symlink", os.readlink(link), link]
-        elif os.path.isdir(link):
-            args += ["--ro-bind", link, link]
-    for path in ETC_FILES:
-        if os.path.exists(path):
-            args += ["--ro-bind", path, path]
-    for path in _hidden_paths():
-        args += ["--tmpfs", path, "--remount-ro", path]
-    return args
-
-
 def _data_fd(content: bytes) -> int:
     """An in-memory file holding ``content`` (bubblewrap copies it into the sandbox)."""
     fd = os.memfd_create("toolhub-command", os.MFD_CLOEXEC)
@@ -135,80 +87,6 @@ def _write_all(fd: int, content: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def bwrap_options(
-    *,
-    env: Mapping[str, str],
-    files: Mapping[str, int],
-    limits: Limits,
-) -> list[str]:
-    """bubblewrap's options: the namespaces, the file system, the environment.
-
-    ``files`` maps workspace paths to file descriptors whose content is placed
-    there read-only. The options reach bubblewrap through a file descriptor
-    (``--args``), so the environment's values (secrets, perhaps) are in no
-    command line the host's ``ps`` or the sandbox's ``/proc/1/cmdline`` shows.
-    """
-    workspace_bytes = limits.workspace_mb * 1024 * 1024
-    args = [
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_UID),
-        "--cap-drop",
-        "ALL",
-        "--die-with-parent",
-        "--new-session",
-        "--hostname",
-        "sandbox",
-        "--clearenv",
-        *_system_binds(),
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--size",
-        str(workspace_bytes),
-        "--tmpfs",
-        "/tmp",  # noqa: S108 - the sandbox's own tmpfs
-        "--size",
-        str(workspace_bytes),
-        "--tmpfs",
-        WORKSPACE,
-    ]
-    for name, fd in files.items():
-        parent = posix_parent(name)
-        if parent:
-            args += ["--dir", f"{WORKSPACE}/{parent}"]
-        args += ["--perms", "0444", "--ro-bind-data", str(fd), f"{WORKSPACE}/{name}"]
-    # The root and /dev (tmpfs bubblewrap made) read-only: only the workspace and
-    # /tmp take writes. Device nodes (/dev/null) still work.
-    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKSPACE]
-    for name, value in {**BASE_ENV, **env}.items():
-        args += ["--setenv", name, value]
-    return args
-
-
-def limited(argv: list[str], limits: Limits) -> list[str]:
-    """``argv`` under prlimit (soft = hard limits), after ``--``: nothing in it is an
-    option to bubblewrap or prlimit, and nothing in it is read by a shell."""
-    return [
-        "--",
-        PRLIMIT,
-        f"--as={limits.memory_mb * 1024 * 1024}",
-        f"--cpu={limits.cpu_seconds}",
-        # bubblewrap's init in the sandbox runs as the same uid: one process more.
-        f"--nproc={limits.max_processes + 1}",
-        f"--fsize={limits.workspace_mb * 1024 * 1024}",
-        "--nofile=256",
-        "--core=0",
-        "--",
-        *argv,
-    ]
 
 
 @dataclass
@@ -262,10 +140,6 @@ def _init_of(info_read: int) -> int | None:
         return os.pidfd_open(int(pid))
     except (ValueError, KeyError, TypeError, OSError):
         return None
-
-
-def posix_parent(name: str) -> str:
-    return name.rsplit("/", 1)[0] if "/" in name else ""
 
 
 def _probe(bwrap: str) -> str | None:
