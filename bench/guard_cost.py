@@ -121,7 +121,9 @@ def outputs() -> dict[str, object]:
     for i in range(2000):
         prose.append(" ".join(rng.choice(words) for _ in range(8)) + ".")
         if i % 400 == 0:
-            prose.append("Contact jane.doe@example.com or +1 415 555 2671 (card 5500 0000 0000 0004).")
+            prose.append(
+                "Contact jane.doe@example.com or +1 415 555 2671 (card 5500 0000 0000 0004)."
+            )
     text = {"status_code": 200, "headers": {}, "data": " ".join(prose)}
     return {"small": small, "medium": medium, "text": text}
 
@@ -203,9 +205,11 @@ def main() -> None:
     median = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     direct = statistics.median(direct_us(max(args.n, 500)) for _ in range(3))
     imports = stdnum_import_ms()
-    print(f"direct GET /ping (wall, keep-alive): {direct:.0f} µs; stdnum imports: {imports:.1f} ms once")
+    print(
+        f"direct GET /ping (wall, keep-alive): {direct:.0f} µs; stdnum imports: {imports:.1f} ms once"
+    )
     print(f"outputs: {', '.join(f'{k} {v / 1024:.1f} KB' for k, v in sizes.items())}\n")
-    print("| output: guard | CPU µs per call | × redact of the same output | × direct call |")
+    print("| output: guard | CPU µs per call | x redact of the same output | x direct call |")
     print("|---|---:|---:|---:|")
     for key, value in median.items():
         output = key.split(":")[0]
@@ -214,7 +218,9 @@ def main() -> None:
         print(f"| {key} | {value:.0f} | {ratio} | {value / direct:.2f} |")
     if args.json:
         args.json.write_text(
-            json.dumps({"direct_us": direct, "stdnum_import_ms": imports, "cpu_us": median}, indent=2)
+            json.dumps(
+                {"direct_us": direct, "stdnum_import_ms": imports, "cpu_us": median}, indent=2
+            )
         )
 
 
