@@ -15,6 +15,7 @@ import pytest
 
 from executions.guards import guard_registry
 from executions.models import Approval, Execution
+from executions.python_tools import registry as tool_registry
 from executions.services.approvals import approval_decide
 from registry.models import AuditEvent
 from registry.services import access as access_services
@@ -34,9 +35,14 @@ def _operator_guards():
 
     load_operator_modules(["tests.data.sample_guards"], "TOOLHUB_GUARD_MODULES")
     yield
-    for name in ("sample_no_system_paths", "sample_codewords", "sample_broken_before"):
+    for name in (
+        "sample_no_system_paths",
+        "sample_codewords",
+        "sample_broken_before",
+        "sample_broken_after",
+    ):
         guard_registry.unregister(name)
-    guard_registry.unregister("sample_broken_after")
+    tool_registry.unregister("sample_say")  # the module's Python tool
     sys.modules.pop("tests.data.sample_guards", None)
 
 
