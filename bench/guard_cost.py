@@ -209,7 +209,7 @@ def main() -> None:
         f"direct GET /ping (wall, keep-alive): {direct:.0f} µs; stdnum imports: {imports:.1f} ms once"
     )
     print(f"outputs: {', '.join(f'{k} {v / 1024:.1f} KB' for k, v in sizes.items())}\n")
-    print("| output: guard | CPU µs per call | × redact of the same output | × direct call |")
+    print("| output: guard | CPU µs per call | x redact of the same output | x direct call |")
     print("|---|---:|---:|---:|")
     for key, value in median.items():
         output = key.split(":")[0]

@@ -27,6 +27,7 @@ EXECUTION_COLUMNS = [
     Column("error_type", "error_type"),
     Column("error_message", "error_message"),
     Column("upstream_status", "upstream_status"),
+    Column("guard_decisions", "guard_decisions", is_json=True),
     Column("attempts", "attempts"),
     Column("execution_time_ms", "execution_time_ms"),
     Column("chars_in", "chars_in"),

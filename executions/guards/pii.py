@@ -29,7 +29,7 @@ PHONE_NANP = re.compile(r"(?<![\w(])(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?!
 # No leading look-behind: a pattern that starts with a character set is searched for
 # at C speed; what may not come before a match is checked on the match (``_starts``).
 CARD = re.compile(r"\d(?:[ -]?\d){12,18}(?![\d-])")
-_DIGIT = re.compile(r"\d")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 
 # (pattern, stdnum module) per national id; each written form is distinctive.
@@ -170,10 +170,10 @@ def _numbers(text: str, types: tuple[str, ...], national_ids: tuple[str, ...]):
 
 def _spans(text: str, types: tuple[str, ...], national_ids: tuple[str, ...]):
     # Most specific first: a span one finder took is not taken again by a later one
-    # (an IBAN's digits are not a phone number as well). A text without a digit holds
-    # none of the numbers, one without "@" no e-mail address: most texts of a JSON
-    # output are skipped by these two C-speed checks.
-    if _DIGIT.search(text) is not None:
+    # (an IBAN's digits are not a phone number as well). A text with fewer than seven
+    # ASCII digits holds none of the numbers, one without "@" no e-mail address: most
+    # texts of a JSON output are skipped by these two C-speed checks.
+    if len(text) - len(text.translate(_NO_DIGITS)) >= NUMBER_DIGITS:
         yield from _numbers(text, types, national_ids)
     if "@" in text and "email" in types:
         yield from _emails(text)

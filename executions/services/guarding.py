@@ -35,3 +35,11 @@ def guarded_result(
         metadata={k: v for k, v in (result.metadata or {}).items() if k != "truncated"},
     )
     return blocked, outcome.decisions
+
+
+def may_have_waited(tool, execution: Execution) -> bool:
+    """Whether the call may have waited for approval (the tool's setting or a guard's):
+    its agent is told the outcome of a call a person decided on."""
+    return tool.requires_approval or any(
+        d.get("action") == "require_approval" for d in execution.guard_decisions or []
+    )

@@ -426,7 +426,10 @@ def _finish(
     done = transitions.execution_finish(execution, fields, actor=_principal(execution))
     if done:
         store_result(tool, execution, guards)
-        if tool.requires_approval and Approval.objects.filter(execution=execution).exists():
+        if (
+            guarding.may_have_waited(tool, execution)
+            and Approval.objects.filter(execution=execution).exists()
+        ):
             _dispatch().notify_agent(execution)
     else:
         execution.refresh_from_db()

@@ -14,7 +14,9 @@ import sys
 import pytest
 
 from executions.guards import guard_registry
-from executions.models import Execution
+from executions.models import Approval, Execution
+from executions.python_tools import registry as tool_registry
+from executions.services.approvals import approval_decide
 from registry.models import AuditEvent
 from registry.services import access as access_services
 from registry.services import guards as guard_services
@@ -33,9 +35,14 @@ def _operator_guards():
 
     load_operator_modules(["tests.data.sample_guards"], "TOOLHUB_GUARD_MODULES")
     yield
-    for name in ("sample_no_system_paths", "sample_codewords", "sample_broken_before"):
+    for name in (
+        "sample_no_system_paths",
+        "sample_codewords",
+        "sample_broken_before",
+        "sample_broken_after",
+    ):
         guard_registry.unregister(name)
-    guard_registry.unregister("sample_broken_after")
+    tool_registry.unregister("sample_say")  # the module's Python tool
     sys.modules.pop("tests.data.sample_guards", None)
 
 
@@ -311,7 +318,10 @@ def test_arguments_over_a_size_limit_are_refused(world, config, arguments, rule)
     assert "x" * 11 not in json.dumps(row.guard_decisions)
 
 
-def test_an_argument_rule_may_send_the_call_to_the_approval_gate(world):
+@pytest.mark.django_db(transaction=True)  # the approved call is queued on commit
+def test_an_argument_rule_may_send_the_call_to_the_approval_gate(
+    world, approver_user, approvers_role
+):
     add_guard(
         world["tool"],
         name="review-echo",
@@ -324,6 +334,14 @@ def test_an_argument_rule_may_send_the_call_to_the_approval_gate(world):
     assert response.json()["status"] == "pending_approval"
     assert "approval" in response.json()["links"]
     assert call(world, path="text", body="hi").json()["status"] == "succeeded"
+    access_services.grant_create(
+        actor=None, role=approvers_role, action="approve", tool=world["tool"]
+    )
+    approval = Approval.objects.get(execution_id=response.json()["id"])
+    approval_decide(actor=approver_user, approval=approval, approve=True)
+    ran = Execution.objects.get(pk=response.json()["id"])
+    assert ran.status == "succeeded"
+    assert [d["action"] for d in ran.guard_decisions] == ["require_approval"]
 
 
 def test_an_operator_before_guard_denies_with_its_own_message(world):
