@@ -248,6 +248,8 @@ ANONYMOUS_USER_NAME = None  # no guardian anonymous user: anonymous callers get 
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# The admin's dates and times to the second, with the zone (toolhub/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["toolhub.formats"]
 USE_I18N = True
 USE_TZ = True
 

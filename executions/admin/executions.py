@@ -18,7 +18,7 @@ from executions.exports import CHUNK_SIZE as EXPORT_CHUNK_SIZE
 from executions.exports import EXECUTION_COLUMNS
 from executions.models import Approval, Execution
 from registry import access
-from registry.admin.audit import audit_changelist_url, pretty_json
+from registry.admin.audit import admin_time, audit_changelist_url, pretty_json
 from registry.admin.integrity import findings_context, integrity_filter
 from registry.admin.mixins import (
     ExportAdminMixin,
@@ -324,7 +324,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
                     reverse("admin:registry_auditevent_change", args=[e["pk"]]),
                     e["pk"],
                     e["action"],
-                    e["occurred_at"],
+                    admin_time(e["occurred_at"]),
                     e["actor_name"] or "—",
                     f" (sealed #{e['sequence']})" if e["sequence"] else " (not sealed yet)",
                 )

@@ -27,7 +27,7 @@ from toolhub.exceptions import ToolHubError
 
 class TestRunForm(forms.Form):
     arguments = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 8, "cols": 80, "style": "font-family: monospace"}),
+        widget=forms.Textarea(attrs={"rows": 10, "class": "test-run-arguments"}),
         initial="{}",
         help_text="A JSON object matching the tool's input schema.",
     )

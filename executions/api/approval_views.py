@@ -37,6 +37,8 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "decided_by_name",
             "decided_at",
             "reason",
+            "required_because",
+            "condition_matched",
             "tool_metadata",
             "agent_owner",
             "execution",

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from registry.admin.api_tokens import token_page
+from registry.admin.audit import admin_time
 from registry.admin.forms import IdMultipleChoiceField
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Agent
@@ -164,8 +165,8 @@ class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
                     t.prefix,
                     t.name or "unnamed",
                     t.status,
-                    t.expires_at or "never",
-                    t.last_used_at or "never",
+                    admin_time(t.expires_at, "never"),
+                    admin_time(t.last_used_at, "never"),
                 )
                 for t in tokens
             ),

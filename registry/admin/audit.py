@@ -16,6 +16,8 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import Model, Q
 from django.urls import NoReverseMatch, path, reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
@@ -42,6 +44,13 @@ from toolhub.api.params import parse_id
 
 # Where the admin shows an audit event's target (when it is not app_label_model).
 TARGET_ADMIN = {"auth.group": "admin:registry_role_change"}
+
+
+def admin_time(value, empty: str = "—") -> str:
+    """A date-time as every admin page writes it: to the second, with the zone."""
+    if value is None:
+        return empty
+    return date_format(timezone.localtime(value), "DATETIME_FORMAT")
 
 
 def pretty_json(value) -> str:

@@ -263,7 +263,9 @@ class ToolAdmin(GuardedChangeListMixin, ServiceErrorsMixin, admin.ModelAdmin):
     def input_schema_display(self, obj):
         if obj is None or obj._state.adding:
             return "—"
-        return format_html("<pre>{}</pre>", json.dumps(obj.input_schema(), indent=2))
+        return format_html(
+            '<pre class="json-wrap">{}</pre>', json.dumps(obj.input_schema(), indent=2)
+        )
 
     # Writes go through the services so every change is audited.
 

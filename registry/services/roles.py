@@ -76,6 +76,12 @@ INERT_PERMISSIONS = (
     "executions.add_execution",
     "executions.change_execution",
     "executions.delete_execution",
+    # Verification runs are written by "Verify now" (reviewers, platform admins) only.
+    *(
+        f"registry.{verb}_{model}"
+        for model in ("verificationrun", "verificationfinding")
+        for verb in ("add", "change", "delete", "view")
+    ),
 )
 
 

@@ -184,6 +184,17 @@ def test_pages_are_read_without_counting(client, world):
     assert client.get(EXECUTIONS + "?p=9").status_code == 302  # past the end
 
 
+def test_a_filtered_list_says_the_same_above_and_below_the_rows(client, world):
+    make_executions(world, 120)
+    page = client.get(EXECUTIONS + "?status=succeeded").content.decode()
+    # Above (the search bar) and below (the paginator): a lower bound, never a total.
+    assert "More than 50 results (not counted)" in page
+    assert "Page 1 of more than 50 results; more follow (not counted)" in page
+    assert "Show all" not in page and "51 results" not in page
+    unfiltered = client.get(EXECUTIONS).content.decode()
+    assert 'id="result-count"' not in unfiltered  # nothing searched or filtered: no count line
+
+
 def shown_ids(response) -> set[str]:
     return {str(obj.pk) for obj in response.context["cl"].result_list}
 

@@ -48,7 +48,10 @@ def pending_calls(upstream, allow_loopback, eager_tasks, owner, approver_user, a
             type="http",
             requires_approval=True,
             tool_metadata={"risk": "high", "safety": "destructive"},
-            parameters=[{"name": "amount", "type": "number", "required": True}],
+            parameters=[
+                {"name": "amount", "type": "number", "required": True},
+                {"name": "currency", "type": "string", "default": "EUR"},
+            ],
             configs=[
                 {"config_key": "base_url", "config_value": upstream.url},
                 {"config_key": "endpoint", "config_value": "/echo"},
@@ -87,13 +90,18 @@ def test_approver_approves_one_and_rejects_one_in_the_browser(live_server, pendi
                     "--disable-dev-shm-usage",
                 ],
             )
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{live_server.url}/admin/login/?next=/admin/executions/approval/queue/")
             page.fill("#id_username", "ann-approver")
             page.fill("#id_password", "approver-pass-123")
             page.click("input[type=submit]")
             page.wait_for_selector("#approval-queue")
             assert page.locator("#approval-queue tbody tr").count() == 2
+            row = page.locator("tr[data-tool=pay_supplier]")
+            assert "The tool requires approval for every call" in row.locator(".why").inner_text()
+            assert "currency" not in row.locator("pre.arguments-sent").inner_text()
+            assert '"EUR"' in row.locator("pre.arguments-defaults").inner_text()
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1400
             page.screenshot(path=str(OUTPUT / "approval-queue.png"), full_page=True)
 
             page.locator("tr[data-tool=pay_supplier] .approve-button").click()

@@ -53,6 +53,10 @@ def test_a_call_matching_the_approval_condition_records_that_condition(gated, ap
         "properties": {"amount": {"minimum": 1000}},
         "required": ["amount"],
     }
+    listed = governance.approval_client(gated["approver"]).get("/api/v1/approvals?status=pending")
+    [item] = listed.json()["results"]
+    assert item["required_because"] == "approval_condition"
+    assert item["condition_matched"]["required"] == ["amount"]
     page = approver.get(QUEUE).content.decode()
     assert "The arguments match the tool&#x27;s approval condition" in page
     assert "minimum" in page  # the condition itself, as it was when the call was held
