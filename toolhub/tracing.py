@@ -262,7 +262,22 @@ def span(name: str, attributes: Mapping[str, Any] | None = None):
     secrets. Off, a shared no-op (no allocation, no import)."""
     if not _enabled:
         return _QUIET
-    return _tracer.start_as_current_span(name, attributes=_clean(attributes))
+    return _own_span(name, _clean(attributes))
+
+
+@contextlib.contextmanager
+def _own_span(name: str, attributes: dict[str, Any]):
+    """An exception ends the span as an error named by its type only: its message may
+    quote an argument (a database error quoting the value it refused)."""
+    with _tracer.start_as_current_span(
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            current.set_attribute("error.type", type(exc).__qualname__)
+            failed(current, type(exc).__qualname__)
+            raise
 
 
 def _clean(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
