@@ -343,3 +343,24 @@ def test_a_database_tools_error_quoting_an_argument_reaches_no_span(
         for span in spans.get_finished_spans()
     ]
     assert CANARY_ARGUMENT not in repr(recorded)
+
+
+# --------------------------------------------------------------------------- ASGI
+
+
+def test_a_request_served_over_asgi_has_its_server_span_and_trace(spans, keyed_tool):
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    token = keyed_tool["client"]._credentials["HTTP_AUTHORIZATION"]
+    response = async_to_sync(AsyncClient().get)(
+        f"/api/v1/executions/{uuid.uuid4()}", headers={"Authorization": token}
+    )
+    assert response.status_code == 404
+    (server,) = [s for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    assert (
+        server.attributes.get(
+            "http.status_code", server.attributes.get("http.response.status_code")
+        )
+        == 404
+    )
