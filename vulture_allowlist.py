@@ -44,6 +44,7 @@ _trace_ids_in_worker_logs
 teardown  # toolhub.tracing: turns traces off again between tests (tests/executions/test_tracing.py)
 ops_class  # Django's database backend reads it
 prepare_threshold  # psycopg's connection attribute, set on each new connection
+cursor_factory  # psycopg's connection attribute (the database executor keeps the plain cursors)
 
 # Hooks Django's forms and admin call by name.
 bound_data

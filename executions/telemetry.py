@@ -23,7 +23,7 @@ def execution_attributes(execution: Execution) -> dict[str, Any]:
         "toolhub.principal": execution.principal_name,
         STATUS: execution.status,
         # The trace the call was admitted in: another than this one's when a worker runs
-        # it after an approval or the reaper sent it again.
+        # it after an approval (in the approver's trace).
         "toolhub.execution.trace_id": execution.trace_id,
     }
 

@@ -94,6 +94,19 @@ def test_the_sampler_and_service_name_follow_the_standard_variables(tmp_path):
     assert "TraceIdRatioBased{0.25}" in seen["sampler"]
 
 
+def test_instrumentations_can_be_left_out_by_their_standard_variable(tmp_path):
+    result = run_probe(
+        tmp_path,
+        OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9",
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="psycopg, redis",
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert "opentelemetry.instrumentation.psycopg" not in seen["instrumentations"]
+    assert "opentelemetry.instrumentation.redis" not in seen["instrumentations"]
+    assert "opentelemetry.instrumentation.celery" in seen["instrumentations"]
+
+
 @pytest.mark.parametrize(
     ("environ", "expected"),
     [

@@ -37,6 +37,7 @@ _lock = threading.Lock()
 _provider: Any = None
 _tracer: Any = None
 _instrumentors: list[Any] = []
+_trace_http_upstreams = True
 TRACER_NAME = "toolhub"
 
 # Probes and scrapes answer in microseconds every few seconds: a trace each is noise.
@@ -176,27 +177,45 @@ def _otlp_exporter():
     )
 
 
+def _instrumentor(name: str):
+    """The instrumentor called ``name`` (the names OTEL_PYTHON_DISABLED_INSTRUMENTATIONS uses)."""
+    if name == "django":
+        from opentelemetry.instrumentation.django import DjangoInstrumentor as Instrumentor
+    elif name == "celery":
+        from opentelemetry.instrumentation.celery import CeleryInstrumentor as Instrumentor
+    elif name == "psycopg":
+        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor as Instrumentor
+    elif name == "redis":
+        from opentelemetry.instrumentation.redis import RedisInstrumentor as Instrumentor
+    else:
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor as Instrumentor
+    return Instrumentor()
+
+
 def _instrument(provider, *, web: bool) -> None:
-    from opentelemetry.instrumentation.celery import CeleryInstrumentor
-    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-    from opentelemetry.instrumentation.redis import RedisInstrumentor
-
-    plans: list[tuple[Any, dict[str, Any]]] = [
-        (CeleryInstrumentor(), {}),
+    """Install the instrumentations, except those OTEL_PYTHON_DISABLED_INSTRUMENTATIONS
+    names (the variable OpenTelemetry's own auto-instrumentation reads)."""
+    global _trace_http_upstreams
+    raw = os.environ.get("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "")
+    disabled = {name.strip().lower() for name in raw.split(",") if name.strip()}
+    _trace_http_upstreams = "httpx" not in disabled  # the HTTP executor's transport too
+    options: dict[str, dict[str, Any]] = {
+        "django": {
+            "excluded_urls": os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS")
+            or DEFAULT_EXCLUDED_URLS
+        },
+        "celery": {},
         # Statements with placeholders only; no SQL comments added to what PostgreSQL sees.
-        (PsycopgInstrumentor(), {"enable_commenter": False}),
-        (RedisInstrumentor(), {}),
-        (HTTPXClientInstrumentor(), {}),
-    ]
-    if web:
-        from opentelemetry.instrumentation.django import DjangoInstrumentor
-
-        excluded = os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS") or DEFAULT_EXCLUDED_URLS
-        plans.insert(0, (DjangoInstrumentor(), {"excluded_urls": excluded}))
-    for instrumentor, options in plans:
+        "psycopg": {"enable_commenter": False},
+        "redis": {},
+        "httpx": {},
+    }
+    for name, kwargs in options.items():
+        if name in disabled or (name == "django" and not web):
+            continue
+        instrumentor = _instrumentor(name)
         if not instrumentor.is_instrumented_by_opentelemetry:
-            instrumentor.instrument(tracer_provider=provider, **options)
+            instrumentor.instrument(tracer_provider=provider, **kwargs)
             _instrumentors.append(instrumentor)
 
 
@@ -243,7 +262,22 @@ def span(name: str, attributes: Mapping[str, Any] | None = None):
     secrets. Off, a shared no-op (no allocation, no import)."""
     if not _enabled:
         return _QUIET
-    return _tracer.start_as_current_span(name, attributes=_clean(attributes))
+    return _own_span(name, _clean(attributes))
+
+
+@contextlib.contextmanager
+def _own_span(name: str, attributes: dict[str, Any]):
+    """An exception ends the span as an error named by its type only: its message may
+    quote an argument (a database error quoting the value it refused)."""
+    with _tracer.start_as_current_span(
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            current.set_attribute("error.type", type(exc).__qualname__)
+            failed(current, type(exc).__qualname__)
+            raise
 
 
 def _clean(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -286,7 +320,7 @@ def traced_http_transport(transport):
     """``transport`` wrapped by the httpx instrumentation's transport when tracing is
     on: a client span per request and ``traceparent`` in its headers. (Its global
     patch covers httpx's own transports; the HTTP executor has its own.)"""
-    if not _enabled:
+    if not _enabled or not _trace_http_upstreams:
         return transport
     from opentelemetry.instrumentation.httpx import SyncOpenTelemetryTransport
 

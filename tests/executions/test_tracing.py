@@ -22,6 +22,7 @@ from executions.models import Execution
 from registry.services import access as access_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
+from tests.executions.test_database_executor import pg_engine  # noqa: F401 (a fixture)
 from tests.executions.test_mcp import ServerProcess, allow_all
 from tests.factories import make_user
 from tests.servers.otlp_collector import OTLPCollector
@@ -317,4 +318,49 @@ def test_the_trace_continues_in_a_real_worker_to_the_upstream(spans, keyed_tool)
     assert traceparent_ids(upstream.last.headers["traceparent"]) == (
         trace_id,
         upstream_span.span_id,
+    )
+
+
+# --------------------------------------------------------------------------- database tools
+
+
+def test_a_database_tools_error_quoting_an_argument_reaches_no_span(
+    spans,
+    pg_engine,  # noqa: F811 (the fixture imported above)
+    allow_loopback,
+):
+    from tests.executions.test_database_executor import run as run_database_tool
+
+    with tracing.span("toolhub.test"):
+        # Not read-only: a plain cursor (a read-only SELECT reads through a named one).
+        result = run_database_tool(
+            pg_engine.url, "SELECT CAST(:n AS integer)", {"n": CANARY_ARGUMENT}, read_only=False
+        )
+    assert not result.ok
+    assert CANARY_ARGUMENT in result.error_message  # PostgreSQL quotes the value it refused
+    recorded = [
+        (span.name, dict(span.attributes), span.events, span.status.description)
+        for span in spans.get_finished_spans()
+    ]
+    assert CANARY_ARGUMENT not in repr(recorded)
+
+
+# --------------------------------------------------------------------------- ASGI
+
+
+def test_a_request_served_over_asgi_has_its_server_span_and_trace(spans, keyed_tool):
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    token = keyed_tool["client"]._credentials["HTTP_AUTHORIZATION"]
+    response = async_to_sync(AsyncClient().get)(
+        f"/api/v1/executions/{uuid.uuid4()}", headers={"Authorization": token}
+    )
+    assert response.status_code == 404
+    (server,) = [s for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    assert (
+        server.attributes.get(
+            "http.status_code", server.attributes.get("http.response.status_code")
+        )
+        == 404
     )

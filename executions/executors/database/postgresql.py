@@ -78,6 +78,9 @@ def run_postgresql(opts: _Options) -> dict[str, Any]:
         raise _Failure(
             ErrorType.CONNECTION, f"could not connect to the database: {exc}", retryable=True
         ) from None
+    # psycopg's own cursors, also when traces are on (toolhub/tracing.py): a tool's SQL
+    # spans would keep PostgreSQL's error messages, which quote the caller's values.
+    conn.cursor_factory = psycopg.Cursor
     try:
         if not opts.trusted:
             _refuse_server_powers(conn)
