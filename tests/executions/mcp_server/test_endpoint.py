@@ -570,8 +570,7 @@ def test_a_2026_client_listening_hears_that_its_tool_list_changed(world):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(anyio.to_thread.run_sync, revoke_bravo)
                     with anyio.fail_after(10):
-                        async for event in subscription:
-                            break
+                        event = await anext(aiter(subscription))
             tools, _ = await all_tools(client)
             return type(event).__name__, {tool.name for tool in tools}
 
