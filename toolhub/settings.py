@@ -398,8 +398,9 @@ TOOLHUB_MCP_MAX_BODY_BYTES = env_int(
 # A client that has not sent its whole request body in this many seconds gets a 408.
 TOOLHUB_MCP_BODY_TIMEOUT = env_float("TOOLHUB_MCP_BODY_TIMEOUT", 10.0, minimum=0.1)
 TOOLHUB_MCP_PAGE_SIZE = env_int("TOOLHUB_MCP_PAGE_SIZE", 100, minimum=1)
-# Threads per web process for the MCP endpoint's database work and waits.
-TOOLHUB_MCP_THREADS = env_int("TOOLHUB_MCP_THREADS", 64, minimum=1)
+# Threads per web process for the MCP endpoint's database work and the calls it waits
+# for (each may hold a database connection: mind PostgreSQL's max_connections).
+TOOLHUB_MCP_THREADS = env_int("TOOLHUB_MCP_THREADS", 16, minimum=1)
 # How long one tools/call waits for a human's approval before it answers with the
 # execution to poll (2025 revisions), or asks the client to retry (2026-07-28).
 TOOLHUB_MCP_APPROVAL_WAIT = env_float("TOOLHUB_MCP_APPROVAL_WAIT", 300.0, minimum=0.0)

@@ -31,6 +31,8 @@ from executions.models import Execution, ExecutionStatus
 SCOPE_KEY = "toolhub.mcp"
 # While a call runs or waits, a client that asked for progress hears from it this often.
 PROGRESS_SECONDS = 1.0
+# How often a call waiting for approval (and then its run) looks at its execution.
+APPROVAL_POLL_SECONDS = 1.0
 # How often an open listen stream looks whether the caller's tool list changed.
 LIST_POLL_SECONDS = 2.0
 
@@ -166,7 +168,9 @@ async def _awaiting_approval(request, execution, structured: bool, revision: str
     approval_id = await calls.in_thread(calls.approval_of, execution)
     await progress.report(f"waiting for approval {approval_id} (execution {execution.pk})")
     while (remaining := deadline - time.monotonic()) > 0:
-        execution = await calls.in_thread(calls.wait_round, execution.pk, min(remaining, 5.0))
+        # Polled, not blocked on: a call waiting for a person holds no thread meanwhile.
+        await anyio.sleep(min(remaining, APPROVAL_POLL_SECONDS))
+        execution = await calls.in_thread(calls.execution_now, execution.pk)
         if execution.is_terminal:
             return results.finished(execution, request.base_url, structured=structured)
         await progress.report(f"{execution.status} (execution {execution.pk})")
