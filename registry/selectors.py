@@ -6,7 +6,6 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from registry import formats
 from registry.models import RateLimitRule, Tool, ToolConfig, ToolParameter, Toolset
-from registry.models.tools import ParameterKind
 
 
 def rate_limit_rules_for(tool: Tool) -> list[RateLimitRule]:
@@ -76,8 +75,3 @@ def toolset_active(slug: str) -> Toolset | None:
 def toolset_tools(queryset: QuerySet[Tool], slug: str) -> QuerySet[Tool]:
     """The tools of ``queryset`` in the active toolset ``slug`` (none when there is no such)."""
     return queryset.filter(toolsets__slug=slug, toolsets__is_active=True)
-
-
-def tool_declares_output(tool: Tool) -> bool:
-    """Whether the tool declares output parameters (MCP lists an outputSchema for it)."""
-    return tool.parameters.filter(parameter_type=ParameterKind.OUTPUT).exists()

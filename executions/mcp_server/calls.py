@@ -24,6 +24,7 @@ from executions.mcp_server.sessions import McpRequest
 from executions.models import Approval, EntryPoint, Execution
 from executions.services.pipeline import execution_cancel, execution_submit
 from registry import access, formats, selectors
+from registry.schema import tool_output_schema
 from toolhub import context
 from toolhub.exceptions import ToolHubError
 
@@ -108,7 +109,9 @@ def submit(
 
 
 def structured_for(execution: Execution) -> bool:
-    return bool(execution.tool_id and selectors.tool_declares_output(execution.tool))
+    """Whether the call's tool declares an output schema (read from the parameters the
+    admission already holds, when it does)."""
+    return execution.tool is not None and tool_output_schema(execution.tool) is not None
 
 
 def execution_now(execution_id) -> Execution:

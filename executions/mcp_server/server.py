@@ -114,7 +114,9 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
             raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState.")
         structured = await calls.in_thread(calls.structured_for, execution)
         return await _awaiting_approval(request, execution, structured, revision, progress)
-    if not await calls.in_thread(calls.in_toolset, request, params.name):
+    if request.toolset is not None and not await calls.in_thread(
+        calls.in_toolset, request, params.name
+    ):
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     return await _call(ctx, request, params, revision, progress)
 
@@ -211,7 +213,7 @@ async def listen(ctx, params: types.SubscriptionsListenRequestParams):
 
 
 def build_server() -> ToolHubServer:
-    return ToolHubServer(
+    server = ToolHubServer(
         "ToolHub",
         version="1",
         instructions=(
@@ -224,6 +226,10 @@ def build_server() -> ToolHubServer:
         # ToolHub validates arguments itself (structured problems as a tool result).
         get_tool_input_schema=lambda name: None,
     )
+    # The SDK's default middleware opens an OpenTelemetry span per message; ToolHub
+    # installs no exporter, so it would only cost time on every call.
+    server.middleware = []
+    return server
 
 
 def build_manager() -> StreamableHTTPSessionManager:
