@@ -383,6 +383,8 @@ def inline_wait_kinds(items: list[str]) -> frozenset[str]:
 
 TOOLHUB_INLINE_WAIT = inline_wait_kinds(env_list("TOOLHUB_INLINE_WAIT", ["http"]))
 
+# ASGI (toolhub/asgi.py): Django's threads per process (gthread's --threads under WSGI).
+TOOLHUB_ASGI_DJANGO_THREADS = env_int("TOOLHUB_ASGI_DJANGO_THREADS", 4, minimum=1)
 # ASGI (toolhub/asgi.py): paths served by an app other than Django's, named by dotted
 # path (the project package imports no app, as ROOT_URLCONF includes urls by string).
 TOOLHUB_ASGI_MOUNTS = {
@@ -523,5 +525,10 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # The MCP SDK logs every stateless request's end at INFO ("Terminating session").
+        "mcp.server.streamable_http": {"level": "WARNING"},
+        "mcp.server.streamable_http_manager": {"level": "WARNING"},
+    },
 }
