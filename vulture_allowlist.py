@@ -71,6 +71,7 @@ required_action
 default_value
 tool_ids  # ToolsetInputSerializer
 prepopulated_fields  # the toolset admin's slug from its name
+middleware  # the mcp SDK server's middleware list (executions/mcp_server/server.py)
 
 # Model fields and choices: columns of the schema, read through the ORM or SQL.
 decided_by

@@ -3,7 +3,7 @@
     python bench/bench_django.py seed --upstream http://127.0.0.1:PORT
         Create an owner, a role, an agent in it, an ``http`` tool on ``/ping``
         with one integer parameter ``x``, an ``execute`` grant and a token.
-        Prints one JSON line: {"tool_id", "token", "agent_id"}.
+        Prints one JSON line: {"tool_id", "tool_name", "token", "agent_id"}.
 
     python bench/bench_django.py profile --tool-id ID --token TOKEN [--calls 300]
         In-process profile of the governed call (Django test client, real
@@ -63,7 +63,16 @@ def seed(args) -> None:
     )
     access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     _token, raw = access_services.token_issue(actor=None, user=agent.user, name="bench")
-    print(json.dumps({"tool_id": str(tool.pk), "token": raw, "agent_id": str(agent.pk)}))
+    print(
+        json.dumps(
+            {
+                "tool_id": str(tool.pk),
+                "tool_name": tool.name,
+                "token": raw,
+                "agent_id": str(agent.pk),
+            }
+        )
+    )
 
 
 # --------------------------------------------------------------------------- profile

@@ -115,6 +115,17 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+MCP_INITIALIZE = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "1"},
+}
+
+
+def mcp_message(rpc_id: int, method: str, params: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -607,6 +618,14 @@ def report(results: list[RunResult], args, meta: dict) -> str:
                 f"governed p99 - direct p99 = {fmt(g.pct(99) - d.pct(99))} ms; "
                 f"governed rps / direct rps = {g.rps / d.rps:.4f} ({d.rps / g.rps:.1f}x fewer)"
             )
+        m = by.get(("mcp", c))
+        if m and d and g:
+            lines.append(
+                f"- c={c}: MCP tools/call p50 - direct p50 = {fmt(m.pct(50) - d.pct(50))} ms; "
+                f"MCP p50 - REST p50 = {fmt(m.pct(50) - g.pct(50))} ms; "
+                f"MCP rps / direct rps = {m.rps / d.rps:.4f}; MCP rps / REST rps = "
+                f"{m.rps / g.rps:.2f}"
+            )
         for kind, what in (
             ("noop", "GET /healthz (Django, no database)"),
             ("read", "GET one execution (DRF, token auth, one row)"),
@@ -796,6 +815,12 @@ def parse_args() -> argparse.Namespace:
         "governance: GET /healthz (Django, no database) and GET /api/v1/executions/{id} "
         "(DRF, token authentication, one row read)",
     )
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also MCP tools/call through /mcp (serves toolhub.asgi with uvicorn workers: "
+        "REST and MCP on the same ASGI server)",
+    )
     parser.add_argument("--profile-calls", type=int, default=300)
     parser.add_argument(
         "--ref",
@@ -831,6 +856,8 @@ def is_asgi(worker_class: str) -> bool:
 def main() -> int:
     args = parse_args()
     use_database_and_redis(args.database, args.redis_db)
+    if args.mcp and args.server == "gunicorn" and not is_asgi(args.gunicorn_worker_class):
+        args.gunicorn_worker_class = "uvicorn_worker.UvicornWorker"
     if args.server == "granian" and importlib.util.find_spec("granian") is None:
         print(
             "--server granian: Granian is not installed (it is not a ToolHub dependency); "
@@ -1042,6 +1069,33 @@ def main() -> int:
                 return True, body["id"], ""
             return False, "", f"HTTP {response.status_code}: {json.dumps(body)[:200]}"
 
+        mcp_headers = {**headers, "Accept": "application/json, text/event-stream"}
+
+        def mcp_client() -> httpx.Client:
+            return httpx.Client(base_url=base, headers=mcp_headers, timeout=60, trust_env=False)
+
+        def mcp_session(client: httpx.Client) -> None:
+            """A 2025-11-25 client: initialize once, then its session id on each call."""
+            opened = client.post("/mcp", json=mcp_message(0, "initialize", MCP_INITIALIZE))
+            client.headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+            client.headers["MCP-Protocol-Version"] = MCP_INITIALIZE["protocolVersion"]
+
+        def mcp(client: httpx.Client, x: int) -> tuple[bool, str, str]:
+            if "Mcp-Session-Id" not in client.headers:  # the thread's first, untimed call
+                mcp_session(client)
+            params = {"name": seed["tool_name"], "arguments": {"x": x}}
+            response = client.post("/mcp", json=mcp_message(x, "tools/call", params))
+            answers = [
+                json.loads(line[5:])
+                for line in response.text.splitlines()
+                if line.startswith("data:") and line[5:].strip()
+            ]
+            result = (answers[-1] if answers else {}).get("result") or {}
+            data = (result.get("structuredContent") or {}).get("data") or {}
+            if response.status_code == 200 and not result.get("isError") and data.get("x") == x:
+                return True, result["_meta"]["io.toolhub/execution"]["id"], ""
+            return False, "", f"HTTP {response.status_code}: {response.text[:200]}"
+
         def noop(client: httpx.Client, x: int) -> tuple[bool, str, str]:
             response = client.get("/healthz")
             if response.status_code == 200 and response.json().get("status") == "ok":
@@ -1074,6 +1128,10 @@ def main() -> int:
         with direct_client() as client:
             for x in range(args.warmup * 5):
                 direct(client, x)
+        if args.mcp:
+            with mcp_client() as client:
+                for x in range(args.warmup):
+                    mcp(client, x)
         if args.kill_db_connections:
             # Resilience check: every process loses its database connection (as after a
             # PostgreSQL restart or failover); the governed calls below must still succeed.
@@ -1088,6 +1146,8 @@ def main() -> int:
         results: list[RunResult] = []
         phases: dict[int, dict] = {}
         modes = [("direct", direct_client, direct), ("governed", governed_client, governed)]
+        if args.mcp:
+            modes += [("mcp", mcp_client, mcp)]
         if args.floor:
             modes += [("noop", governed_client, noop), ("read", governed_client, read)]
         for c in concurrencies:
@@ -1118,7 +1178,7 @@ def main() -> int:
 
         # Durability: every measured governed call's row is final and succeeded.
         time.sleep(0.5)
-        ids = [r[0] for res in results if res.kind == "governed" for r in res.records]
+        ids = [r[0] for res in results if res.kind in ("governed", "mcp") for r in res.records]
         rows = verify_rows(ids)
         meta = {
             "machine": machine(),

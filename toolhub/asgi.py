@@ -5,22 +5,28 @@ whole of ToolHub. A mounted app is named by dotted path and imported here, so th
 project package imports no app (as ``ROOT_URLCONF`` includes urls by string). A
 mounted app that has a ``lifespan()`` async context manager runs it for as long as
 the server runs (the ASGI lifespan protocol).
+
+Django itself is served as the WSGI application on a fixed pool of
+``TOOLHUB_ASGI_DJANGO_THREADS`` threads (a2wsgi), as gunicorn's gthread worker
+serves it: each thread keeps its database connection (``CONN_MAX_AGE``) and the
+connection's health check reads the registry generation. Django's own ASGI
+handler runs each request's sync code in a thread of its own, so every request
+opened a new PostgreSQL session and left the old ones open (``too many clients``
+at 16 concurrent calls; bench/README.md, "MCP tools/call").
 """
 
 import os
 from contextlib import AsyncExitStack
 
-from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 
 from toolhub import tracing
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
-# Under ASGI every request runs in a thread of its own: PostgreSQL connections come
-# from a pool per process, not one kept per thread (toolhub/settings.py).
-os.environ.setdefault("TOOLHUB_DB_POOL_SIZE", "16")
 tracing.setup()  # before the application loads its middleware; nothing when OTEL_* is unset
-django_application = get_asgi_application()  # sets Django up before the mounts import
+django_wsgi = get_wsgi_application()  # sets Django up before the mounts import
 
+from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
@@ -63,6 +69,6 @@ class MountRouter:
 
 
 application = MountRouter(
-    django_application,
+    WSGIMiddleware(django_wsgi, workers=settings.TOOLHUB_ASGI_DJANGO_THREADS),
     {prefix: import_string(path) for prefix, path in settings.TOOLHUB_ASGI_MOUNTS.items()},
 )

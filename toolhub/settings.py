@@ -408,6 +408,8 @@ def inline_wait_kinds(items: list[str]) -> frozenset[str]:
 
 TOOLHUB_INLINE_WAIT = inline_wait_kinds(env_list("TOOLHUB_INLINE_WAIT", ["http"]))
 
+# ASGI (toolhub/asgi.py): Django's threads per process (gthread's --threads under WSGI).
+TOOLHUB_ASGI_DJANGO_THREADS = env_int("TOOLHUB_ASGI_DJANGO_THREADS", 4, minimum=1)
 # ASGI (toolhub/asgi.py): paths served by an app other than Django's, named by dotted
 # path (the project package imports no app, as ROOT_URLCONF includes urls by string).
 TOOLHUB_ASGI_MOUNTS = {
@@ -423,8 +425,9 @@ TOOLHUB_MCP_MAX_BODY_BYTES = env_int(
 # A client that has not sent its whole request body in this many seconds gets a 408.
 TOOLHUB_MCP_BODY_TIMEOUT = env_float("TOOLHUB_MCP_BODY_TIMEOUT", 10.0, minimum=0.1)
 TOOLHUB_MCP_PAGE_SIZE = env_int("TOOLHUB_MCP_PAGE_SIZE", 100, minimum=1)
-# Threads per web process for the MCP endpoint's database work and waits.
-TOOLHUB_MCP_THREADS = env_int("TOOLHUB_MCP_THREADS", 64, minimum=1)
+# Threads per web process for the MCP endpoint's database work and the calls it waits
+# for (each may hold a database connection: mind PostgreSQL's max_connections).
+TOOLHUB_MCP_THREADS = env_int("TOOLHUB_MCP_THREADS", 16, minimum=1)
 # How long one tools/call waits for a human's approval before it answers with the
 # execution to poll (2025 revisions), or asks the client to retry (2026-07-28).
 TOOLHUB_MCP_APPROVAL_WAIT = env_float("TOOLHUB_MCP_APPROVAL_WAIT", 300.0, minimum=0.0)
@@ -594,5 +597,10 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # The MCP SDK logs every stateless request's end at INFO ("Terminating session").
+        "mcp.server.streamable_http": {"level": "WARNING"},
+        "mcp.server.streamable_http_manager": {"level": "WARNING"},
+    },
 }

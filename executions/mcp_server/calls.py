@@ -21,10 +21,10 @@ from django.core import signing
 from django.db import close_old_connections
 
 from executions.mcp_server.sessions import McpRequest
-from executions.models import Approval, EntryPoint, Execution, ExecutionStatus
-from executions.services import notify
+from executions.models import Approval, EntryPoint, Execution
 from executions.services.pipeline import execution_cancel, execution_submit
 from registry import access, formats, selectors
+from registry.schema import tool_output_schema
 from toolhub import context
 from toolhub.exceptions import ToolHubError
 
@@ -109,21 +109,12 @@ def submit(
 
 
 def structured_for(execution: Execution) -> bool:
-    return bool(execution.tool_id and selectors.tool_declares_output(execution.tool))
+    """Whether the call's tool declares an output schema (read from the parameters the
+    admission already holds, when it does)."""
+    return execution.tool is not None and tool_output_schema(execution.tool) is not None
 
 
-def wait_round(execution_id, seconds: float) -> Execution:
-    """The execution once final, or as it stands after ``seconds``."""
-
-    def final() -> bool:
-        status = Execution.objects.filter(pk=execution_id).values_list("status", flat=True).first()
-        return status not in (
-            ExecutionStatus.PENDING_APPROVAL,
-            ExecutionStatus.QUEUED,
-            ExecutionStatus.RUNNING,
-        )
-
-    notify.wait_done(execution_id, seconds, final)
+def execution_now(execution_id) -> Execution:
     return Execution.objects.get(pk=execution_id)
 
 

@@ -31,6 +31,8 @@ from executions.models import Execution, ExecutionStatus
 SCOPE_KEY = "toolhub.mcp"
 # While a call runs or waits, a client that asked for progress hears from it this often.
 PROGRESS_SECONDS = 1.0
+# How often a call waiting for approval (and then its run) looks at its execution.
+APPROVAL_POLL_SECONDS = 1.0
 # How often an open listen stream looks whether the caller's tool list changed.
 LIST_POLL_SECONDS = 2.0
 
@@ -112,7 +114,9 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
             raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState.")
         structured = await calls.in_thread(calls.structured_for, execution)
         return await _awaiting_approval(request, execution, structured, revision, progress)
-    if not await calls.in_thread(calls.in_toolset, request, params.name):
+    if request.toolset is not None and not await calls.in_thread(
+        calls.in_toolset, request, params.name
+    ):
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     return await _call(ctx, request, params, revision, progress)
 
@@ -166,7 +170,9 @@ async def _awaiting_approval(request, execution, structured: bool, revision: str
     approval_id = await calls.in_thread(calls.approval_of, execution)
     await progress.report(f"waiting for approval {approval_id} (execution {execution.pk})")
     while (remaining := deadline - time.monotonic()) > 0:
-        execution = await calls.in_thread(calls.wait_round, execution.pk, min(remaining, 5.0))
+        # Polled, not blocked on: a call waiting for a person holds no thread meanwhile.
+        await anyio.sleep(min(remaining, APPROVAL_POLL_SECONDS))
+        execution = await calls.in_thread(calls.execution_now, execution.pk)
         if execution.is_terminal:
             return results.finished(execution, request.base_url, structured=structured)
         await progress.report(f"{execution.status} (execution {execution.pk})")
@@ -207,7 +213,7 @@ async def listen(ctx, params: types.SubscriptionsListenRequestParams):
 
 
 def build_server() -> ToolHubServer:
-    return ToolHubServer(
+    server = ToolHubServer(
         "ToolHub",
         version="1",
         instructions=(
@@ -220,6 +226,10 @@ def build_server() -> ToolHubServer:
         # ToolHub validates arguments itself (structured problems as a tool result).
         get_tool_input_schema=lambda name: None,
     )
+    # The SDK's default middleware opens an OpenTelemetry span per message; ToolHub
+    # installs no exporter, so it would only cost time on every call.
+    server.middleware = []
+    return server
 
 
 def build_manager() -> StreamableHTTPSessionManager:

@@ -46,6 +46,7 @@ def test_test_run_from_the_tool_page(admin_client, tool, staff_user):
     assert "admin-canary-key" not in html
     execution = Execution.objects.get()
     assert execution.principal == staff_user and execution.input_data == {"q": 7}
+    assert execution.entry_point == "admin"  # the record says which door the call came in by
 
     bad = admin_client.post(
         url, {"arguments": '{"q": "seven"}', "wait_seconds": 1}

@@ -93,6 +93,7 @@ def test_wait_returns_the_result_and_records_everything(world):
     body = response.json()
     assert body["status"] == "succeeded"
     assert body["tool_name"] == "echo_tool" and body["agent_id"] == str(world["agent"].pk)
+    assert (body["entry_point"], body["client_name"], body["protocol_version"]) == ("api", "", "")
     assert body["input_data"] == {"path": "echo", "count": 3}  # coerced, secret removed
     assert body["output_data"]["status_code"] == 200
     sent = world["upstream"].last

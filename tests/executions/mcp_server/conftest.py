@@ -83,6 +83,7 @@ def live_toolhub(django_db_setup, django_db_blocker):
             "TOOLHUB_MCP_PAGE_SIZE": "2",
             "TOOLHUB_MCP_APPROVAL_ROUND": "1",
             "TOOLHUB_MCP_APPROVAL_WAIT": "30",
+            "TOOLHUB_MCP_BODY_TIMEOUT": "1",
             "MEDIA_ROOT": str(settings.MEDIA_ROOT),
         }
         with celery_worker():

@@ -7,6 +7,7 @@ PostgreSQL, Redis and a real Celery worker (``conftest.live_toolhub``).
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from types import SimpleNamespace
 
@@ -345,6 +346,20 @@ def test_a_body_past_the_limit_is_refused_with_413(world, settings):
     assert response.status_code == 413
 
 
+def test_a_client_too_slow_to_send_its_body_gets_408(world):
+    port = world.live.ports[0]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: Bearer {world.token}\r\n".encode()
+            + b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"jsonrpc"'
+        )
+        started = time.monotonic()
+        answer = sock.recv(4096).decode()
+    assert answer.startswith("HTTP/1.1 408")
+    assert time.monotonic() - started < 5  # TOOLHUB_MCP_BODY_TIMEOUT=1 in the fixture
+
+
 # --------------------------------------------------------------------------- revisions
 
 
@@ -459,6 +474,8 @@ def test_a_planted_secret_never_appears_in_any_mcp_response(world):
     assert "Bearer [REDACTED]" in texts[2]  # the echo came back, its secret redacted
     assert all(CANARY not in text for text in texts)
     assert all(world.token not in text for text in texts)
+    # The caller's token authenticates it to ToolHub only: no upstream ever sees it.
+    assert all(world.token not in str(sent.headers) for sent in world.upstream.requests)
 
 
 def test_a_toolset_serves_only_its_tools_the_caller_may_execute(world, upstream):
@@ -570,8 +587,7 @@ def test_a_2026_client_listening_hears_that_its_tool_list_changed(world):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(anyio.to_thread.run_sync, revoke_bravo)
                     with anyio.fail_after(10):
-                        async for event in subscription:
-                            break
+                        event = await anext(aiter(subscription))
             tools, _ = await all_tools(client)
             return type(event).__name__, {tool.name for tool in tools}
 
