@@ -81,7 +81,7 @@ def server(tmp_path, request):
                     break
             except OSError:
                 time.sleep(0.1)
-        yield port, token
+        yield port, token, request.param
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
@@ -98,7 +98,7 @@ def server(tmp_path, request):
     ],
 )
 def test_the_next_request_on_the_connection_is_answered(server, path, size, status):
-    port, token = server
+    port, token, _ = server
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     body = b'{"tool": "x", "input_data": {"text": "' + b"a" * size + b'"}}'
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
@@ -110,10 +110,10 @@ def test_the_next_request_on_the_connection_is_answered(server, path, size, stat
     assert connection.getresponse().status == 200
 
 
-def test_a_request_line_past_the_limit_is_answered_as_the_document_says(server, request):
+def test_a_request_line_past_the_limit_is_answered_as_the_document_says(server):
     """414 whichever server is in front: ToolHub's Error body under the uvicorn workers,
     gunicorn's own HTML under its WSGI workers (it refuses first); the document says both."""
-    port, token = server
+    port, token, kind = server
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     connection.request("GET", "/api/schema/?format=json")
     document = json.loads(connection.getresponse().read())
@@ -126,6 +126,6 @@ def test_a_request_line_past_the_limit_is_answered_as_the_document_says(server, 
     answered.read()
     assert answered.status == 414
     content_type = answered.getheader("Content-Type")
-    assert content_type == {"asgi": "application/json", "wsgi": "text/html"}[request.param]
+    assert content_type == {"asgi": "application/json", "wsgi": "text/html"}[kind]
     documented = document["paths"]["/api/v1/tools"]["get"]["responses"]["414"]
     assert content_type in documented["content"]
