@@ -180,11 +180,10 @@ if DATABASE_URL:
         # Django's PostgreSQL backend whose per-request health check is the
         # registry generation read (one round trip fewer per API call).
         DATABASES["default"]["ENGINE"] = "toolhub.db.postgresql"
-        # Served as ASGI (toolhub/asgi.py turns this on), each request runs in a
-        # thread of its own: a persistent connection, kept per thread, would open
-        # a PostgreSQL session per request and leave it to the garbage collector,
-        # until PostgreSQL refuses clients. A pool per process instead: a request
-        # borrows a connection and returns it when it ends.
+        # Optional: a pool per process, a request borrowing a connection and
+        # returning it when it ends, instead of one persistent connection per
+        # thread (toolhub.asgi serves Django on a fixed set of threads, so the
+        # default keeps one per thread, as gunicorn's threaded worker does).
         TOOLHUB_DB_POOL_SIZE = env_int("TOOLHUB_DB_POOL_SIZE", 0, minimum=0)
         if TOOLHUB_DB_POOL_SIZE:
             DATABASES["default"]["CONN_MAX_AGE"] = 0
