@@ -394,3 +394,14 @@ def test_the_data_migration_pins_the_registrys_definition_of_existing_tools(db):
     tool.refresh_from_db()
     assert tool.approved_definition_source == "registry"
     assert tool.approved_definition_hash == definition_hash(registry_definition(tool))
+
+
+def test_a_decision_without_a_body_is_taken_and_a_malformed_one_is_a_400(web, drift, staff_user):
+    drift(descriptions={"echo": POISON})
+    mcp_server_sync(actor=None, server=web)
+    client = token_client(staff_user)
+    url = f"/api/v1/tools/{echo().pk}/definition/reject"
+    bad = client.post(url, {"reason": 5, "extra": 1}, format="json")
+    assert bad.status_code == 400
+    assert "extra" in json.dumps(bad.json()["error"]["details"])
+    assert client.post(url).status_code == 200

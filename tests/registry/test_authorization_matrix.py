@@ -11,7 +11,8 @@ Columns:
   revk  revoked token              expd  expired token
   inac  inactive agent (its role may manage T)
 
-The second table (calls, approvals, limits, MCP servers, import, audit, stats, toolsets)
+The second table (calls, approvals, limits, MCP servers, import, audit, stats, toolsets,
+pinned definitions: T has no pending definition, so a decision is a 409)
 adds two people: appr (may approve calls of T) and revw (compliance reviewer).
 There E is a finished call and EP a call waiting for approval AP, both made by
 the exec agent; L is a rate limit on T, M an MCP server and TS a toolset. List endpoints
@@ -123,6 +124,10 @@ POST   /toolsets                             401  403  403  403  403  403  403  
 GET    /toolsets/{TS}                        401  403  403  403  403  403  200  200  200  401
 PATCH  /toolsets/{TS}                        401  403  403  403  403  403  403  200  200  401
 DELETE /toolsets/{TS}                        401  403  403  403  403  403  403  204  204  401
+GET    /tools/{T}/definition                 401  404  403  403  200  403  200  200  200  401
+POST   /tools/{T}/definition/approve         401  404  403  403  403  403  403  409  409  401
+POST   /tools/{T}/definition/reject          401  404  403  403  403  403  403  409  409  401
+GET    /mcp-servers/{M}/drift                401  403  403  403  403  403  200  200  200  401
 """
 
 # Nothing listens there: a sync fails without leaving the machine.
@@ -158,6 +163,8 @@ BODIES = {
     ("PATCH", "/mcp-servers/{M}"): {"description": "changed"},
     ("POST", "/toolsets"): {"name": "Ops", "slug": "ops", "tool_ids": ["{T}"]},
     ("PATCH", "/toolsets/{TS}"): {"description": "changed"},
+    ("POST", "/tools/{T}/definition/approve"): {"reason": "read the diff"},
+    ("POST", "/tools/{T}/definition/reject"): {"reason": "read the diff"},
     ("POST", "/tools/import"): {"content": "tools:\n  - name: imported_tool\n    type: http\n"},
 }
 
