@@ -173,6 +173,29 @@ def test_a_blocking_pii_guard_withholds_the_output_and_fails_the_call(world):
     assert row.output_data is None
 
 
+def test_an_upstream_error_quoting_personal_data_is_redacted_in_the_error_message_too(world):
+    refusing = tool_services.tool_create(
+        actor=None,
+        name="refusing",
+        type="http",
+        timeout_seconds=5,
+        parameters=[{"name": "body", "type": "string"}],
+        configs=[
+            {"config_key": "base_url", "config_value": world["upstream"].url},
+            {"config_key": "endpoint", "config_value": "/status/400"},
+        ],
+    )
+    access_services.grant_create(actor=None, role=world["role"], action="execute", tool=refusing)
+    add_guard(refusing, name="pii", kind="pii", action="redact")
+    answer = call(world, "refusing", body="no account for jane@example.com").json()
+    assert answer["status"] == "failed" and answer["error_type"] == "upstream_error"
+    assert "jane@example.com" not in answer["error_message"]
+    assert "[REDACTED:email]" in answer["error_message"]
+    assert text_of(answer) == "no account for [REDACTED:email]"
+    on_error = [d for d in answer["guard_decisions"] if d.get("on") == "error_message"]
+    assert [d["action"] for d in on_error] == ["redact"]
+
+
 SECRET_CASES = [
     ("aws_access_key", "key=AKIAIOSFODNN7EXAMPLE;", "key=[REDACTED:aws_access_key];"),
     ("gcp_api_key", "k AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI x", "k [REDACTED:gcp_api_key] x"),
