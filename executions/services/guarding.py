@@ -18,23 +18,42 @@ GUARD_BLOCKED = "guard_blocked"
 def guarded_result(
     execution: Execution, spec, result: ExecutorResult
 ) -> tuple[ExecutorResult, list]:
-    """``result`` as the tool's after-guards leave it, and their decisions."""
-    if result.output is None or not any(g.stage == "after" for g in spec.guards):
+    """``result`` as the tool's after-guards leave it, and their decisions. A failed
+    call's error message (an upstream's error body may be quoted there) is guarded too:
+    what they do to it is recorded with ``"on": "error_message"``."""
+    if not any(g.stage == "after" for g in spec.guards):
         return result, []
-    outcome = engine.run_after(
-        spec.guards, tool=spec.tool, caller=execution.principal_name, output=result.output
-    )
-    if not outcome.blocked:
+    decisions: list[dict] = []
+    if result.output is not None:
+        outcome = engine.run_after(
+            spec.guards, tool=spec.tool, caller=execution.principal_name, output=result.output
+        )
+        decisions += outcome.decisions
+        if outcome.blocked:
+            return _blocked(result, outcome.message), decisions
         result.output = outcome.output
-        return result, outcome.decisions
-    blocked = ExecutorResult(
+    if not result.ok and result.error_message:
+        on_error = engine.run_after(
+            spec.guards,
+            tool=spec.tool,
+            caller=execution.principal_name,
+            output=result.error_message,
+        )
+        result.error_message = on_error.message if on_error.blocked else on_error.output
+        decisions += [
+            {**d, "on": "error_message"} for d in on_error.decisions if d["action"] != "pass"
+        ]
+    return result, decisions
+
+
+def _blocked(result: ExecutorResult, message: str) -> ExecutorResult:
+    return ExecutorResult(
         ok=False,
         error_type=GUARD_BLOCKED,
-        error_message=outcome.message,
+        error_message=message,
         upstream_status=result.upstream_status,
         metadata={k: v for k, v in (result.metadata or {}).items() if k != "truncated"},
     )
-    return blocked, outcome.decisions
 
 
 def may_have_waited(tool, execution: Execution) -> bool:

@@ -19,8 +19,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from executions.models import Approval, Execution
-from registry.models import Agent, ApiToken, AuditEvent, MCPServer, RateLimitRule, Tool
+from registry.models import (
+    Agent,
+    ApiToken,
+    AuditEvent,
+    Guard,
+    MCPServer,
+    RateLimitRule,
+    Tool,
+)
 from registry.services import access as access_services
+from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
@@ -63,6 +72,9 @@ def world(reviewer_user, owner):
     rule = limit_services.rate_limit_create(
         actor=None, tool=tool, scope="global", max_requests=5, time_window_seconds=60
     )
+    guard = guard_services.guard_create(
+        actor=None, tool=tool, name="reviewed-guard", kind="pii", action="redact"
+    )
     pending = Execution.objects.create(
         tool=tool,
         tool_name=tool.name,
@@ -95,6 +107,7 @@ def world(reviewer_user, owner):
         "token": token,
         "server": server,
         "rule": rule,
+        "guard": guard,
         "pending": pending,
         "approval": approval,
         "done": done,
@@ -119,6 +132,7 @@ def objects_by_model(world, reviewer_user) -> dict:
         "registry.auditevent": world["event"].pk,
         "registry.mcpserver": world["server"].pk,
         "registry.ratelimitrule": world["rule"].pk,
+        "registry.guard": world["guard"].pk,
         "registry.tool": world["tool"].pk,
         "executions.execution": world["done"].pk,
         "executions.approval": world["approval"].pk,
@@ -144,6 +158,7 @@ def snapshot():
         "tokens": list(ApiToken.objects.order_by("pk").values()),
         "servers": list(MCPServer.objects.order_by("pk").values()),
         "rules": list(RateLimitRule.objects.order_by("pk").values()),
+        "guards": list(Guard.objects.order_by("pk").values()),
         "approvals": list(Approval.objects.order_by("pk").values()),
         "executions": list(Execution.objects.order_by("pk").values("pk", "status")),
     }

@@ -15,8 +15,8 @@ The second table (calls, approvals, limits, MCP servers, import, audit, stats, t
 pinned definitions: T has no pending definition, so a decision is a 409)
 adds two people: appr (may approve calls of T) and revw (compliance reviewer).
 There E is a finished call and EP a call waiting for approval AP, both made by
-the exec agent; L is a rate limit on T, M an MCP server and TS a toolset. List endpoints
-answer 200 to every caller with only what the caller may see.
+the exec agent; L is a rate limit on T, GD a guard on T, M an MCP server and TS a
+toolset. List endpoints answer 200 to every caller with only what the caller may see.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from executions.models import Execution
 from executions.services.pipeline import execution_request
 from registry.models import ApiToken, Tool
 from registry.services import access as access_services
+from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
@@ -106,6 +107,12 @@ GET    /rate-limits/{L}                      401  404  200  200  200  200  200  
 PUT    /rate-limits/{L}                      401  404  403  403  200  403  403  200  200  401
 PATCH  /rate-limits/{L}                      401  404  403  403  200  403  403  200  200  401
 DELETE /rate-limits/{L}                      401  404  403  403  204  403  403  204  204  401
+GET    /guards                               401  200  200  200  200  200  200  200  200  401
+POST   /guards                               401  403  403  403  403  403  403  201  201  401
+GET    /guards/{GD}                          401  404  200  200  200  200  200  200  200  401
+PUT    /guards/{GD}                          401  404  403  403  403  403  403  200  200  401
+PATCH  /guards/{GD}                          401  404  403  403  403  403  403  200  200  401
+DELETE /guards/{GD}                          401  404  403  403  403  403  403  204  204  401
 GET    /mcp-servers                          401  403  403  403  403  403  200  200  200  401
 POST   /mcp-servers                          401  403  403  403  403  403  403  201  201  401
 GET    /mcp-servers/{M}                      401  403  403  403  403  403  200  200  200  401
@@ -154,6 +161,9 @@ BODIES = {
     ("POST", "/rate-limits"): {"tool_id": "{T}", "max_requests": 5, "time_window_seconds": 60},
     ("PUT", "/rate-limits/{L}"): {"scope": "global", "max_requests": 5, "time_window_seconds": 60},
     ("PATCH", "/rate-limits/{L}"): {"max_requests": 7},
+    ("POST", "/guards"): {"name": "new-guard", "tool_id": "{T}", "kind": "pii", "action": "redact"},
+    ("PUT", "/guards/{GD}"): {"name": "matrix-guard", "kind": "pii", "action": "block"},
+    ("PATCH", "/guards/{GD}"): {"action": "flag"},
     ("POST", "/mcp-servers"): {"name": "new_mcp", "transport": "streamable_http", "url": MCP_URL},
     ("PUT", "/mcp-servers/{M}"): {
         "name": "matrix_mcp",
@@ -260,6 +270,9 @@ def governed_world(world, reviewer_user, approver_user, approvers_role):
     toolset = toolset_services.toolset_create(
         actor=None, name="Matrix", slug="matrix", tools=[tool]
     )
+    guard = guard_services.guard_create(
+        actor=None, tool=tool, name="matrix-guard", kind="pii", action="redact"
+    )
     tokens = {
         **world["tokens"],
         "appr": make_token(approver_user),
@@ -273,6 +286,7 @@ def governed_world(world, reviewer_user, approver_user, approvers_role):
         "{L}": str(rule.pk),
         "{M}": str(server.pk),
         "{TS}": str(toolset.pk),
+        "{GD}": str(guard.pk),
     }
     return {**world, "tokens": tokens, "ids": ids}
 
@@ -334,7 +348,7 @@ def test_governance_matrix(governed_world, method, path, expected):
 # A value of the right shape for each placeholder, so the tables' paths resolve offline.
 SAMPLE_IDS = {
     **dict.fromkeys(
-        ["{T}", "{P}", "{A}", "{G}", "{E}", "{EP}", "{AP}", "{L}", "{M}", "{TS}"],
+        ["{T}", "{P}", "{A}", "{G}", "{E}", "{EP}", "{AP}", "{L}", "{M}", "{TS}", "{GD}"],
         str(uuid.UUID(int=1)),
     ),
     **dict.fromkeys(["{R}", "{AT}"], "1"),
