@@ -364,7 +364,7 @@ def test_the_admin_who_last_changed_the_server_may_not_approve_for_a_tool_under_
 
 def pin_as_before_pinning() -> None:
     """The data migration's pinning: the registry's definition of every tool."""
-    migration = importlib.import_module("registry.migrations.0015_pinned_definitions")
+    migration = importlib.import_module("registry.migrations.0018_pinned_definitions")
     migration.pin_current_definitions(django_apps, None)
 
 

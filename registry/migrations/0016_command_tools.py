@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("registry", "0014_mcp_remote_tool_name"),
+        ("registry", "0015_toolsets"),
     ]
 
     operations = [

@@ -27,7 +27,7 @@ def pin_current_definitions(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("registry", "0014_mcp_remote_tool_name"),
+        ("registry", "0017_guards"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("registry", "0014_mcp_remote_tool_name"),
+        ("registry", "0018_pinned_definitions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

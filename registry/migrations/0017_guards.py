@@ -38,7 +38,7 @@ def unwatch(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("registry", "0014_mcp_remote_tool_name"),
+        ("registry", "0016_command_tools"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

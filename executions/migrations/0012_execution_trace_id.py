@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
-        ("executions", "0008_retention_function"),
+        ("executions", "0011_guard_decisions"),
         ("registry", "0014_mcp_remote_tool_name"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

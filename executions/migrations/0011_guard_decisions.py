@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("executions", "0008_retention_function"),
+        ("executions", "0010_approval_reasons_input_defaults"),
     ]
 
     operations = [
