@@ -862,7 +862,7 @@ def test_a_call_waiting_for_a_slot_polls_less_as_it_waits(world, eager_tasks, mo
 
     from django.utils import timezone
 
-    from executions.services import runner
+    from executions.services.runner import claim
     from executions.tasks import run_execution
 
     sent = []
@@ -877,14 +877,14 @@ def test_a_call_waiting_for_a_slot_polls_less_as_it_waits(world, eager_tasks, mo
         queued_at=now - timedelta(seconds=1),
         heartbeat_at=now - timedelta(seconds=1),
     )
-    runner._wait_for_slot(execution, world["tool"])
+    claim._wait_for_slot(execution, world["tool"])
     assert Execution.objects.get(pk=execution.pk).heartbeat_at == execution.heartbeat_at
-    assert sent[-1] == runner.SLOT_RETRY_SECONDS  # soon, at first
+    assert sent[-1] == claim.SLOT_RETRY_SECONDS  # soon, at first
     execution.queued_at = now - timedelta(seconds=60)
     execution.heartbeat_at = now - timedelta(seconds=30)
-    runner._wait_for_slot(execution, world["tool"])
+    claim._wait_for_slot(execution, world["tool"])
     assert Execution.objects.get(pk=execution.pk).heartbeat_at > execution.heartbeat_at
-    assert sent[-1] == runner.SLOT_RETRY_MAX_SECONDS  # long waits poll every 2 s
+    assert sent[-1] == claim.SLOT_RETRY_MAX_SECONDS  # long waits poll every 2 s
 
 
 @pytest.fixture

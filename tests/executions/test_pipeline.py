@@ -659,7 +659,7 @@ def test_text_no_record_can_hold_is_refused_or_mended_never_a_500(world, upstrea
     assert run(world["client"], tool="echo\x00", input_data={}).status_code == 400
     # In an upstream answer or error: recorded with U+FFFD in place.
     from executions.executors.base import ExecutorResult
-    from executions.services.runner import _finish
+    from executions.services.runner.finish import finish
 
     tool = world["tool"]
     for result in (
@@ -668,7 +668,7 @@ def test_text_no_record_can_hold_is_refused_or_mended_never_a_500(world, upstrea
     ):
         execution = Execution.objects.create(tool=tool, tool_name=tool.name, status="running")
         result.output = json_safe(result.output)  # as the runner prepares every output
-        _finish(execution, tool, result, 1, 1.0)
+        finish(execution, tool, result, 1, 1.0)
         stored = Execution.objects.get(pk=execution.pk)
         if result.ok:
             assert stored.output_data == {"data": "a\ufffdb", "k\ufffd": "\ufffd"}
@@ -680,11 +680,11 @@ def test_text_no_record_can_hold_is_refused_or_mended_never_a_500(world, upstrea
 def test_the_content_hash_of_an_output_is_the_stored_rows(world, value):
     from executions.executors.base import ExecutorResult
     from executions.services.records import execution_content_hash
-    from executions.services.runner import _finish
+    from executions.services.runner.finish import finish
 
     tool = world["tool"]
     execution = Execution.objects.create(tool=tool, tool_name=tool.name, status="running")
-    _finish(execution, tool, ExecutorResult(ok=True, output={"v": value, "l": [value]}), 1, 1.0)
+    finish(execution, tool, ExecutorResult(ok=True, output={"v": value, "l": [value]}), 1, 1.0)
     stored = Execution.objects.get(pk=execution.pk)
     event = AuditEvent.objects.filter(target_id=str(execution.pk)).order_by("-id").first()
     assert event.after["content_hash"] == execution_content_hash(stored)

@@ -756,14 +756,14 @@ def test_only_platform_admins_link_tools_to_a_server(manager_client, server, sta
 
 
 def test_a_denied_remote_tool_never_gets_the_servers_credentials(server):
-    from executions.services.runner import _mcp_configs
+    from executions.services.run_configs import mcp_configs
 
     tool = synced_tool(server, "lookup")
     configs = {"remote_tool_name": "lookup"}
-    assert _mcp_configs(tool, configs)["server"]["auth_token"] == CANARY
+    assert mcp_configs(tool, configs)["server"]["auth_token"] == CANARY
     MCPServer.objects.filter(pk=server.pk).update(tools_denied=["look*"])
     with pytest.raises(ValueError, match="does not offer 'lookup'"):
-        _mcp_configs(tool, configs)
+        mcp_configs(tool, configs)
 
 
 def test_a_server_saved_before_the_allow_list_narrowed_stays_editable(staff_client, settings):

@@ -1,0 +1,119 @@
+"""The executor called under the call's budget, retried on retryable failures; the
+tool's secrets are removed from what comes back (the runner's one redaction)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+
+from executions import telemetry
+from executions.executors import get_executor, lent_secrets
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.jsonsafe import json_safe
+from executions.models import Execution
+from executions.redaction import redact, redact_text, with_encoded_forms
+from executions.services import run_configs
+from executions.services.pinned_calls import pinned_hash
+from executions.services.runner.budget import total_budget_seconds
+from registry import crypto
+from registry.models import Tool
+from toolhub import tracing
+
+logger = logging.getLogger(__name__)
+RETRY_AFTER_MAX_SECONDS = 30
+
+
+def _backoff(attempt: int, result: ExecutorResult) -> float | None:
+    """Seconds to wait before the next attempt, or None when the upstream asks for more
+    than a call waits (its Retry-After is honoured by not retrying, never ignored)."""
+    default = min(0.2 * (2 ** (attempt - 1)), 5.0)
+    retry_after = (result.metadata or {}).get("retry_after")
+    if isinstance(retry_after, int | float):
+        if retry_after > RETRY_AFTER_MAX_SECONDS:
+            return None
+        return max(float(retry_after), default)  # a past date or 0: the usual backoff
+    return default
+
+
+def _prepare(execution: Execution, spec):
+    """The sealed inputs, configs, secrets to remove and executor of one call."""
+    tool = spec.tool
+    sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
+    configs, secret_configs = spec.runtime(run_configs.configs_for)
+    # Every secret the call uses, whatever the executor: the tool's, the caller's
+    # and those its configs resolve to (an MCP server's token, a database alias).
+    lent = lent_secrets(tool.type, configs)
+    secrets = tuple(dict.fromkeys([*run_configs.secret_values(secret_configs, sealed), *lent]))
+    return sealed, configs, secrets, get_executor(tool.type)
+
+
+def _tool_call(execution: Execution, tool: Tool, configs, inputs, secrets, attempt) -> ToolCall:
+    return ToolCall(
+        tool_name=tool.name,
+        tool_type=tool.type,
+        configs=configs,
+        inputs=inputs,
+        timeout_seconds=float(tool.timeout_seconds),
+        # The executor may read up to the artifact cap; the row keeps at most
+        # tool.max_response_bytes and the rest goes to the artifact.
+        max_response_bytes=max(tool.max_response_bytes, settings.TOOLHUB_MAX_ARTIFACT_BYTES),
+        execution_id=str(execution.pk),
+        attempt=attempt,
+        secret_values=secrets,
+        pinned_definition_hash=pinned_hash(tool),
+    )
+
+
+def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, float]:
+    tool = spec.tool
+    started = time.monotonic()
+    try:
+        sealed, configs, secrets, executor = _prepare(execution, spec)
+    except Exception as exc:  # configuration that cannot even be loaded
+        logger.warning("execution %s: cannot prepare: %s", execution.pk, exc.__class__.__name__)
+        return (
+            ExecutorResult(ok=False, error_type=ErrorType.CONFIG, error_message=str(exc)[:500]),
+            0,
+            0.0,
+        )
+    inputs = {**(execution.input_data or {}), **sealed}
+    deadline = started + total_budget_seconds(tool)
+    attempt = 0
+    while True:
+        attempt += 1  # recorded with the outcome: one write per run, not one per attempt
+        call = _tool_call(execution, tool, configs, inputs, secrets, attempt)
+        result = _execute(executor, call, secrets)
+        if result.ok or not result.retryable or attempt > tool.max_retries:
+            break
+        pause = _backoff(attempt, result)
+        if pause is None or time.monotonic() + pause + tool.timeout_seconds > deadline:
+            retry_after = (result.metadata or {}).get("retry_after")
+            if isinstance(retry_after, int | float) and result.error_message:
+                result.error_message += f" (the upstream asks to retry after {retry_after:g} s)"
+            break
+        time.sleep(pause)
+    forms = with_encoded_forms(secrets)
+    result.output = redact(json_safe(result.output), forms)
+    if result.error_message:
+        result.error_message = redact_text(result.error_message, forms)
+    return result, attempt, (time.monotonic() - started) * 1000
+
+
+def _execute(executor, call: ToolCall, secrets: tuple[str, ...]) -> ExecutorResult:
+    """One attempt: the executor's result (an executor that raises has failed the call)."""
+    with tracing.span("toolhub.executor", telemetry.call_attributes(call)) as current:
+        try:
+            result = executor.execute(call)
+        except Exception as exc:  # an executor bug must still end the execution
+            logger.exception("execution %s: executor crashed", call.execution_id)
+            result = ExecutorResult(
+                ok=False,
+                error_type=ErrorType.TOOL,
+                error_message=redact_text(f"{exc.__class__.__name__}: {exc}", secrets)[:2000],
+            )
+        current.set_attributes(telemetry.result_attributes(result))
+        if not result.ok:
+            tracing.failed(current, result.error_type or "failed")
+        return result
