@@ -831,7 +831,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     if args.mcp and args.server == "gunicorn":
-        args.gunicorn_worker_class = "uvicorn.workers.UvicornWorker"
+        args.gunicorn_worker_class = "uvicorn_worker.UvicornWorker"
     if args.server == "granian" and importlib.util.find_spec("granian") is None:
         print(
             "--server granian: Granian is not installed (it is not a ToolHub dependency); "
