@@ -19,11 +19,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from executions.models import Approval, Execution
-from registry.models import Agent, ApiToken, AuditEvent, MCPServer, RateLimitRule, Tool
+from registry.models import Agent, ApiToken, AuditEvent, MCPServer, RateLimitRule, Tool, Toolset
 from registry.services import access as access_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
+from registry.services import toolsets as toolset_services
 from tests.conftest import make_role, token_client
 from tests.factories import make_token, make_user
 
@@ -63,6 +64,9 @@ def world(reviewer_user, owner):
     rule = limit_services.rate_limit_create(
         actor=None, tool=tool, scope="global", max_requests=5, time_window_seconds=60
     )
+    toolset = toolset_services.toolset_create(
+        actor=None, name="Reviewed", slug="reviewed", tools=[tool]
+    )
     pending = Execution.objects.create(
         tool=tool,
         tool_name=tool.name,
@@ -95,6 +99,7 @@ def world(reviewer_user, owner):
         "token": token,
         "server": server,
         "rule": rule,
+        "toolset": toolset,
         "pending": pending,
         "approval": approval,
         "done": done,
@@ -119,6 +124,7 @@ def objects_by_model(world, reviewer_user) -> dict:
         "registry.auditevent": world["event"].pk,
         "registry.mcpserver": world["server"].pk,
         "registry.ratelimitrule": world["rule"].pk,
+        "registry.toolset": world["toolset"].pk,
         "registry.tool": world["tool"].pk,
         "executions.execution": world["done"].pk,
         "executions.approval": world["approval"].pk,
@@ -144,6 +150,7 @@ def snapshot():
         "tokens": list(ApiToken.objects.order_by("pk").values()),
         "servers": list(MCPServer.objects.order_by("pk").values()),
         "rules": list(RateLimitRule.objects.order_by("pk").values()),
+        "toolsets": list(Toolset.objects.order_by("pk").values()),
         "approvals": list(Approval.objects.order_by("pk").values()),
         "executions": list(Execution.objects.order_by("pk").values("pk", "status")),
     }
