@@ -9,6 +9,8 @@ protocol revision (``toolhub.context``).
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ _STATE_SALT = "toolhub.mcp.approval"
 
 
 _limiter: anyio.CapacityLimiter | None = None
+_threads = threading.local()
 
 
 async def in_thread(fn: Callable, *args):
@@ -44,12 +47,21 @@ async def in_thread(fn: Callable, *args):
     if _limiter is None:
         _limiter = anyio.CapacityLimiter(settings.TOOLHUB_MCP_THREADS)
 
-    def run():
+    def work():
         close_old_connections()
         try:
             return fn(*args)
         finally:
             close_old_connections()
+
+    def run():
+        # Each worker thread runs in a context of its own, kept: Django's cache clients
+        # are per context, so in the request's (copied) context every call would open
+        # a new Redis connection. What a call needs of the request it binds (``bound``).
+        own = getattr(_threads, "context", None)
+        if own is None:
+            own = _threads.context = contextvars.Context()
+        return own.run(work)
 
     return await anyio.to_thread.run_sync(run, limiter=_limiter, abandon_on_cancel=True)
 

@@ -73,9 +73,9 @@ def check_host_and_origin(headers: dict[str, str]) -> None:
         return  # not a browser: DNS rebinding needs one
     allowed = [o.rstrip("/") for o in settings.TOOLHUB_MCP_ALLOWED_ORIGINS]
     hostname = urlsplit(origin).hostname if origin != "null" else None
-    if origin.rstrip("/") in allowed or (
-        hostname and validate_host(hostname.lower(), _allowed_hosts())
-    ):
+    # ALLOWED_HOSTS' "*" admits any Host, never any page: origins must be named.
+    named_hosts = [h for h in _allowed_hosts() if h != "*"]
+    if origin.rstrip("/") in allowed or (hostname and validate_host(hostname.lower(), named_hosts)):
         return
     raise Refused(
         403,

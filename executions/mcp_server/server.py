@@ -126,7 +126,11 @@ async def _call(ctx, request, params, revision: str, progress: Progress):
 
     def on_admitted(execution: Execution) -> None:
         admitted["id"] = execution.pk
-        sessions.call_remember(request, ctx.request_id, str(execution.pk))
+        # Only a call that has not started can be cancelled: one that runs here at once
+        # (an HTTP tool waited for, decision 0004) needs no entry for a cancellation.
+        if execution.status in (ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL):
+            sessions.call_remember(request, ctx.request_id, str(execution.pk))
+            admitted["remembered"] = True
 
     try:
         outcome = await progress.during(
@@ -151,7 +155,7 @@ async def _call(ctx, request, params, revision: str, progress: Progress):
                 await calls.in_thread(calls.cancel, request, admitted["id"])
         raise
     finally:
-        if "id" in admitted:
+        if admitted.get("remembered"):
             with anyio.CancelScope(shield=True):
                 await calls.in_thread(sessions.call_forget, request, ctx.request_id)
 

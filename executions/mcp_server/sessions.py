@@ -9,8 +9,10 @@ opened it. The 2026-07-28 revision sends them with each request instead.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
+from functools import cache as once
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +22,56 @@ _SESSION_KEY = "toolhub:mcp-session:{}"
 _CALL_KEY = "toolhub:mcp-call:{}:{}:{}"
 # A call's cancellation can arrive while it waits for approval: keep its id as long.
 _CALL_TTL_SECONDS = 24 * 3600
+
+
+@once
+def _redis():
+    """One client (and connection pool) per process. Django's cache gives each request
+    context its own client, so each MCP request would open a new Redis connection."""
+    if not settings.REDIS_URL:
+        return None  # embedded: one process, the local-memory cache
+    import redis
+
+    return redis.Redis.from_url(
+        settings.REDIS_URL,
+        socket_connect_timeout=settings.TOOLHUB_REDIS_CONNECT_TIMEOUT,
+        socket_timeout=settings.TOOLHUB_REDIS_TIMEOUT,
+        health_check_interval=30,
+    )
+
+
+def _put(key: str, value: Any, ttl: int) -> None:
+    client = _redis()
+    if client is None:
+        cache.set(key, value, ttl)
+    else:
+        client.set(key, json.dumps(value), ex=ttl)
+
+
+def _take(key: str, *, touch: int | None = None) -> Any:
+    """The value at ``key`` (None when absent); ``touch``: its time to live starts over."""
+    client = _redis()
+    if client is None:
+        value = cache.get(key)
+        if value is not None and touch:
+            cache.touch(key, touch)
+        return value
+    if touch:
+        pipe = client.pipeline(transaction=False)
+        pipe.get(key)
+        pipe.expire(key, touch)
+        raw = pipe.execute()[0]
+    else:
+        raw = client.get(key)
+    return json.loads(raw) if raw is not None else None
+
+
+def _drop(key: str) -> None:
+    client = _redis()
+    if client is None:
+        cache.delete(key)
+    else:
+        client.delete(key)
 
 
 @dataclass(frozen=True)
@@ -72,24 +124,22 @@ def session_open(
         client_version=client_version[:100],
         protocol_version=protocol_version[:20],
     )
-    cache.set(_SESSION_KEY.format(session.id), session.__dict__, settings.TOOLHUB_MCP_SESSION_TTL)
+    _put(_SESSION_KEY.format(session.id), session.__dict__, settings.TOOLHUB_MCP_SESSION_TTL)
     return session
 
 
 def session_find(session_id: str, token_hash: str) -> Session | None:
     """The session, if it exists and the same token opened it (its idle time restarts)."""
-    key = _SESSION_KEY.format(session_id)
-    found = cache.get(key)
+    found = _take(_SESSION_KEY.format(session_id), touch=settings.TOOLHUB_MCP_SESSION_TTL)
     if not isinstance(found, dict) or found.get("token_hash") != token_hash:
         return None
-    cache.touch(key, settings.TOOLHUB_MCP_SESSION_TTL)
     return Session(**found)
 
 
 def session_close(session_id: str, token_hash: str) -> bool:
     if session_find(session_id, token_hash) is None:
         return False
-    cache.delete(_SESSION_KEY.format(session_id))
+    _drop(_SESSION_KEY.format(session_id))
     return True
 
 
@@ -101,12 +151,12 @@ def _call_key(request: McpRequest, rpc_id: Any) -> str:
 def call_remember(request: McpRequest, rpc_id: Any, execution_id: str) -> None:
     """The execution a JSON-RPC request made, so a cancellation that reaches another
     process (the 2025 revisions send it as a separate POST) finds it."""
-    cache.set(_call_key(request, rpc_id), execution_id, _CALL_TTL_SECONDS)
+    _put(_call_key(request, rpc_id), execution_id, _CALL_TTL_SECONDS)
 
 
 def call_forget(request: McpRequest, rpc_id: Any) -> None:
-    cache.delete(_call_key(request, rpc_id))
+    _drop(_call_key(request, rpc_id))
 
 
 def call_find(request: McpRequest, rpc_id: Any) -> str | None:
-    return cache.get(_call_key(request, rpc_id))
+    return _take(_call_key(request, rpc_id))

@@ -71,7 +71,10 @@ def _tools(view: BaseAPIView, ids) -> list[Tool]:
 
 
 class ToolsetListView(BaseAPIView):
-    @extend_schema(parameters=page_parameters(), responses=paginated(ToolsetOutputSerializer))
+    @extend_schema(
+        parameters=page_parameters(),
+        responses={200: paginated(ToolsetOutputSerializer), **errors(403)},
+    )
     def get(self, request):
         _check_may_read(request.user)
         return self.paginate(
@@ -79,7 +82,8 @@ class ToolsetListView(BaseAPIView):
         )
 
     @extend_schema(
-        request=ToolsetInputSerializer, responses={201: ToolsetOutputSerializer, **errors(409)}
+        request=ToolsetInputSerializer,
+        responses={201: ToolsetOutputSerializer, **errors(403, 409)},
     )
     def post(self, request):
         _check_may_write(request.user)
@@ -98,13 +102,14 @@ class ToolsetDetailView(BaseAPIView):
             raise NotFound("Toolset not found.", code="toolset_not_found")
         return toolset
 
-    @extend_schema(responses=ToolsetOutputSerializer)
+    @extend_schema(responses={200: ToolsetOutputSerializer, **errors(403, 404)})
     def get(self, request, toolset_id):
         _check_may_read(request.user)
         return Response(ToolsetOutputSerializer(self.get_toolset(toolset_id)).data)
 
     @extend_schema(
-        request=ToolsetInputSerializer, responses={200: ToolsetOutputSerializer, **errors(409)}
+        request=ToolsetInputSerializer,
+        responses={200: ToolsetOutputSerializer, **errors(403, 404, 409)},
     )
     def patch(self, request, toolset_id):
         _check_may_write(request.user)
@@ -118,7 +123,7 @@ class ToolsetDetailView(BaseAPIView):
         )
         return Response(ToolsetOutputSerializer(toolset).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **errors(403, 404)})
     def delete(self, request, toolset_id):
         _check_may_write(request.user)
         services.toolset_delete(actor=request.user, toolset=self.get_toolset(toolset_id))

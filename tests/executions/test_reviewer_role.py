@@ -27,12 +27,14 @@ from registry.models import (
     MCPServer,
     RateLimitRule,
     Tool,
+    Toolset,
 )
 from registry.services import access as access_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
+from registry.services import toolsets as toolset_services
 from tests.conftest import make_role, token_client
 from tests.factories import make_token, make_user
 
@@ -75,6 +77,9 @@ def world(reviewer_user, owner):
     guard = guard_services.guard_create(
         actor=None, tool=tool, name="reviewed-guard", kind="pii", action="redact"
     )
+    toolset = toolset_services.toolset_create(
+        actor=None, name="Reviewed", slug="reviewed", tools=[tool]
+    )
     pending = Execution.objects.create(
         tool=tool,
         tool_name=tool.name,
@@ -108,6 +113,7 @@ def world(reviewer_user, owner):
         "server": server,
         "rule": rule,
         "guard": guard,
+        "toolset": toolset,
         "pending": pending,
         "approval": approval,
         "done": done,
@@ -133,6 +139,7 @@ def objects_by_model(world, reviewer_user) -> dict:
         "registry.mcpserver": world["server"].pk,
         "registry.ratelimitrule": world["rule"].pk,
         "registry.guard": world["guard"].pk,
+        "registry.toolset": world["toolset"].pk,
         "registry.tool": world["tool"].pk,
         "executions.execution": world["done"].pk,
         "executions.approval": world["approval"].pk,
@@ -159,6 +166,7 @@ def snapshot():
         "servers": list(MCPServer.objects.order_by("pk").values()),
         "rules": list(RateLimitRule.objects.order_by("pk").values()),
         "guards": list(Guard.objects.order_by("pk").values()),
+        "toolsets": list(Toolset.objects.order_by("pk").values()),
         "approvals": list(Approval.objects.order_by("pk").values()),
         "executions": list(Execution.objects.order_by("pk").values("pk", "status")),
     }
