@@ -18,7 +18,6 @@ from registry.models import (
     VerificationRun,
     VerificationStatus,
 )
-from registry.models.tools import ParameterKind
 
 
 def rate_limit_rules_for(tool: Tool) -> list[RateLimitRule]:
@@ -98,11 +97,6 @@ def toolset_active(slug: str) -> Toolset | None:
 def toolset_tools(queryset: QuerySet[Tool], slug: str) -> QuerySet[Tool]:
     """The tools of ``queryset`` in the active toolset ``slug`` (none when there is no such)."""
     return queryset.filter(toolsets__slug=slug, toolsets__is_active=True)
-
-
-def tool_declares_output(tool: Tool) -> bool:
-    """Whether the tool declares output parameters (MCP lists an outputSchema for it)."""
-    return tool.parameters.filter(parameter_type=ParameterKind.OUTPUT).exists()
 
 
 # Verification runs ("Verify now")
