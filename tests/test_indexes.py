@@ -22,6 +22,7 @@ EXECUTION_INDEXES = {
     "exec_role_time_idx",
     "exec_cached_from_idx",
     "exec_request_idx",
+    "exec_trace_idx",  # partial: only calls that carry a trace id (OpenTelemetry on)
 }
 AUDIT_INDEXES = {
     "registry_auditevent_pkey",

@@ -190,7 +190,10 @@ def test_the_openapi_schema_describes_both_spellings(staff_client):
     answer = components["ToolParameterOutput"]["properties"]
     assert {"default", "default_value"} <= set(answer)
     tool_type = components["ToolInputRequest"]["properties"]["type"]
-    assert {"type": "string", "enum": ["http", "database", "mcp", "python"]} in tool_type["anyOf"]
+    assert {
+        "type": "string",
+        "enum": ["http", "database", "mcp", "python", "command"],
+    } in tool_type["anyOf"]
     pattern = next(s["pattern"] for s in tool_type["anyOf"] if "pattern" in s)
     import re
 
