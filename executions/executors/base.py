@@ -10,9 +10,12 @@ pipeline's job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from executions.redaction import redact_text
 
 
 class ErrorType:
@@ -58,6 +61,22 @@ class ExecutorResult:
     upstream_status: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     latency_ms: float = 0.0
+
+
+def failure_since(started: float, secrets: list[str]) -> Callable[..., ExecutorResult]:
+    """A maker of failed results for a call that began at ``started`` (``perf_counter``):
+    the message with the call's secret values removed, the latency up to now."""
+
+    def failure(error_type: str, message: str, **extra: Any) -> ExecutorResult:
+        return ExecutorResult(
+            ok=False,
+            error_type=error_type,
+            error_message=redact_text(message, secrets),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            **extra,
+        )
+
+    return failure
 
 
 class Executor(Protocol):

@@ -37,7 +37,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall, failure_since
 from executions.executors.configs import (
     ConfigError,
     ConfigKey,
@@ -49,7 +49,7 @@ from executions.executors.configs import (
 from executions.jsonsafe import json_safe
 from executions.python_tools import registry as default_registry
 from executions.python_tools.registry import TOOL_NAME_RE, RegisteredTool, ToolRegistry
-from executions.redaction import redact, redact_text
+from executions.redaction import redact
 
 ASYNC_CANCEL_GRACE_SECONDS = 0.25  # time an async tool gets to handle its cancellation
 
@@ -163,15 +163,7 @@ class PythonExecutor:
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.perf_counter()
         secrets = [s for s in call.secret_values if s]
-
-        def failure(error_type: str, message: str, **extra: Any) -> ExecutorResult:
-            return ExecutorResult(
-                ok=False,
-                error_type=error_type,
-                error_message=redact_text(message, secrets),
-                latency_ms=(time.perf_counter() - started) * 1000,
-                **extra,
-            )
+        failure = failure_since(started, secrets)
 
         try:
             name = CONFIGS.read(call.configs, "function") or call.tool_name

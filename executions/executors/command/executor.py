@@ -10,11 +10,10 @@ from typing import Any
 
 from django.conf import settings
 
-from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.base import ErrorType, ExecutorResult, ToolCall, failure_since
 from executions.executors.command import sandbox
 from executions.executors.command.configs import CONFIGS, PLACEHOLDER, allowlist_problem
 from executions.executors.configs import ConfigError
-from executions.redaction import redact_text
 
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
@@ -110,15 +109,7 @@ class CommandExecutor:
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.perf_counter()
         secrets = [s for s in call.secret_values if s]
-
-        def failure(error_type: str, message: str, **extra: Any) -> ExecutorResult:
-            return ExecutorResult(
-                ok=False,
-                error_type=error_type,
-                error_message=redact_text(message, secrets),
-                latency_ms=(time.perf_counter() - started) * 1000,
-                **extra,
-            )
+        failure = failure_since(started, secrets)
 
         try:
             argv = _argv(call.configs, call.inputs)
