@@ -20,9 +20,11 @@ from typing import Any
 from executions.guards.findings import Finding, texts
 from registry.guard_configs import SECRET_TYPES
 
-# (type, pattern, group holding the secret: 0 = the whole match). Patterns start with
-# their literal prefix (no leading \b, which would stop the C-speed prefix search);
-# a match must still begin a word (``_word_start``).
+# (type, pattern, group holding the secret: 0 = the whole match). A match must begin
+# a word: each pattern says so with a look-behind, checked before the scan (a start
+# inside a word, checked after it, let "eyJeyJeyJ…" rescan the rest of the text from
+# every "eyJ": quadratic, minutes for a few hundred kilobytes). The JWT's look-behind is
+# its own alphabet ("-" too): a JWT does not start inside a run of base64url.
 PATTERNS: list[tuple[str, re.Pattern, int]] = [
     (
         "private_key",
@@ -33,7 +35,7 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
         ),
         0,
     ),
-    ("aws_access_key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
+    ("aws_access_key", re.compile(r"(?<!\w)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
     (
         "aws_secret_key",
         re.compile(
@@ -41,17 +43,17 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
         ),
         1,
     ),
-    ("gcp_api_key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
-    ("gcp_oauth_token", re.compile(r"ya29\.[0-9A-Za-z_-]{20,}"), 0),
-    ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), 0),
+    ("gcp_api_key", re.compile(r"(?<!\w)AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
+    ("gcp_oauth_token", re.compile(r"(?<!\w)ya29\.[0-9A-Za-z_-]{20,}"), 0),
+    ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), 0),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
     (
         "github_token",
-        re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        re.compile(r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
         0,
     ),
-    ("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
-    ("stripe_key", re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
+    ("slack_token", re.compile(r"(?<!\w)xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
+    ("stripe_key", re.compile(r"(?<!\w)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
 ]
 NAMED_CREDENTIAL_MIN = 8
 # Field names that say their value is a credential ("auth" alone would take "author").
@@ -77,11 +79,6 @@ def _jwt_header_ok(token: str) -> bool:
 
 # Case-insensitive patterns run only when their word is in the text (a C-speed check).
 _NEEDS_WORD = {"aws_secret_key": "aws", "bearer_token": "bearer"}
-_WORD_STARTS = {"private_key", "aws_secret_key", "bearer_token"}  # their patterns say so
-
-
-def _word_start(text: str, start: int) -> bool:
-    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
 
 
 # Every case-sensitive pattern's literal start, in one pattern: a text without any of
@@ -99,8 +96,6 @@ def _spans(text: str, types: set[str]) -> Iterator[tuple[str, int, int]]:
         if label not in types or (label in _NEEDS_WORD and _NEEDS_WORD[label] not in lowered):
             continue
         for match in pattern.finditer(text):
-            if label not in _WORD_STARTS and not _word_start(text, match.start()):
-                continue
             if label == "jwt" and not _jwt_header_ok(match.group()):
                 continue
             yield label, match.start(group), match.end(group)
