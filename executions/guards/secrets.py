@@ -102,7 +102,8 @@ def _spans(text: str, types: set[str]) -> Iterator[tuple[str, int, int]]:
 
 
 def _named_credential(path: tuple, text: str) -> bool:
-    key = path[-1] if path else None
+    # The nearest field name: a list under "password" holds passwords too.
+    key = next((step for step in reversed(path) if not isinstance(step, int)), None)
     return (
         isinstance(key, str)
         and bool(CREDENTIAL_KEY.search(key))

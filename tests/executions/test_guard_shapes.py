@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from executions.guards.findings import json_path
 from executions.guards.secrets import find_secrets
 
 CARD = "4111111111111111"
@@ -31,3 +32,34 @@ def test_secret_shaped_strings_are_still_found_where_a_word_begins():
     text = f"x eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijklmnopqrstuv ({AWS_KEY})"
     assert sorted(f.label for f in find_secrets(text, {})) == ["aws_access_key", "jwt"]
     assert find_secrets("XAKIAIOSFODNN7EXAMPLE", {}) == []
+
+
+def _redact_all(output):
+    from executions.guards import engine
+    from registry.models import Guard
+
+    guards = [
+        Guard(name="pii", kind="pii", stage="after", action="redact", config={}),
+        Guard(name="secrets", kind="secrets", stage="after", action="redact", config={}),
+    ]
+    tool = type("T", (), {"name": "t", "type": "http"})()
+    return engine.run_after(guards, tool=tool, caller="agent", output=output)
+
+
+def test_personal_data_and_secrets_in_dictionary_keys_are_redacted_and_never_recorded():
+    output = {"users": {"bob@example.com": {"card": CARD}, AWS_KEY: True, "plain": 1}}
+    outcome = _redact_all(output)
+    text = repr(outcome.output) + repr(outcome.decisions)
+    assert "bob@example.com" not in text and AWS_KEY not in text and CARD not in text
+    users = outcome.output["users"]
+    assert list(users) == ["[REDACTED:email]", "[REDACTED:aws_access_key]", "plain"]
+    assert users["[REDACTED:email]"] == {"card": "[REDACTED:payment_card]"}
+    paths = [f["path"] for d in outcome.decisions for f in d.get("findings", [])]
+    assert "$.users{key 0}" in paths and "$.users[{key 0}].card" in paths
+
+
+def test_a_credential_field_holding_a_list_is_still_a_credential():
+    found = find_secrets(
+        {"password": ["correct-horse-battery"], "api_key": [["sk-abcdefgh12"]]}, {}
+    )
+    assert sorted(json_path(f.path) for f in found) == ["$.api_key[0][0]", "$.password[0]"]
