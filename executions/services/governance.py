@@ -8,17 +8,15 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.core.cache import cache
-from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
 from executions.models import ApprovalReason
 from executions.services.shared_state import SharedStateUnavailable, counter_incr
+from executions.validation.patterns import PatternUndecided, condition_validator
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
-from registry.schema import NO_RETRIEVAL
 from registry.selectors import rate_limit_rules_for
 from toolhub.exceptions import ToolHubError
 
@@ -135,11 +133,6 @@ def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
 # Approval gate
 
 
-@lru_cache(maxsize=256)
-def _condition_validator(condition_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(condition_json), registry=NO_RETRIEVAL)
-
-
 def approval_reason(tool: Tool, inputs: dict) -> str:
     """Why a call to ``tool`` with ``inputs`` waits for a person (an ``ApprovalReason``),
     or "" when it does not."""
@@ -149,7 +142,11 @@ def approval_reason(tool: Tool, inputs: dict) -> str:
     if not condition:
         return ApprovalReason.TOOL
     try:
-        matched = _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+        matched = condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+    except PatternUndecided:
+        # An argument made to backtrack must not slip past the condition: a person decides.
+        logger.warning("tool %s: approval_condition pattern timed out", tool.pk)
+        return ApprovalReason.CONDITION_UNUSABLE
     except Unresolvable:
         # A condition that cannot be evaluated (a reference stored before they were
         # refused) fails closed: the call waits for a person.
