@@ -3,7 +3,7 @@
 A ``Finding`` names a place, never a value: the JSON path of a string in the
 output (``$.contacts[0].email``; ``$`` when the output is one text) and the
 character offsets within it. Numbers are looked at as their decimal text (a
-card number sent as a JSON number is still a card number); a finding in one
+card number sent as a JSON number, integer or whole float, is still a card number); a finding in one
 covers the whole number, which redaction replaces with a string. Dictionary
 keys are texts too (an upstream may key its answer by e-mail address or put a
 key in a key): a finding in one has a ``KeyOf`` as its last step, redaction
@@ -84,6 +84,8 @@ def _as_text(value: Any) -> str | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e19:
+        return str(int(value))  # 4111111111111111.0: a card number sent as a float
     return None
 
 

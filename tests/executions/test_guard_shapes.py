@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from executions.guards.findings import json_path
+from executions.guards.pii import find_pii
 from executions.guards.secrets import find_secrets
 
 CARD = "4111111111111111"
@@ -63,3 +64,28 @@ def test_a_credential_field_holding_a_list_is_still_a_credential():
         {"password": ["correct-horse-battery"], "api_key": [["sk-abcdefgh12"]]}, {}
     )
     assert sorted(json_path(f.path) for f in found) == ["$.api_key[0][0]", "$.password[0]"]
+
+
+def test_card_numbers_are_found_however_their_digits_and_separators_are_written():
+    written = [
+        "4111.1111.1111.1111",
+        "4111\u00a01111\u00a01111\u00a01111",  # no-break spaces
+        "4111\u202f1111\u202f1111\u202f1111",  # narrow no-break spaces
+        "4111  1111  1111  1111",
+        "4111\t1111\t1111\t1111",
+        "4111/1111/1111/1111",
+        "\uff14" + "\uff11" * 15,  # full-width digits
+        4111111111111111.0,
+    ]
+    for output in written:
+        found = find_pii({"card": output}, {})
+        assert [f.label for f in found] == ["payment_card"], output
+    outcome = _redact_all({"card": "pay with \uff14" + "\uff11" * 15})
+    assert "\uff11" not in repr(outcome.output) and "[REDACTED:payment_card]" in repr(
+        outcome.output
+    )
+
+
+def test_decimal_numbers_and_failing_card_numbers_are_left_alone():
+    for output in ("3.141592653589793", "4111.1111.1111.1112", "1.0000.0000.0000"):
+        assert find_pii(output, {}) == [], output
