@@ -1,4 +1,5 @@
-"""Secret-shaped strings in outputs: private keys, cloud access keys, JWTs, bearer tokens.
+"""Secret-shaped strings in outputs: private keys, cloud access keys, JWTs, bearer tokens,
+HTTP Basic credentials, passwords in URLs.
 
 Each type is a pattern of the form its issuer gives it (a fixed prefix and
 alphabet, a PEM armour); a JWT must also have a header that decodes to JSON
@@ -47,6 +48,14 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
     ("gcp_oauth_token", re.compile(r"(?<!\w)ya29\.[0-9A-Za-z_-]{20,}"), 0),
     ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), 0),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
+    # HTTP Basic credentials (checked: the base64 decodes to "user:password").
+    ("basic_auth", re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"), 1),
+    # The password of a URL (postgres://app:s3cret@db/…, as a database error quotes it).
+    (
+        "url_credentials",
+        re.compile(r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]{0,256}:([^\s@/]{1,256})@"),
+        1,
+    ),
     (
         "github_token",
         re.compile(r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
@@ -58,7 +67,8 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
 NAMED_CREDENTIAL_MIN = 8
 # Field names that say their value is a credential ("auth" alone would take "author").
 CREDENTIAL_KEY = re.compile(
-    r"passw|passwd|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|credential",
+    r"passw|passwd|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|credential"
+    r"|authorization",
     re.IGNORECASE,
 )
 # ... and those that only look like it: pagination cursors, token counts and types.
@@ -77,8 +87,22 @@ def _jwt_header_ok(token: str) -> bool:
     return isinstance(decoded, dict) and ("alg" in decoded or "typ" in decoded)
 
 
+def _basic_ok(encoded: str) -> bool:
+    try:
+        decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+        text = decoded.decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    return ":" in text and text.isprintable()
+
+
 # Case-insensitive patterns run only when their word is in the text (a C-speed check).
-_NEEDS_WORD = {"aws_secret_key": "aws", "bearer_token": "bearer"}
+_NEEDS_WORD = {
+    "aws_secret_key": "aws",
+    "bearer_token": "bearer",
+    "basic_auth": "basic",
+    "url_credentials": "://",
+}
 
 
 # Every case-sensitive pattern's literal start, in one pattern: a text without any of
@@ -97,6 +121,8 @@ def _spans(text: str, types: set[str]) -> Iterator[tuple[str, int, int]]:
             continue
         for match in pattern.finditer(text):
             if label == "jwt" and not _jwt_header_ok(match.group()):
+                continue
+            if label == "basic_auth" and not _basic_ok(match.group(1)):
                 continue
             yield label, match.start(group), match.end(group)
 

@@ -89,3 +89,22 @@ def test_card_numbers_are_found_however_their_digits_and_separators_are_written(
 def test_decimal_numbers_and_failing_card_numbers_are_left_alone():
     for output in ("3.141592653589793", "4111.1111.1111.1112", "1.0000.0000.0000"):
         assert find_pii(output, {}) == [], output
+
+
+def test_authorization_values_basic_credentials_and_passwords_in_urls_are_secrets():
+    output = {
+        "headers": {"Authorization": "Token abcdefghijklmnop1234"},
+        "log": 'curl -H "Authorization: Basic dXNlcjpodW50ZXIyMjI="',
+        "error": "could not connect to postgres://app:S3cretPassw0rd@10.0.0.1:5432/db",
+    }
+    outcome = _redact_all(output)
+    text = repr(outcome.output)
+    for secret in ("abcdefghijklmnop1234", "dXNlcjpodW50ZXIyMjI=", "S3cretPassw0rd"):
+        assert secret not in text
+    assert "postgres://app:[REDACTED:url_credentials]@10.0.0.1" in text
+    assert find_secrets("a basic understanding of http://example.com:8080/x", {}) == []
+
+
+def test_the_new_secret_patterns_scan_hostile_texts_in_linear_time():
+    for output in ("basic " * 60_000, "a://b:" * 60_000, "x://" + "a" * 300_000):
+        assert _timed(find_secrets, output) < 1.5
