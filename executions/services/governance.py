@@ -158,32 +158,37 @@ def approval_reason(tool: Tool, inputs: dict) -> str:
 # Result cache
 
 
-def _guards_stamp(guards) -> str:
+def _guards_stamp(guards, caller: str) -> str:
     """Which after-guards (as last changed) shaped an output: an answer guarded otherwise
-    (before a PII guard was added, say) is never served."""
+    (before a PII guard was added, say) is never served. An operator's after-guard sees
+    who called (``context.caller``) and may guard one caller's answer otherwise than
+    another's: with one, answers are kept per caller."""
     after = sorted(
         f"{g.pk}@{g.updated_at.isoformat() if g.updated_at else ''}"
         for g in guards
         if g.stage == "after"
     )
+    if any(g.stage == "after" and g.kind == "python" for g in guards):
+        after.append(f"caller={caller}")
     return hashlib.sha256("|".join(after).encode()).hexdigest()[:16] if after else "-"
 
 
-def result_cache_key(tool: Tool, input_hash: str, guards=()) -> str:
+def result_cache_key(tool: Tool, input_hash: str, guards=(), caller: str = "") -> str:
     """Results are kept per definition: any change of what a call does (the tool's
     run settings, parameters or configs) moves ``definition_changed_at``
     (``registry.services.tools``), so an answer produced under an older
-    configuration (another base_url, say) is never served; and per set of after-guards."""
+    configuration (another base_url, say) is never served; and per set of after-guards
+    (and per caller when an operator's after-guard is among them)."""
     changed = tool.definition_changed_at or tool.updated_at
     stamp = changed.isoformat() if changed else tool.version
-    return f"toolhub:result:{tool.pk}:{stamp}:{_guards_stamp(guards)}:{input_hash}"
+    return f"toolhub:result:{tool.pk}:{stamp}:{_guards_stamp(guards, caller)}:{input_hash}"
 
 
-def cached_result(tool: Tool, input_hash: str, guards=()) -> dict | None:
+def cached_result(tool: Tool, input_hash: str, guards=(), caller: str = "") -> dict | None:
     if not tool.cache_ttl_seconds:
         return None
     try:
-        return cache.get(result_cache_key(tool, input_hash, guards))
+        return cache.get(result_cache_key(tool, input_hash, guards, caller))
     except Exception as exc:
         logger.warning("result cache unavailable: %s", exc)
         return None
@@ -194,7 +199,7 @@ def store_result(tool: Tool, execution, guards=()) -> None:
         return
     try:
         cache.set(
-            result_cache_key(tool, execution.input_hash, guards),
+            result_cache_key(tool, execution.input_hash, guards, execution.principal_name),
             {
                 "execution_id": str(execution.pk),
                 "output_data": execution.output_data,
