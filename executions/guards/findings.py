@@ -6,7 +6,7 @@ character offsets within it. Numbers are looked at as their decimal text (a
 card number sent as a JSON number, integer or whole float, is still a card number); a finding in one
 covers the whole number, which redaction replaces with a string. Dictionary
 keys are texts too (an upstream may key its answer by e-mail address or put a
-key in a key): a finding in one has a ``KeyOf`` as its last step, redaction
+key in a key; ordinary field names, short identifiers, are passed over): a finding in one has a ``KeyOf`` as its last step, redaction
 renames the key, and a recorded path shows such a key by its position
 (``$.users{key 3}``), never its text.
 """
@@ -89,6 +89,16 @@ def _as_text(value: Any) -> str | None:
     return None
 
 
+_ORDINARY_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,14}")
+
+
+def _ordinary_key(key: str) -> bool:
+    """A field name no built-in guard can find anything in (an identifier of at most 15
+    characters with fewer than 7 digits: no secret is that short, no number of personal
+    data has so few digits, no address lacks its "@"): most keys, not looked at."""
+    return bool(_ORDINARY_KEY.fullmatch(key)) and sum(ch.isdigit() for ch in key) < 7
+
+
 def texts(value: Any) -> Iterator[tuple[Path, str]]:
     """Every string (and integer, as text) in ``value`` with its path, depth first, without
     recursion (an upstream's JSON may be nested deeper than Python's stack)."""
@@ -101,7 +111,8 @@ def texts(value: Any) -> Iterator[tuple[Path, str]]:
         elif isinstance(item, dict):
             for index, (key, child) in reversed(list(enumerate(item.items()))):
                 stack.append(((*path, str(key)), child))
-                stack.append(((*path, KeyOf(str(key), index)), str(key)))
+                if not _ordinary_key(str(key)):
+                    stack.append(((*path, KeyOf(str(key), index)), str(key)))
         elif isinstance(item, list | tuple):
             stack.extend(
                 ((*path, index), child) for index, child in reversed(list(enumerate(item)))
