@@ -46,11 +46,13 @@ from django.utils import timezone
 
 from executions import mcp_client
 from executions.redaction import redact_text, with_encoded_forms
+from registry.canonical import canonical_json, stored_form
 from registry.definitions import definition_hash, remote_definition
 from registry.importers import naming
 from registry.importers.schema_rows import SchemaProblem, schema_to_rows
 from registry.models import MCPServer, Tool
 from registry.models.tools import DefinitionSource, QuarantineReason, ToolType
+from registry.schema import parameter_schema
 from registry.services import mcp as mcp_services
 from registry.services import pinning
 from registry.services.audit import audit_record
@@ -285,12 +287,37 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
 def _says_the_same(tool: Tool, definition: dict, rows: list[dict]) -> bool:
     """Whether a server's definition says what the registry's own definition of the tool
     (recorded when it was registered by hand, or before definitions were pinned) says:
-    the description and each input's name, type and whether it is required."""
+    the description and each input as the model reads it (its schema: type,
+    description, constraints, default) and whether it is required. Any of these
+    differing is a change to review, not a first sight (a poisoned instruction hides
+    in a parameter's description as well as in the tool's)."""
     stored = {
-        (p.name, p.type, p.required) for p in tool.parameters.all() if p.parameter_type == "input"
+        p.name: _input_form(
+            p.type, p.json_schema, p.description, p.required, p.has_default, p.default
+        )
+        for p in tool.parameters.all()
+        if p.parameter_type == "input"
     }
-    given = {(r["name"], r.get("type", "string"), bool(r.get("required"))) for r in rows}
+    given = {
+        r["name"]: _input_form(
+            r.get("type", "string"),
+            r.get("json_schema"),
+            r.get("description") or "",
+            bool(r.get("required")),
+            "default" in r,
+            r.get("default"),
+        )
+        for r in rows
+    }
     return tool.description == definition["description"] and stored == given
+
+
+def _input_form(type_, fragment, description, required, has_default, default) -> tuple:
+    """One input as a definition shows it (its JSON Schema, canonical), and if required."""
+    form = parameter_schema(
+        type_, fragment, description or "", has_default=has_default, default=default
+    )
+    return canonical_json(stored_form(form)), required
 
 
 def _held(report: SyncReport, actor, tool: Tool, definition: dict, rows: list[dict]) -> bool:

@@ -28,6 +28,8 @@ SECRET_TYPES = (
     "gcp_oauth_token",
     "jwt",
     "bearer_token",
+    "basic_auth",
+    "url_credentials",
     "github_token",
     "slack_token",
     "stripe_key",

@@ -5,26 +5,19 @@ condition: the rule matches when the arguments are valid against it (e.g.
 ``{"properties": {"path": {"pattern": "^/etc/"}}, "required": ["path"]}``).
 ``max_bytes`` bounds the arguments' canonical JSON, ``max_string_length`` any
 one string, ``max_items`` any one list or object. What a violation records is
-the rule and where, never the value.
+the rule and where, never the value. The condition's patterns run under the
+input schema's time limit; one that cannot be checked in time denies the call.
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
-
-from jsonschema import Draft202012Validator
 
 from executions.guards.findings import json_path
 from executions.guards.types import Violation
+from executions.validation.patterns import condition_validator
 from registry.canonical import canonical_json
-from registry.schema import NO_RETRIEVAL
-
-
-@lru_cache(maxsize=256)
-def _validator(condition_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(condition_json), registry=NO_RETRIEVAL)
 
 
 def _too_long(arguments: Any, limit: int | None, items: int | None) -> Violation | None:
@@ -50,7 +43,8 @@ def _too_long(arguments: Any, limit: int | None, items: int | None) -> Violation
 def check_arguments(arguments: dict, config: dict) -> Violation | None:
     """The first rule ``arguments`` break, or None."""
     condition = config.get("condition")
-    if condition and _validator(json.dumps(condition, sort_keys=True)).is_valid(arguments):
+    # A pattern that cannot be checked in time raises: the guard fails closed (denies).
+    if condition and condition_validator(json.dumps(condition, sort_keys=True)).is_valid(arguments):
         return Violation(
             config.get("message") or "These arguments are not allowed for this tool.",
             {"rule": "condition"},

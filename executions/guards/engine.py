@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from executions.guards.arguments import check_arguments
-from executions.guards.findings import Finding, redacted, texts
+from executions.guards.findings import Finding, hidden_keys, redacted, texts
 from executions.guards.injection import HEURISTIC_NOTE, find_instructions
 from executions.guards.pii import find_pii
 from executions.guards.registry import registry as functions
@@ -180,10 +180,11 @@ def _check_places(output: Any, found: list[Finding]) -> None:
 
 
 def _summary(found: list[Finding]) -> dict[str, Any]:
+    hidden = hidden_keys(found)
     return {
         "found": len(found),
         "types": dict(sorted(Counter(f.label for f in found).items())),
-        "findings": [f.record() for f in found[:RECORDED_FINDINGS]],
+        "findings": [f.record(hidden) for f in found[:RECORDED_FINDINGS]],
     }
 
 

@@ -3,9 +3,12 @@
 A ``Finding`` names a place, never a value: the JSON path of a string in the
 output (``$.contacts[0].email``; ``$`` when the output is one text) and the
 character offsets within it. Numbers are looked at as their decimal text (a
-card number sent as a JSON number is still a card number); a finding in one
+card number sent as a JSON number, integer or whole float, is still a card number); a finding in one
 covers the whole number, which redaction replaces with a string. Dictionary
-keys are not looked at.
+keys are texts too (an upstream may key its answer by e-mail address or put a
+key in a key; ordinary field names, short identifiers, are passed over): a finding in one has a ``KeyOf`` as its last step, redaction
+renames the key, and a recorded path shows such a key by its position
+(``$.users{key 3}``), never its text.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-Path = tuple[str | int, ...]
+
+@dataclass(frozen=True)
+class KeyOf:
+    """A path's last step when the text is a dictionary's key itself (the ``index``-th)."""
+
+    key: str
+    index: int
+
+
+Path = tuple["str | int | KeyOf", ...]
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -29,20 +41,36 @@ class Finding:
     end: int
     path: Path = ()
 
-    def record(self) -> dict[str, Any]:
-        """What a decision keeps of it: the place and the label, never the text found."""
+    def record(self, hidden: frozenset[Path] = frozenset()) -> dict[str, Any]:
+        """What a decision keeps of it: the place and the label, never the text found
+        (``hidden``: the paths of keys found to hold something, shown by position)."""
         return {
-            "path": json_path(self.path),
+            "path": json_path(self.path, hidden),
             "start": self.start,
             "end": self.end,
             "type": self.label,
         }
 
 
-def json_path(path: Path) -> str:
+def hidden_keys(findings) -> dict[Path, int]:
+    """The paths (as values' paths spell them) of the keys ``findings`` found something in,
+    with each key's position: a recorded path shows them by position only."""
+    return {
+        (*f.path[:-1], f.path[-1].key): f.path[-1].index
+        for f in findings
+        if f.path and isinstance(f.path[-1], KeyOf)
+    }
+
+
+def json_path(path: Path, hidden: dict[Path, int] | frozenset = frozenset()) -> str:
     parts = ["$"]
-    for step in path:
-        if isinstance(step, int):
+    for depth, step in enumerate(path):
+        if isinstance(step, KeyOf):
+            parts.append(f"{{key {step.index}}}")
+        elif isinstance(step, str) and path[: depth + 1] in hidden:
+            index = hidden[path[: depth + 1]] if isinstance(hidden, dict) else "?"
+            parts.append(f"[{{key {index}}}]")
+        elif isinstance(step, int):
             parts.append(f"[{step}]")
         elif _PLAIN_KEY.match(step):
             parts.append(f".{step}")
@@ -56,7 +84,19 @@ def _as_text(value: Any) -> str | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e19:
+        return str(int(value))  # 4111111111111111.0: a card number sent as a float
     return None
+
+
+_ORDINARY_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,14}")
+
+
+def _ordinary_key(key: str) -> bool:
+    """A field name no built-in guard can find anything in (an identifier of at most 15
+    characters with fewer than 7 digits: no secret is that short, no number of personal
+    data has so few digits, no address lacks its "@"): most keys, not looked at."""
+    return bool(_ORDINARY_KEY.fullmatch(key)) and sum(ch.isdigit() for ch in key) < 7
 
 
 def texts(value: Any) -> Iterator[tuple[Path, str]]:
@@ -69,7 +109,10 @@ def texts(value: Any) -> Iterator[tuple[Path, str]]:
         if text is not None:
             yield path, text
         elif isinstance(item, dict):
-            stack.extend(((*path, str(key)), child) for key, child in reversed(list(item.items())))
+            for index, (key, child) in reversed(list(enumerate(item.items()))):
+                stack.append(((*path, str(key)), child))
+                if not _ordinary_key(str(key)):
+                    stack.append(((*path, KeyOf(str(key), index)), str(key)))
         elif isinstance(item, list | tuple):
             stack.extend(
                 ((*path, index), child) for index, child in reversed(list(enumerate(item)))
@@ -107,13 +150,31 @@ def redacted(value: Any, findings: list[Finding]) -> Any:
     if () in by_path:
         return redact_spans(_as_text(value) or "", by_path[()])
     root = _copy(value)
-    for path, spans in by_path.items():
+    # Values first, then keys, the deepest first: a key renamed earlier would no longer
+    # lead to what is under it.
+    for path, spans in sorted(
+        by_path.items(), key=lambda item: (isinstance(item[0][-1], KeyOf), -len(item[0]))
+    ):
         parent = root
         for step in path[:-1]:
             parent = parent[step]
         last = path[-1]
-        parent[last] = redact_spans(_as_text(parent[last]) or "", spans)
+        if isinstance(last, KeyOf):
+            _rename(parent, last.key, redact_spans(last.key, spans))
+        else:
+            parent[last] = redact_spans(_as_text(parent[last]) or "", spans)
     return root
+
+
+def _rename(mapping: dict, old: str, new: str) -> None:
+    """Rename a key in place, keeping the order (and every key: a clash gets a suffix)."""
+    taken, suffix, name = set(mapping) - {old}, 1, new
+    while name in taken:
+        suffix += 1
+        name = f"{new} #{suffix}"
+    items = list(mapping.items())
+    mapping.clear()
+    mapping.update((name if key == old else key, child) for key, child in items)
 
 
 def _copy(value: Any) -> Any:

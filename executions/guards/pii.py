@@ -13,6 +13,7 @@ grouping with separators, so a bare run of digits is never taken for one).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
@@ -28,7 +29,10 @@ PHONE_INTERNATIONAL = re.compile(r"(?<![\w+])\+[1-9](?:[ .-]?\(?\d\)?){6,16}(?![
 PHONE_NANP = re.compile(r"(?<![\w(])(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}(?!\d)")
 # No leading look-behind: a pattern that starts with a character set is searched for
 # at C speed; what may not come before a match is checked on the match (``_starts``).
-CARD = re.compile(r"\d(?:[ -]?\d){12,18}(?![\d-])")
+CARD = re.compile(r"\d(?:[ \t-]{0,2}\d){12,18}(?![\d-])")
+# Four-digit groups with another separator, the same between each group (dots, as
+# some countries write them, slashes, underscores): a decimal number is not grouped so.
+CARD_GROUPED = re.compile(r"\d{4}([./_])\d{4}\1\d{4}(?:\1\d{1,7})?(?![\d-])")
 _NO_DIGITS = str.maketrans("", "", "0123456789")
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 
@@ -82,7 +86,7 @@ def _digits(text: str) -> str:
 
 def _cards(text: str) -> Iterator[tuple[str, int, int]]:
     luhn = _validator("stdnum.luhn")
-    for match in CARD.finditer(text):
+    for match in (*CARD.finditer(text), *CARD_GROUPED.finditer(text)):
         if not _starts(text, match.start(), "0123456789.-"):
             continue
         digits = _digits(match.group())
@@ -130,7 +134,7 @@ def _emails(text: str) -> Iterator[tuple[str, int, int]]:
 # digits, widened to the whole words around them (an IBAN's country code, a DNI's
 # letter, a phone's "+"), are searched for numbers: one scan of a long text instead of
 # one per pattern.
-_NUMBER_RUN = re.compile(r"\d[\d ().,/+-]*")
+_NUMBER_RUN = re.compile(r"\d[\d \t().,/+_-]*")
 NUMBER_DIGITS = 7  # the fewest digits of any number looked for (a NIE's seven)
 _WIDEN = 40  # at most this many characters of the words around a run
 
@@ -179,8 +183,34 @@ def _spans(text: str, types: tuple[str, ...], national_ids: tuple[str, ...]):
         yield from _emails(text)
 
 
+class _Plain(dict):
+    """A ``str.translate`` table, filled as characters are met: every Unicode decimal
+    digit to its ASCII digit (full-width, Arabic-Indic: U+FF14, U+0664 -> "4"), every space separator (no-break, narrow,
+    figure spaces) to " ". One character for one: offsets stay those of the text."""
+
+    def __missing__(self, code: int) -> int:
+        char = chr(code)
+        if char.isdecimal():
+            plain = ord(str(int(char)))
+        elif unicodedata.category(char) == "Zs":
+            plain = ord(" ")
+        else:
+            plain = code
+        self[code] = plain
+        return plain
+
+
+_PLAIN = _Plain()
+
+
+def plain_text(text: str) -> str:
+    """``text`` with the digits and spaces numbers are written with made ASCII (same length)."""
+    return text if text.isascii() else text.translate(_PLAIN)
+
+
 def find_pii(output: Any, config: dict) -> list[Finding]:
-    """The personal data in ``output`` (its strings, and integers as text)."""
+    """The personal data in ``output`` (its strings, and integers as text), also when its
+    digits are not ASCII (full-width, Arabic-Indic) or its spaces are no-break ones."""
     types = tuple(config.get("types") or PII_TYPES)
     national_ids = tuple(config.get("national_ids") or NATIONAL_IDS)
     findings: list[Finding] = []
@@ -188,7 +218,7 @@ def find_pii(output: Any, config: dict) -> list[Finding]:
         if len(text) < 6:  # shorter than any of them
             continue
         taken: list[tuple[int, int]] = []
-        for label, start, end in _spans(text, types, national_ids):
+        for label, start, end in _spans(plain_text(text), types, national_ids):
             if any(start < t_end and t_start < end for t_start, t_end in taken):
                 continue
             taken.append((start, end))

@@ -1,4 +1,5 @@
-"""Secret-shaped strings in outputs: private keys, cloud access keys, JWTs, bearer tokens.
+"""Secret-shaped strings in outputs: private keys, cloud access keys, JWTs, bearer tokens,
+HTTP Basic credentials, passwords in URLs.
 
 Each type is a pattern of the form its issuer gives it (a fixed prefix and
 alphabet, a PEM armour); a JWT must also have a header that decodes to JSON
@@ -20,9 +21,11 @@ from typing import Any
 from executions.guards.findings import Finding, texts
 from registry.guard_configs import SECRET_TYPES
 
-# (type, pattern, group holding the secret: 0 = the whole match). Patterns start with
-# their literal prefix (no leading \b, which would stop the C-speed prefix search);
-# a match must still begin a word (``_word_start``).
+# (type, pattern, group holding the secret: 0 = the whole match). A match must begin
+# a word: each pattern says so with a look-behind, checked before the scan (a start
+# inside a word, checked after it, let "eyJeyJeyJ…" rescan the rest of the text from
+# every "eyJ": quadratic, minutes for a few hundred kilobytes). The JWT's look-behind is
+# its own alphabet ("-" too): a JWT does not start inside a run of base64url.
 PATTERNS: list[tuple[str, re.Pattern, int]] = [
     (
         "private_key",
@@ -33,7 +36,7 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
         ),
         0,
     ),
-    ("aws_access_key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
+    ("aws_access_key", re.compile(r"(?<!\w)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
     (
         "aws_secret_key",
         re.compile(
@@ -41,22 +44,31 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
         ),
         1,
     ),
-    ("gcp_api_key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
-    ("gcp_oauth_token", re.compile(r"ya29\.[0-9A-Za-z_-]{20,}"), 0),
-    ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), 0),
+    ("gcp_api_key", re.compile(r"(?<!\w)AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
+    ("gcp_oauth_token", re.compile(r"(?<!\w)ya29\.[0-9A-Za-z_-]{20,}"), 0),
+    ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), 0),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
+    # HTTP Basic credentials (checked: the base64 decodes to "user:password").
+    ("basic_auth", re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"), 1),
+    # The password of a URL (postgres://app:s3cret@db/…, as a database error quotes it).
+    (
+        "url_credentials",
+        re.compile(r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]{0,256}:([^\s@/]{1,256})@"),
+        1,
+    ),
     (
         "github_token",
-        re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        re.compile(r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
         0,
     ),
-    ("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
-    ("stripe_key", re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
+    ("slack_token", re.compile(r"(?<!\w)xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
+    ("stripe_key", re.compile(r"(?<!\w)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
 ]
 NAMED_CREDENTIAL_MIN = 8
 # Field names that say their value is a credential ("auth" alone would take "author").
 CREDENTIAL_KEY = re.compile(
-    r"passw|passwd|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|credential",
+    r"passw|passwd|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|credential"
+    r"|authorization",
     re.IGNORECASE,
 )
 # ... and those that only look like it: pagination cursors, token counts and types.
@@ -75,13 +87,22 @@ def _jwt_header_ok(token: str) -> bool:
     return isinstance(decoded, dict) and ("alg" in decoded or "typ" in decoded)
 
 
+def _basic_ok(encoded: str) -> bool:
+    try:
+        decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+        text = decoded.decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    return ":" in text and text.isprintable()
+
+
 # Case-insensitive patterns run only when their word is in the text (a C-speed check).
-_NEEDS_WORD = {"aws_secret_key": "aws", "bearer_token": "bearer"}
-_WORD_STARTS = {"private_key", "aws_secret_key", "bearer_token"}  # their patterns say so
-
-
-def _word_start(text: str, start: int) -> bool:
-    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
+_NEEDS_WORD = {
+    "aws_secret_key": "aws",
+    "bearer_token": "bearer",
+    "basic_auth": "basic",
+    "url_credentials": "://",
+}
 
 
 # Every case-sensitive pattern's literal start, in one pattern: a text without any of
@@ -99,15 +120,16 @@ def _spans(text: str, types: set[str]) -> Iterator[tuple[str, int, int]]:
         if label not in types or (label in _NEEDS_WORD and _NEEDS_WORD[label] not in lowered):
             continue
         for match in pattern.finditer(text):
-            if label not in _WORD_STARTS and not _word_start(text, match.start()):
-                continue
             if label == "jwt" and not _jwt_header_ok(match.group()):
+                continue
+            if label == "basic_auth" and not _basic_ok(match.group(1)):
                 continue
             yield label, match.start(group), match.end(group)
 
 
 def _named_credential(path: tuple, text: str) -> bool:
-    key = path[-1] if path else None
+    # The nearest field name: a list under "password" holds passwords too.
+    key = next((step for step in reversed(path) if not isinstance(step, int)), None)
     return (
         isinstance(key, str)
         and bool(CREDENTIAL_KEY.search(key))

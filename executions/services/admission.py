@@ -215,7 +215,7 @@ def admission_decide(
     if reason:
         status = ExecutionStatus.PENDING_APPROVAL
     else:
-        cached = governance.cached_result(spec.tool, digest, spec.guards)
+        cached = governance.cached_result(spec.tool, digest, spec.guards, caller.name)
         status = ExecutionStatus.SUCCEEDED if cached else ExecutionStatus.QUEUED
         if cached:  # what the after-guards decided on the answer kept
             decisions += tuple(cached.get("guard_decisions") or ())

@@ -8,17 +8,15 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.core.cache import cache
-from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
 from executions.models import ApprovalReason
 from executions.services.shared_state import SharedStateUnavailable, counter_incr
+from executions.validation.patterns import PatternUndecided, condition_validator
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
-from registry.schema import NO_RETRIEVAL
 from registry.selectors import rate_limit_rules_for
 from toolhub.exceptions import ToolHubError
 
@@ -135,11 +133,6 @@ def rate_limit_admit(*, caller, tool: Tool, rules=None) -> Quota | None:
 # Approval gate
 
 
-@lru_cache(maxsize=256)
-def _condition_validator(condition_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(condition_json), registry=NO_RETRIEVAL)
-
-
 def approval_reason(tool: Tool, inputs: dict) -> str:
     """Why a call to ``tool`` with ``inputs`` waits for a person (an ``ApprovalReason``),
     or "" when it does not."""
@@ -149,7 +142,11 @@ def approval_reason(tool: Tool, inputs: dict) -> str:
     if not condition:
         return ApprovalReason.TOOL
     try:
-        matched = _condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+        matched = condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+    except PatternUndecided:
+        # An argument made to backtrack must not slip past the condition: a person decides.
+        logger.warning("tool %s: approval_condition pattern timed out", tool.pk)
+        return ApprovalReason.CONDITION_UNUSABLE
     except Unresolvable:
         # A condition that cannot be evaluated (a reference stored before they were
         # refused) fails closed: the call waits for a person.
@@ -161,32 +158,37 @@ def approval_reason(tool: Tool, inputs: dict) -> str:
 # Result cache
 
 
-def _guards_stamp(guards) -> str:
+def _guards_stamp(guards, caller: str) -> str:
     """Which after-guards (as last changed) shaped an output: an answer guarded otherwise
-    (before a PII guard was added, say) is never served."""
+    (before a PII guard was added, say) is never served. An operator's after-guard sees
+    who called (``context.caller``) and may guard one caller's answer otherwise than
+    another's: with one, answers are kept per caller."""
     after = sorted(
         f"{g.pk}@{g.updated_at.isoformat() if g.updated_at else ''}"
         for g in guards
         if g.stage == "after"
     )
+    if any(g.stage == "after" and g.kind == "python" for g in guards):
+        after.append(f"caller={caller}")
     return hashlib.sha256("|".join(after).encode()).hexdigest()[:16] if after else "-"
 
 
-def result_cache_key(tool: Tool, input_hash: str, guards=()) -> str:
+def result_cache_key(tool: Tool, input_hash: str, guards=(), caller: str = "") -> str:
     """Results are kept per definition: any change of what a call does (the tool's
     run settings, parameters or configs) moves ``definition_changed_at``
     (``registry.services.tools``), so an answer produced under an older
-    configuration (another base_url, say) is never served; and per set of after-guards."""
+    configuration (another base_url, say) is never served; and per set of after-guards
+    (and per caller when an operator's after-guard is among them)."""
     changed = tool.definition_changed_at or tool.updated_at
     stamp = changed.isoformat() if changed else tool.version
-    return f"toolhub:result:{tool.pk}:{stamp}:{_guards_stamp(guards)}:{input_hash}"
+    return f"toolhub:result:{tool.pk}:{stamp}:{_guards_stamp(guards, caller)}:{input_hash}"
 
 
-def cached_result(tool: Tool, input_hash: str, guards=()) -> dict | None:
+def cached_result(tool: Tool, input_hash: str, guards=(), caller: str = "") -> dict | None:
     if not tool.cache_ttl_seconds:
         return None
     try:
-        return cache.get(result_cache_key(tool, input_hash, guards))
+        return cache.get(result_cache_key(tool, input_hash, guards, caller))
     except Exception as exc:
         logger.warning("result cache unavailable: %s", exc)
         return None
@@ -197,7 +199,7 @@ def store_result(tool: Tool, execution, guards=()) -> None:
         return
     try:
         cache.set(
-            result_cache_key(tool, execution.input_hash, guards),
+            result_cache_key(tool, execution.input_hash, guards, execution.principal_name),
             {
                 "execution_id": str(execution.pk),
                 "output_data": execution.output_data,

@@ -16,6 +16,16 @@ from registry.schema import NO_RETRIEVAL
 PATTERN_TIMEOUT_SECONDS = 0.1
 
 
+class PatternUndecided(Exception):
+    """A condition's pattern could not be checked in time: whether it matches is unknown.
+
+    Conditions (an approval condition, an argument guard's) decide with the schema
+    matching, so a pattern that times out may not count as "does not match" (an
+    argument crafted to backtrack would then pass a rule written to stop it): the
+    condition validator raises this, and its caller fails closed.
+    """
+
+
 @lru_cache(maxsize=1024)
 def _compiled(pattern: str):
     return regex.compile(pattern)
@@ -34,10 +44,18 @@ def _search(pattern: str, text: str):
         return False, f"The tool's pattern {pattern!r} is not a usable regular expression ({exc})"
 
 
+def _decided(validator, pattern: str, text: str):
+    """``_search``; a condition validator raises ``PatternUndecided`` instead of a problem."""
+    matched, problem = _search(pattern, text)
+    if problem and getattr(validator, "DECIDES_CONDITIONS", False):
+        raise PatternUndecided(problem)
+    return matched, problem
+
+
 def _pattern(validator, pattern, instance, schema):
     if not validator.is_type(instance, "string"):
         return
-    matched, problem = _search(pattern, instance)
+    matched, problem = _decided(validator, pattern, instance)
     if problem:
         yield ValidationError(problem)
     elif not matched:
@@ -49,7 +67,7 @@ def _pattern_properties(validator, pattern_properties, instance, schema):
         return
     for pattern, subschema in pattern_properties.items():
         for key, value in instance.items():
-            matched, problem = _search(pattern, key)
+            matched, problem = _decided(validator, pattern, key)
             if problem:
                 yield ValidationError(problem, path=[key])
             elif matched:
@@ -70,7 +88,7 @@ def _additional_properties(validator, additional, instance, schema):
     for key in instance:
         if key in properties:
             continue
-        outcomes = [_search(pattern, key) for pattern in patterns]
+        outcomes = [_decided(validator, pattern, key) for pattern in patterns]
         if any(problem for _, problem in outcomes):
             continue  # already reported by patternProperties
         if not any(matched for matched, _ in outcomes):
@@ -95,6 +113,17 @@ _Validator = validators.extend(
 )
 
 
+_ConditionValidator = validators.extend(_Validator, {})
+_ConditionValidator.DECIDES_CONDITIONS = True
+
+
 @lru_cache(maxsize=512)
 def _validator_for(schema_json: str) -> Draft202012Validator:
     return _Validator(json.loads(schema_json), registry=NO_RETRIEVAL)
+
+
+@lru_cache(maxsize=512)
+def condition_validator(condition_json: str) -> Draft202012Validator:
+    """The validator of a condition (JSON): its patterns run under the time limit, and
+    one that cannot be checked in time raises ``PatternUndecided``."""
+    return _ConditionValidator(json.loads(condition_json), registry=NO_RETRIEVAL)

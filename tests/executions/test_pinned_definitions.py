@@ -405,3 +405,20 @@ def test_a_decision_without_a_body_is_taken_and_a_malformed_one_is_a_400(web, dr
     assert bad.status_code == 400
     assert "extra" in json.dumps(bad.json()["error"]["details"])
     assert client.post(url).status_code == 200
+
+
+def test_a_server_whose_parameter_descriptions_differ_from_the_registrys_is_held_not_pinned(
+    web, drift
+):
+    # The registry's reviewed definition says what the text parameter is; the server, at
+    # the first sync after pinning, says something else about it (where a poisoned
+    # instruction hides as well as in the tool's description): not "the same".
+    tool = echo()
+    tool.parameters.filter(name="text").update(description="The text to echo back.")
+    pin_as_before_pinning()
+    reviewed = echo().approved_definition_hash
+    report = mcp_server_sync(actor=None, server=web)
+    tool = echo()
+    assert report.quarantined == ["web__echo"]
+    assert tool.quarantined_at is not None and tool.approved_definition_hash == reviewed
+    assert tool.parameters.get(name="text").description == "The text to echo back."
