@@ -24,7 +24,15 @@ from toolhub.exceptions import ToolHubError
 
 META_KEY = "io.toolhub/execution"
 # Refusals a model can correct or wait out: answered as tool results with isError.
-_TOOL_ERRORS = {"invalid_arguments", "rate_limited", "controls_unavailable", "queue_unavailable"}
+# Refusals the model can act on (change its arguments, wait, try again) come back as a
+# tool result it reads; the others (unknown, not executable, quarantined) are protocol errors.
+_TOOL_ERRORS = {
+    "invalid_arguments",
+    "guard_denied",
+    "rate_limited",
+    "controls_unavailable",
+    "queue_unavailable",
+}
 
 
 def _text(value: Any) -> str:
@@ -59,6 +67,8 @@ def refusal(error: ToolHubError, name: str) -> types.CallToolResult:
             f"- {p.get('path')}: {p.get('message')} (expected {p.get('expected')})"
             for p in error.details or []
         ]
+    elif error.code == "guard_denied":
+        lines += [f"- {d.get('guard')}: {d.get('message')}" for d in error.details or []]
     retry = (getattr(error, "headers", None) or {}).get("Retry-After")
     if retry is not None:
         body["retry_after_seconds"] = int(retry)

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from executions.models import Approval, Execution, ExecutionStatus
 from registry.models import AuditEvent, Tool, Toolset
 from registry.services import access as access_services
+from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import tools as tool_services
 from tests.executions.mcp_server.conftest import TRUSTED_ORIGIN, mcp_client, rpc
@@ -220,6 +221,33 @@ def test_a_rate_limited_call_is_a_tool_error_saying_when_to_retry(world):
     assert "Retry in" in second.content[0].text
     refused = latest(pk=error["execution_id"])
     assert (refused.status, refused.reason_code) == (ExecutionStatus.DENIED, "rate_limited")
+
+
+def test_a_call_a_guard_denies_is_a_tool_error_the_model_can_act_on(world):
+    guard_services.guard_create(
+        actor=None,
+        tool=world.tools["bravo"],
+        name="no-admin-paths",
+        kind="arguments",
+        action="deny",
+        config={
+            "condition": {"properties": {"path": {"pattern": "^admin"}}, "required": ["path"]},
+            "message": "Admin pages are off limits: ask for a public path.",
+        },
+    )
+
+    async def scenario():
+        async with mcp_client(world.url, world.token) as client:
+            return await client.call_tool("bravo", {"path": "admin/users"})
+
+    result = asyncio.run(scenario())
+    assert result.is_error is True
+    error = result.structured_content["error"]
+    assert error["code"] == "guard_denied"
+    assert "no-admin-paths: Admin pages are off limits" in result.content[0].text
+    refused = latest(pk=error["execution_id"])
+    assert (refused.status, refused.reason_code) == (ExecutionStatus.DENIED, "guard_denied")
+    assert refused.entry_point == "mcp"
 
 
 @pytest.mark.parametrize(
