@@ -303,6 +303,9 @@ SPECTACULAR_SETTINGS = {
         "JSONTypeEnum": "registry.models.tools.JSONType",
         "ParameterKindEnum": "registry.models.tools.ParameterKind",
         "ActionEnum": "registry.models.access.Action",
+        "GuardActionEnum": "registry.models.guards.GuardAction",
+        "GuardStageEnum": "registry.models.guards.GuardStage",
+        "GuardKindEnum": "registry.models.guards.GuardKind",
     },
     # The error body as a component, and the errors every operation can answer.
     "POSTPROCESSING_HOOKS": [
