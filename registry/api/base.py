@@ -10,6 +10,7 @@ from registry import access
 from registry.models import Action, Tool
 from toolhub.api.pagination import PageNumberPagination
 from toolhub.api.params import reject_unknown
+from toolhub.exceptions import NotFound, PermissionDenied
 
 
 class BaseAPIView(APIView):
@@ -42,6 +43,29 @@ class BaseAPIView(APIView):
 
     def tool_queryset(self, action: str = Action.READ):
         return access.restrict(Tool.objects.all(), self.request.user, action)
+
+    def get_tool(self, tool_id, *, action: str = Action.READ) -> Tool:
+        """The tool if the caller may read it (404 otherwise), then ``action`` checked (403)."""
+        tool = self.tool_queryset().filter(pk=tool_id).first()
+        if tool is None:
+            raise NotFound("Tool not found.", code="tool_not_found")
+        if action != Action.READ and not access.can(self.request.user, action, tool):
+            raise PermissionDenied(f"You may not {action} this tool.", code="permission_denied")
+        return tool
+
+    def optional_tool(self, tool_id) -> Tool | None:
+        """For a row that is for one tool or for all tools: the tool (404 when the caller
+        may not read it), or None for all tools."""
+        return self.get_tool(tool_id) if tool_id else None
+
+    def visible_or_404(self, row, message: str, code: str):
+        """``row`` (tied to one tool or to all tools) if it exists and the caller may read
+        its tool; a 404 with ``message`` otherwise, as for a row that does not exist."""
+        if row is None or (
+            row.tool_id and not self.tool_queryset().filter(pk=row.tool_id).exists()
+        ):
+            raise NotFound(message, code=code)
+        return row
 
     def paginate(self, queryset, serializer_class, **serializer_kwargs):
         paginator = PageNumberPagination()

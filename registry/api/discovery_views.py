@@ -78,9 +78,7 @@ class CheckPermissionView(BaseAPIView):
         responses={200: s.PermissionCheckOutputSerializer, **errors(404)},
     )
     def get(self, request, tool_id, role_id):
-        tool = self.tool_queryset().filter(pk=tool_id).first()
-        if tool is None:
-            raise NotFound("Tool not found.", code="tool_not_found")
+        tool = self.get_tool(tool_id)
         role = RegistryByRoleView.role_from_kwargs(self, role_id=role_id)
         # The seed's default: whether the role may run the tool.
         required = (

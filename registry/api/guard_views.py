@@ -15,7 +15,7 @@ from registry.services import guards as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
 from toolhub.api.serializers import StrictSerializer
-from toolhub.exceptions import NotFound, PermissionDenied
+from toolhub.exceptions import PermissionDenied
 
 
 class GuardOutputSerializer(serializers.ModelSerializer):
@@ -103,12 +103,7 @@ class GuardListView(BaseAPIView):
         data = GuardInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        tool_id = values.pop("tool_id", None)
-        tool = None
-        if tool_id:
-            tool = self.tool_queryset().filter(pk=tool_id).first()
-            if tool is None:
-                raise NotFound("Tool not found.", code="tool_not_found")
+        tool = self.optional_tool(values.pop("tool_id", None))
         guard = services.guard_create(actor=request.user, tool=tool, **values)
         return Response(GuardOutputSerializer(guard).data, status=201)
 
@@ -116,11 +111,7 @@ class GuardListView(BaseAPIView):
 class GuardDetailView(BaseAPIView):
     def get_guard(self, guard_id) -> Guard:
         guard = Guard.objects.select_related("tool").filter(pk=guard_id).first()
-        if guard is None or (
-            guard.tool_id and not self.tool_queryset().filter(pk=guard.tool_id).exists()
-        ):
-            raise NotFound("Guard not found.", code="guard_not_found")
-        return guard
+        return self.visible_or_404(guard, "Guard not found.", "guard_not_found")
 
     @extend_schema(responses=GuardOutputSerializer)
     def get(self, request, guard_id):

@@ -15,7 +15,7 @@ from registry.services import limits as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
 from toolhub.api.serializers import StrictSerializer
-from toolhub.exceptions import NotFound, PermissionDenied
+from toolhub.exceptions import PermissionDenied
 
 
 class RateLimitOutputSerializer(serializers.ModelSerializer):
@@ -96,12 +96,7 @@ class RateLimitListView(BaseAPIView):
         data = RateLimitInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        tool_id = values.pop("tool_id", None)
-        tool = None
-        if tool_id:
-            tool = self.tool_queryset().filter(pk=tool_id).first()
-            if tool is None:
-                raise NotFound("Tool not found.", code="tool_not_found")
+        tool = self.optional_tool(values.pop("tool_id", None))
         _check_may_edit(request.user, tool)
         rule = services.rate_limit_create(actor=request.user, tool=tool, **values)
         return Response(RateLimitOutputSerializer(rule).data, status=201)
@@ -110,11 +105,7 @@ class RateLimitListView(BaseAPIView):
 class RateLimitDetailView(BaseAPIView):
     def get_rule(self, rule_id) -> RateLimitRule:
         rule = RateLimitRule.objects.select_related("tool").filter(pk=rule_id).first()
-        if rule is None or (
-            rule.tool_id and not self.tool_queryset().filter(pk=rule.tool_id).exists()
-        ):
-            raise NotFound("Rate limit not found.", code="rate_limit_not_found")
-        return rule
+        return self.visible_or_404(rule, "Rate limit not found.", "rate_limit_not_found")
 
     @extend_schema(responses=RateLimitOutputSerializer)
     def get(self, request, rule_id):

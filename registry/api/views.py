@@ -20,15 +20,6 @@ from toolhub.exceptions import NotFound, PermissionDenied
 class RegistryAPIView(BaseAPIView):
     """Tool endpoints: every lookup goes through the caller's readable tools."""
 
-    def get_tool(self, tool_id, *, action: str = Action.READ) -> Tool:
-        """The tool if the caller may read it (404 otherwise), then ``action`` checked (403)."""
-        tool = self.tool_queryset().filter(pk=tool_id).first()
-        if tool is None:
-            raise NotFound("Tool not found.", code="tool_not_found")
-        if action != Action.READ and not access.can(self.request.user, action, tool):
-            raise PermissionDenied(f"You may not {action} this tool.", code="permission_denied")
-        return tool
-
 
 class ToolListView(RegistryAPIView):
     known_query_params = None
