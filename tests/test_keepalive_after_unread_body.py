@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -91,8 +90,8 @@ def server(tmp_path, request):
     ("path", "size", "status"),
     [
         # Answered without reading the body at all (no such execution).
-        (f"/api/v1/executions/{uuid.uuid4()}/cancel", 1_000, 404),
-        (f"/api/v1/executions/{uuid.uuid4()}/cancel", 500_000, 404),
+        ("/api/v1/executions/6f1c8a2e-0000-4000-8000-000000000002/cancel", 1_000, 404),
+        ("/api/v1/executions/6f1c8a2e-0000-4000-8000-000000000003/cancel", 500_000, 404),
         # A body past the limit (2 MiB): refused unread.
         ("/api/v1/executions", 3_000_000, 413),
     ],

@@ -378,7 +378,7 @@ class TestConfigsCheckedForTheExecutor:
                 "postgresql://",
                 "postgresql://reader@db.example:5432/sales",
             ),
-            ("mcp", "server_id", "not-a-uuid", "UUID", str(uuid.uuid4())),
+            ("mcp", "server_id", "not-a-uuid", "UUID", "6f1c8a2e-0000-4000-8000-000000000001"),
             (
                 "mcp",
                 "server",
