@@ -418,8 +418,9 @@ TOOLHUB_ASGI_MOUNTS = {
     "/mcp": "executions.mcp_server.gate.application",
     "/.well-known/oauth-protected-resource": "executions.mcp_server.gate.application",
 }
-# The MCP endpoint (docs/mcp-server.md). Browser origins it answers besides those of
-# ALLOWED_HOSTS (DNS rebinding: a page elsewhere must not reach a local ToolHub).
+# The MCP endpoint (docs/mcp-server.md). Browser origins (scheme://host[:port], compared
+# whole) it answers besides its own (DNS rebinding: a page elsewhere, or on another port
+# of the same host, must not reach a local ToolHub).
 TOOLHUB_MCP_ALLOWED_ORIGINS = env_list("TOOLHUB_MCP_ALLOWED_ORIGINS", [])
 TOOLHUB_MCP_MAX_BODY_BYTES = env_int(
     "TOOLHUB_MCP_MAX_BODY_BYTES", DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=1024
@@ -436,6 +437,20 @@ TOOLHUB_MCP_APPROVAL_WAIT = env_float("TOOLHUB_MCP_APPROVAL_WAIT", 300.0, minimu
 TOOLHUB_MCP_APPROVAL_ROUND = env_float("TOOLHUB_MCP_APPROVAL_ROUND", 20.0, minimum=0.1)
 # 2025 revisions' Mcp-Session-Id: kept in the shared cache (Redis), idle for at most this.
 TOOLHUB_MCP_SESSION_TTL = env_int("TOOLHUB_MCP_SESSION_TTL", 24 * 3600, minimum=60)
+# Sessions one token may hold: opening one more forgets the token's least recently
+# used session (its client gets 404 and initializes again, as after an expiry).
+TOOLHUB_MCP_SESSIONS_PER_TOKEN = env_int("TOOLHUB_MCP_SESSIONS_PER_TOKEN", 20, minimum=1)
+# Listen streams (the 2025 GET stream, 2026-07-28 subscriptions/listen) open at once:
+# per token across every web process (leases in Redis that expire when not renewed,
+# so a process that dies frees its streams' places) and per web process (429 past either).
+TOOLHUB_MCP_LISTEN_STREAMS_PER_TOKEN = env_int("TOOLHUB_MCP_LISTEN_STREAMS_PER_TOKEN", 10, minimum=1)
+TOOLHUB_MCP_LISTEN_STREAMS_PER_PROCESS = env_int(
+    "TOOLHUB_MCP_LISTEN_STREAMS_PER_PROCESS", 200, minimum=1
+)
+TOOLHUB_MCP_LISTEN_LEASE_SECONDS = env_int("TOOLHUB_MCP_LISTEN_LEASE_SECONDS", 30, minimum=3)
+# A 2026-07-28 requestState (a call waiting for approval) is good for this many seconds
+# after the answer that gave it, for the same caller, tool, arguments and path only.
+TOOLHUB_MCP_REQUEST_STATE_TTL = env_int("TOOLHUB_MCP_REQUEST_STATE_TTL", 600, minimum=5)
 
 # Registry reads of the execution path (token, roles, tool, rights, rules) are kept in
 # memory per process and dropped whenever the registry generation changes

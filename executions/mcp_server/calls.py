@@ -10,6 +10,7 @@ protocol revision (``toolhub.context``).
 from __future__ import annotations
 
 import contextvars
+import json
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from django.conf import settings
-from django.core import signing
+from django.core.exceptions import ValidationError
 from django.db import close_old_connections
 
 from executions.mcp_server.sessions import McpRequest
@@ -29,9 +30,6 @@ from registry import access, formats, selectors
 from registry.schema import tool_output_schema
 from toolhub import context
 from toolhub.exceptions import ToolHubError
-
-_STATE_SALT = "toolhub.mcp.approval"
-
 
 _limiter: anyio.CapacityLimiter | None = None
 _threads = threading.local()
@@ -149,15 +147,21 @@ def cancel(request: McpRequest, execution_id) -> bool:
 
 
 def state_for(execution: Execution) -> str:
-    """The ``requestState`` a 2026-07-28 client sends back to keep waiting for ``execution``."""
-    return signing.dumps({"execution": str(execution.pk)}, salt=_STATE_SALT)
+    """The ``requestState`` a 2026-07-28 client sends back to keep waiting for ``execution``
+    (the SDK's boundary seals it and binds it to the call: ``server.request_state_boundary``)."""
+    return json.dumps({"execution": str(execution.pk)})
 
 
 def execution_from_state(request: McpRequest, state: str) -> Execution | None:
-    """The caller's execution a ``requestState`` names (None: not one this server gave it)."""
+    """The caller's execution a (verified, unsealed) ``requestState`` names."""
     try:
-        data = signing.loads(state, salt=_STATE_SALT)
-    except signing.BadSignature:
+        data = json.loads(state)
+    except ValueError:
         return None
     execution_id = data.get("execution") if isinstance(data, dict) else None
-    return Execution.objects.filter(pk=execution_id, principal=request.user).first()
+    if not isinstance(execution_id, str):
+        return None
+    try:
+        return Execution.objects.filter(pk=execution_id, principal=request.user).first()
+    except (ValueError, ValidationError):
+        return None

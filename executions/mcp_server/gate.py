@@ -1,11 +1,13 @@
 """The ASGI app at ``/mcp`` and ``/mcp/<toolset>``: every check before the SDK sees a request.
 
-In order: the Host and ``Origin`` (DNS rebinding: no Origin, or one of ALLOWED_HOSTS
-or ``TOOLHUB_MCP_ALLOWED_ORIGINS``; else 403), the method, the agent token (401 with
+In order (``checks``): one each of the headers that say who and where (400), the
+Host and ``Origin`` (DNS rebinding: no Origin, this very origin, or one of
+``TOOLHUB_MCP_ALLOWED_ORIGINS``; else 403), the method, the agent token (401 with
 ``WWW-Authenticate: Bearer resource_metadata=…``, RFC 9728), the toolset (404), the
 body (at most ``TOOLHUB_MCP_MAX_BODY_BYTES``, 413; whole within
 ``TOOLHUB_MCP_BODY_TIMEOUT``, 408), the 2025 session (404 when unknown or another
-token's). Then the request goes to the SDK with the ``McpRequest`` in its scope.
+token's), a place for a listen stream (429, ``streams``). Then the request goes to
+the SDK with the ``McpRequest`` in its scope.
 
 The token authenticates the caller to ToolHub only: nothing forwards it upstream
 (an MCP tool's server gets the credentials its ToolHub config holds).
@@ -17,15 +19,24 @@ import json
 import logging
 import re
 from contextlib import asynccontextmanager
-from urllib.parse import urlsplit
 
 import anyio
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from rest_framework.exceptions import AuthenticationFailed
 
-from executions.mcp_server import calls, server, sessions
+from executions.mcp_server import calls, server, sessions, streams
+from executions.mcp_server.checks import (
+    Refused,
+    base_url,
+    check_host_and_origin,
+    check_single_headers,
+    headers_of,
+    parsed,
+    read_body,
+    replay,
+    respond,
+)
 from registry import selectors
 from registry.authentication import BearerTokenAuthentication
 from toolhub import context
@@ -36,58 +47,7 @@ _TOOLSET_PATH = re.compile(r"^/mcp(?:/(?P<slug>[-a-zA-Z0-9_]{1,64}))?/?$")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
 _CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 _PROTOCOL = "io.modelcontextprotocol/protocolVersion"
-
-
-class Refused(Exception):
-    """Answer the request with ``status`` and a JSON body; nothing else runs."""
-
-    def __init__(self, status: int, body: dict, headers: dict | None = None):
-        super().__init__(status)
-        self.status, self.body, self.headers = status, body, headers or {}
-
-
-def _headers(scope) -> dict[str, str]:
-    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
-
-
-async def _respond(send, status: int, body: dict, headers: dict | None = None) -> None:
-    data = json.dumps(body).encode()
-    head = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-    head += [(k.lower().encode(), v.encode("latin-1")) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": head})
-    await send({"type": "http.response.body", "body": data})
-
-
-def _allowed_hosts() -> list[str]:
-    if settings.ALLOWED_HOSTS:
-        return list(settings.ALLOWED_HOSTS)
-    return [".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else []
-
-
-def check_host_and_origin(headers: dict[str, str]) -> None:
-    host, _ = split_domain_port(headers.get("host", ""))
-    if not host or not validate_host(host, _allowed_hosts()):
-        raise Refused(400, {"error": "bad_host", "message": "Host not allowed (ALLOWED_HOSTS)."})
-    origin = headers.get("origin")
-    if origin is None:
-        return  # not a browser: DNS rebinding needs one
-    allowed = [o.rstrip("/") for o in settings.TOOLHUB_MCP_ALLOWED_ORIGINS]
-    hostname = urlsplit(origin).hostname if origin != "null" else None
-    # ALLOWED_HOSTS' "*" admits any Host, never any page: origins must be named.
-    named_hosts = [h for h in _allowed_hosts() if h != "*"]
-    if origin.rstrip("/") in allowed or (hostname and validate_host(hostname.lower(), named_hosts)):
-        return
-    raise Refused(
-        403,
-        {
-            "error": "origin_not_allowed",
-            "message": "Origin not allowed: add it to TOOLHUB_MCP_ALLOWED_ORIGINS.",
-        },
-    )
-
-
-def base_url(scope, headers) -> str:
-    return f"{scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}"
+_LISTEN = "subscriptions/listen"
 
 
 def unauthorized(scope, headers, message: str, *, presented: bool) -> Refused:
@@ -109,69 +69,54 @@ def authenticate(raw: str):
     return BearerTokenAuthentication().authenticate_token(raw)
 
 
-async def read_body(receive, limit: int, timeout: float) -> bytes:
-    chunks, size = [], 0
-    try:
-        with anyio.fail_after(timeout):
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise Refused(400, {"error": "disconnected"})
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise Refused(
-                        413, {"error": "too_large", "message": f"Body over {limit} bytes."}
-                    )
-                chunks.append(chunk)
-                if not message.get("more_body"):
-                    return b"".join(chunks)
-    except TimeoutError:
-        raise Refused(408, {"error": "timeout", "message": "Body not received in time."}) from None
+def too_many_streams(full: streams.Full, message: dict | None) -> Refused:
+    """429 naming the setting: as JSON-RPC for a ``subscriptions/listen`` POST (what the
+    SDK client shows), as ToolHub's error body for a GET stream."""
+    retry = {"Retry-After": str(settings.TOOLHUB_MCP_LISTEN_LEASE_SECONDS)}
+    data = {"setting": full.setting, "limit": full.limit}
+    if message is None:
+        return Refused(429, {"error": "too_many_streams", "message": str(full), **data}, retry)
+    error = {"code": -32000, "message": str(full), "data": data}
+    return Refused(429, {"jsonrpc": "2.0", "id": message.get("id"), "error": error}, retry)
 
 
-def replay(body: bytes, receive):
-    """A ``receive`` that gives the body read already, then the client's own messages."""
-    given = False
-
-    async def again():
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return again
-
-
-def parsed(body: bytes) -> dict:
-    try:
-        message = json.loads(body) if body else None
-    except (ValueError, RecursionError):
-        return {}  # the SDK answers the parse error
-    return message if isinstance(message, dict) else {}
+def initialize_answer(body: bytes) -> dict | None:
+    """The JSON-RPC answer in an ``initialize`` response body (JSON or SSE), if whole."""
+    found = parsed(body)
+    if found:
+        return found
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.startswith("data:"):
+            found = parsed(line[5:].strip().encode())
+            if "result" in found or "error" in found:
+                return found
+    return None
 
 
 class Gate:
-    """The MCP endpoint as an ASGI app (``lifespan`` runs the SDK's session manager)."""
+    """The MCP endpoint as an ASGI app (``lifespan`` runs the SDK's session manager and
+    the listen streams' watcher)."""
 
     def __init__(self):
         self.manager = None
+        self.watcher: streams.Watcher | None = None
 
     @asynccontextmanager
     async def lifespan(self):
         manager = server.build_manager()
-        async with manager.run():
-            self.manager = manager
+        async with manager.run(), anyio.create_task_group() as tg:
+            self.manager, self.watcher = manager, streams.Watcher()
+            tg.start_soon(self.watcher.run)
             try:
                 yield
             finally:
-                self.manager = None
+                self.manager = self.watcher = None
+                tg.cancel_scope.cancel()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return
-        headers = _headers(scope)
+        headers = headers_of(scope)
         incoming = headers.get("x-request-id", "")
         request_id = incoming if _SAFE_ID.match(incoming) else context.new_request_id()
 
@@ -189,10 +134,11 @@ class Gate:
         try:
             await self.serve(scope, receive, send_with_id, headers, request_id)
         except Refused as refused:
-            await _respond(send_with_id, refused.status, refused.body, refused.headers)
+            await respond(send_with_id, refused.status, refused.body, refused.headers)
 
     async def serve(self, scope, receive, send, headers, request_id):
-        check_host_and_origin(headers)
+        check_single_headers(scope)
+        check_host_and_origin(headers, scope.get("scheme", "http"))
         path = scope["path"]
         if path.startswith(METADATA_PATH):
             await self.resource_metadata(scope, send, headers, path[len(METADATA_PATH) :])
@@ -217,16 +163,30 @@ class Gate:
             if request.session is None:
                 raise Refused(405, {"error": "no_session"}, {"Allow": "GET, POST"})
             await calls.in_thread(sessions.session_close, request.session.id, request.token_hash)
-            await _respond(send, 200, {})
+            await respond(send, 200, {})
             return
         if scope["method"] == "GET":
             await self.list_changes(scope, receive, send, request, headers)
             return
         message = parsed(body)
         send = await self.before_sdk(message, request, headers, send)
-        await self.manager.handle_request(
-            {**scope, server.SCOPE_KEY: request}, replay(body, receive), send
-        )
+        scope = {**scope, server.SCOPE_KEY: request}
+        if message.get("method") != _LISTEN:
+            await self.manager.handle_request(scope, replay(body, receive), send)
+            return
+        async with self.stream_place(request, message):
+            await self.manager.handle_request(scope, replay(body, receive), send)
+
+    @asynccontextmanager
+    async def stream_place(self, request: sessions.McpRequest, message: dict | None):
+        """A place for one more listen stream of the caller (429 naming the setting when
+        there is none), held until the stream ends."""
+        try:
+            async with self.watcher.opened(request) as stream:
+                request.stream = stream
+                yield stream
+        except streams.Full as full:
+            raise too_many_streams(full, message) from None
 
     async def authenticated(self, scope, headers, request_id, toolset) -> sessions.McpRequest:
         scheme, _, raw = headers.get("authorization", "").partition(" ")
@@ -280,39 +240,57 @@ class Gate:
             await calls.in_thread(cancel_by_rpc, request, params.get("requestId"))
         if method != "initialize" or request.session is not None:
             return send
-        return await self.open_session(params, request, send)
+        return self.session_on_success(params, request, send)
 
-    async def open_session(self, params: dict, request: sessions.McpRequest, send):
+    def session_on_success(self, params: dict, request: sessions.McpRequest, send):
+        """A ``send`` that holds the ``initialize`` response until the SDK's answer is
+        known, and stores a session (its id in ``Mcp-Session-Id``) only for a result."""
         info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
-        asked = params.get("protocolVersion")
-        session = await calls.in_thread(
-            lambda: sessions.session_open(
-                token_hash=request.token_hash,
-                client_name=str(info.get("name", "")),
-                client_version=str(info.get("version", "")),
-                protocol_version=asked
-                if asked in HANDSHAKE_PROTOCOL_VERSIONS
-                else LATEST_HANDSHAKE_VERSION,
+        held: list[dict] = []
+        decided = False
+
+        async def open_session(answer: dict) -> sessions.Session:
+            agreed = answer["result"].get("protocolVersion")
+            return await calls.in_thread(
+                lambda: sessions.session_open(
+                    token_hash=request.token_hash,
+                    client_name=str(info.get("name", "")),
+                    client_version=str(info.get("version", "")),
+                    protocol_version=agreed
+                    if agreed in HANDSHAKE_PROTOCOL_VERSIONS
+                    else LATEST_HANDSHAKE_VERSION,
+                )
             )
-        )
 
-        async def send_with_session(message):
-            if message["type"] == "http.response.start" and message["status"] == 200:
-                message = {
-                    **message,
-                    "headers": [
-                        *message.get("headers", []),
-                        (b"mcp-session-id", session.id.encode()),
-                    ],
-                }
-            await send(message)
+        async def decide(start: dict, answer: dict | None) -> None:
+            if start["status"] == 200 and isinstance((answer or {}).get("result"), dict):
+                session = await open_session(answer)
+                extra = (b"mcp-session-id", session.id.encode())
+                start = {**start, "headers": [*start.get("headers", []), extra]}
+            await send(start)
+            for message in held[1:]:
+                await send(message)
 
-        return send_with_session
+        async def send_after_answer(message):
+            nonlocal decided
+            if decided:
+                await send(message)
+                return
+            held.append(message)
+            if message["type"] != "http.response.body":
+                return
+            body = b"".join(m.get("body", b"") for m in held[1:])
+            answer = initialize_answer(body)
+            if answer is not None or not message.get("more_body"):
+                decided = True
+                await decide(held[0], answer)
+
+        return send_after_answer
 
     async def resource_metadata(self, scope, send, headers, resource_path: str) -> None:
         """RFC 9728 protected-resource metadata: the token goes in the header."""
         base = base_url(scope, headers)
-        await _respond(
+        await respond(
             send,
             200,
             {
@@ -330,22 +308,23 @@ class Gate:
             raise Refused(405, {"error": "no_session"}, {"Allow": "POST"})
         if "text/event-stream" not in headers.get("accept", ""):
             raise Refused(406, {"error": "not_acceptable", "message": "Accept text/event-stream."})
-        head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
-        await send({"type": "http.response.start", "status": 200, "headers": head})
-        notice = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        async with self.stream_place(request, None) as stream:
+            head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
+            await send({"type": "http.response.start", "status": 200, "headers": head})
+            notice = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
-        async def watch():
-            async for changed in server.list_changes(request):
-                chunk = f"event: message\ndata: {notice}\n\n" if changed else ": ping\n\n"
-                await send(
-                    {"type": "http.response.body", "body": chunk.encode(), "more_body": True}
-                )
+            async def watch():
+                async for changed in stream.changes():
+                    chunk = f"event: message\ndata: {notice}\n\n" if changed else ": ping\n\n"
+                    await send(
+                        {"type": "http.response.body", "body": chunk.encode(), "more_body": True}
+                    )
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch)
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            tg.cancel_scope.cancel()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
 
 
 def cancel_by_rpc(request: sessions.McpRequest, rpc_id) -> None:

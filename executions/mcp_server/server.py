@@ -8,14 +8,15 @@ itself; ``gate`` authenticates first and puts the ``McpRequest`` in the scope.
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import mcp_types as types
 from django.conf import settings
 from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import (
@@ -29,12 +30,11 @@ from executions.mcp_server import calls, listing, results, sessions
 from executions.models import Execution, ExecutionStatus
 
 SCOPE_KEY = "toolhub.mcp"
+_STATE_KEY_LABEL = "toolhub.mcp.request-state:"
 # While a call runs or waits, a client that asked for progress hears from it this often.
 PROGRESS_SECONDS = 1.0
 # How often a call waiting for approval (and then its run) looks at its execution.
 APPROVAL_POLL_SECONDS = 1.0
-# How often an open listen stream looks whether the caller's tool list changed.
-LIST_POLL_SECONDS = 2.0
 
 
 class ToolHubServer(Server):
@@ -185,17 +185,6 @@ async def _awaiting_approval(request, execution, structured: bool, revision: str
     return results.awaiting_approval(execution, approval_id, request.base_url)
 
 
-async def list_changes(request: sessions.McpRequest) -> AsyncIterator[bool]:
-    """Every ``LIST_POLL_SECONDS``: whether the caller's tool list changed since the last
-    look (grants, tools, toolsets), read from the database by whichever process asks."""
-    seen = await calls.in_thread(listing.tools_fingerprint, request.user, request.toolset)
-    while True:
-        await anyio.sleep(LIST_POLL_SECONDS)
-        now = await calls.in_thread(listing.tools_fingerprint, request.user, request.toolset)
-        changed, seen = now != seen, now
-        yield changed
-
-
 async def listen(ctx, params: types.SubscriptionsListenRequestParams):
     """2026-07-28 ``subscriptions/listen``: the response is a stream of
     ``notifications/tools/list_changed`` for this caller (acknowledged first)."""
@@ -209,7 +198,9 @@ async def listen(ctx, params: types.SubscriptionsListenRequestParams):
     )
     if not wanted:  # nothing else ToolHub publishes: hold the stream until the client goes
         await anyio.sleep_forever()
-    async for changed in list_changes(request):
+    if request.stream is None:  # the gate gives every listen request its place
+        raise MCPError(types.INTERNAL_ERROR, "The listen stream has no place.")
+    async for changed in request.stream.changes():
         if changed:
             await ctx.session.send_notification(
                 event_to_notification(ToolsListChanged(), meta), related_request_id=ctx.request_id
@@ -232,8 +223,27 @@ def build_server() -> ToolHubServer:
     )
     # The SDK's default middleware opens an OpenTelemetry span per message; ToolHub
     # installs no exporter, so it would only cost time on every call.
-    server.middleware = []
+    server.middleware = [request_state_boundary()]
     return server
+
+
+def _caller_and_path(ctx) -> str:
+    request = request_of(ctx)
+    return f"user={request.user.pk} path=/mcp/{request.toolset or ''}"
+
+
+def request_state_boundary() -> RequestStateBoundary:
+    """The SDK's seal on a 2026-07-28 ``requestState``: encrypted under a key derived
+    from ``SECRET_KEY`` (every web process shares it; ``SECRET_KEY_FALLBACKS`` still
+    open older states), good for ``TOOLHUB_MCP_REQUEST_STATE_TTL`` seconds, for the
+    same method, tool and arguments (their digest), caller and path (toolset) only.
+    Anything else is ``-32602`` "Invalid or expired requestState"."""
+    secrets = dict.fromkeys([settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS])
+    keys = [hashlib.sha256(f"{_STATE_KEY_LABEL}{secret}".encode()).digest() for secret in secrets]
+    security = RequestStateSecurity(
+        keys=keys, ttl=settings.TOOLHUB_MCP_REQUEST_STATE_TTL, bind_principal=_caller_and_path
+    )
+    return RequestStateBoundary(security, default_audience="ToolHub")
 
 
 def build_manager() -> StreamableHTTPSessionManager:

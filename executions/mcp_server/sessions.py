@@ -5,11 +5,19 @@ The server itself is stateless. A 2025 client still gets an ``Mcp-Session-Id`` a
 sends only then) reach the record of every later call: the session is a record in
 the shared cache (Redis), readable by every web process, bound to the token that
 opened it. The 2026-07-28 revision sends them with each request instead.
+
+A session is stored only once the SDK has answered ``initialize`` with a result. A
+token holds at most ``TOOLHUB_MCP_SESSIONS_PER_TOKEN``: an index per token (a sorted
+set, session id by last use) names the least recently used one, which a new session
+pushes out (its client gets 404 and initializes again, as after an expiry). Refusing
+the new one instead would lock out, for a whole ``TOOLHUB_MCP_SESSION_TTL``, a client
+that reconnects without ending its sessions, as most clients do.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from functools import cache as once
@@ -19,13 +27,14 @@ from django.conf import settings
 from django.core.cache import cache
 
 _SESSION_KEY = "toolhub:mcp-session:{}"
+_INDEX_KEY = "toolhub:mcp-sessions:{}"
 _CALL_KEY = "toolhub:mcp-call:{}:{}:{}"
 # A call's cancellation can arrive while it waits for approval: keep its id as long.
 _CALL_TTL_SECONDS = 24 * 3600
 
 
 @once
-def _redis():
+def redis_client():
     """One client (and connection pool) per process. Django's cache gives each request
     context its own client, so each MCP request would open a new Redis connection."""
     if not settings.REDIS_URL:
@@ -41,7 +50,7 @@ def _redis():
 
 
 def _put(key: str, value: Any, ttl: int) -> None:
-    client = _redis()
+    client = redis_client()
     if client is None:
         cache.set(key, value, ttl)
     else:
@@ -50,7 +59,7 @@ def _put(key: str, value: Any, ttl: int) -> None:
 
 def _take(key: str, *, touch: int | None = None) -> Any:
     """The value at ``key`` (None when absent); ``touch``: its time to live starts over."""
-    client = _redis()
+    client = redis_client()
     if client is None:
         value = cache.get(key)
         if value is not None and touch:
@@ -67,7 +76,7 @@ def _take(key: str, *, touch: int | None = None) -> Any:
 
 
 def _drop(key: str) -> None:
-    client = _redis()
+    client = redis_client()
     if client is None:
         cache.delete(key)
     else:
@@ -100,6 +109,7 @@ class McpRequest:
     client_name: str = ""
     client_version: str = ""
     protocol_version: str = ""
+    stream: Any = None  # the listen stream's place (``streams.Stream``), for its handler
     extra: dict = field(default_factory=dict)
 
     def client(self, protocol_version: str) -> dict[str, str]:
@@ -117,6 +127,8 @@ class McpRequest:
 def session_open(
     *, token_hash: str, client_name: str, client_version: str, protocol_version: str
 ) -> Session:
+    """Store a session of ``token_hash``, pushing out its least recently used one(s)
+    past ``TOOLHUB_MCP_SESSIONS_PER_TOKEN``."""
     session = Session(
         id=uuid.uuid4().hex,
         token_hash=token_hash,
@@ -125,14 +137,77 @@ def session_open(
         protocol_version=protocol_version[:20],
     )
     _put(_SESSION_KEY.format(session.id), session.__dict__, settings.TOOLHUB_MCP_SESSION_TTL)
+    for pushed_out in _index_add(token_hash, session.id):
+        _drop(_SESSION_KEY.format(pushed_out))
     return session
+
+
+# Atomically: forget expired entries, add (or refresh) one, and take out the oldest past
+# the cap; answers the ids taken out.
+_INDEX_ADD = (
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]) - tonumber(ARGV[2])) "
+    "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4]) "
+    "redis.call('EXPIRE', KEYS[1], ARGV[2]) "
+    "local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3]) "
+    "if over <= 0 then return {} end "
+    "local out = redis.call('ZRANGE', KEYS[1], 0, over - 1) "
+    "redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1) "
+    "return out"
+)
+
+
+def _index_add(token_hash: str, session_id: str) -> list[str]:
+    ttl, cap = settings.TOOLHUB_MCP_SESSION_TTL, settings.TOOLHUB_MCP_SESSIONS_PER_TOKEN
+    now, key = time.time(), _INDEX_KEY.format(token_hash)
+    client = redis_client()
+    if client is not None:
+        out = client.eval(_INDEX_ADD, 1, key, now, ttl, cap, session_id)
+        return [item.decode() if isinstance(item, bytes) else item for item in out]
+    # Embedded (one process): the index as a dict in the local-memory cache.
+    index = {sid: used for sid, used in (cache.get(key) or {}).items() if used > now - ttl}
+    index[session_id] = now
+    order = sorted(index, key=index.get)
+    out = order[: max(0, len(order) - cap)]
+    cache.set(key, {sid: index[sid] for sid in order[len(out) :]}, ttl)
+    return out
+
+
+def _index_touch(*, key: str, session_id: str) -> None:
+    """Embedded mode's "used now" (with Redis, ``session_find``'s pipeline does it)."""
+    index = cache.get(key) or {}
+    if session_id in index:
+        index[session_id] = time.time()
+        cache.set(key, index, settings.TOOLHUB_MCP_SESSION_TTL)
+
+
+def _index_remove(token_hash: str, session_id: str) -> None:
+    client = redis_client()
+    key = _INDEX_KEY.format(token_hash)
+    if client is not None:
+        client.zrem(key, session_id)
+        return
+    index = cache.get(key) or {}
+    index.pop(session_id, None)
+    cache.set(key, index, settings.TOOLHUB_MCP_SESSION_TTL)
 
 
 def session_find(session_id: str, token_hash: str) -> Session | None:
     """The session, if it exists and the same token opened it (its idle time restarts)."""
-    found = _take(_SESSION_KEY.format(session_id), touch=settings.TOOLHUB_MCP_SESSION_TTL)
+    ttl, key = settings.TOOLHUB_MCP_SESSION_TTL, _SESSION_KEY.format(session_id)
+    client = redis_client()
+    if client is None:
+        found = _take(key, touch=ttl)
+    else:  # one round trip: read, keep alive, and mark as used in the token's index
+        pipe = client.pipeline(transaction=False)
+        pipe.get(key)
+        pipe.expire(key, ttl)
+        pipe.zadd(_INDEX_KEY.format(token_hash), {session_id: time.time()}, xx=True)
+        raw = pipe.execute()[0]
+        found = json.loads(raw) if raw is not None else None
     if not isinstance(found, dict) or found.get("token_hash") != token_hash:
         return None
+    if client is None:
+        _index_touch(key=_INDEX_KEY.format(token_hash), session_id=session_id)
     return Session(**found)
 
 
@@ -140,6 +215,7 @@ def session_close(session_id: str, token_hash: str) -> bool:
     if session_find(session_id, token_hash) is None:
         return False
     _drop(_SESSION_KEY.format(session_id))
+    _index_remove(token_hash, session_id)
     return True
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from types import SimpleNamespace
 
 import anyio
 import httpx2
@@ -17,76 +16,23 @@ import pytest
 from django.db import close_old_connections
 from mcp.shared.exceptions import MCPError
 
-from executions.models import Approval, Execution, ExecutionStatus
+from executions.models import Execution, ExecutionStatus
 from registry.models import AuditEvent, Tool, Toolset
-from registry.services import access as access_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import tools as tool_services
-from tests.executions.mcp_server.conftest import TRUSTED_ORIGIN, mcp_client, rpc
+from tests.executions.mcp_server.conftest import (
+    CANARY,
+    EXECUTABLE,
+    TRUSTED_ORIGIN,
+    approve_when_pending,
+    latest,
+    mcp_client,
+    rpc,
+)
 from tests.factories import make_token
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-CANARY = "canary-mcp-secret-51d0c2"
-EXECUTABLE = {"alpha", "bravo", "charlie"}
-
-
-def echo_tool(upstream, name: str, **fields):
-    return tool_services.tool_create(
-        actor=None,
-        name=name,
-        type="http",
-        timeout_seconds=10,
-        description=f"Echo as {name}",
-        parameters=[
-            {"name": "path", "type": "string", "required": True},
-            {"name": "method", "type": "string", "parameter_type": "output"},
-        ],
-        configs=[
-            {"config_key": "base_url", "config_value": upstream.url},
-            {"config_key": "endpoint", "config_value": "/echo/{path}"},
-            {"config_key": "auth_type", "config_value": "bearer_token"},
-            {"config_key": "bearer_token", "config_value": CANARY, "is_secret": True},
-        ],
-        **fields,
-    )
-
-
-@pytest.fixture
-def world(live_toolhub, upstream, owner, approver_user, approvers_role):
-    role = access_services.role_create(actor=None, name="mcp-callers")
-    agent = access_services.agent_create(
-        actor=None, name="mcp-agent", owner=owner, role_ids=[role.pk]
-    )
-    tools = {
-        name: echo_tool(
-            upstream, name, tool_metadata={"safety": "read_only", "title": name.title()}
-        )
-        for name in EXECUTABLE
-    }
-    for tool in tools.values():
-        access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    readable = echo_tool(upstream, "delta_read_only")
-    access_services.grant_create(actor=None, role=role, action="read", tool=readable)
-    echo_tool(upstream, "echo_hidden")  # no grant at all
-    inactive = echo_tool(upstream, "foxtrot_inactive")
-    access_services.grant_create(actor=None, role=role, action="execute", tool=inactive)
-    tool_services.tool_deactivate(actor=None, tool=inactive)
-    gated = echo_tool(upstream, "golf_gated", requires_approval=True)
-    access_services.grant_create(actor=None, role=role, action="execute", tool=gated)
-    access_services.grant_create(actor=None, role=approvers_role, action="approve", tool=gated)
-    return SimpleNamespace(
-        live=live_toolhub,
-        url=live_toolhub.url(),
-        agent=agent,
-        role=role,
-        token=make_token(agent.user),
-        tools=tools,
-        gated=gated,
-        approver=approver_user,
-        upstream=upstream,
-    )
 
 
 async def all_tools(client) -> tuple[list, int]:
@@ -99,28 +45,6 @@ async def all_tools(client) -> tuple[list, int]:
         cursor = page.next_cursor
         if not cursor:
             return tools, pages
-
-
-def latest(**filters) -> Execution:
-    close_old_connections()
-    return Execution.objects.filter(**filters).order_by("-created_at").first()
-
-
-def approve_when_pending(world, timeout: float = 20.0) -> None:
-    """The approver approves the gated call as soon as it waits (another thread)."""
-    from executions.services.approvals import approval_decide
-
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            approval = Approval.objects.filter(execution__tool=world.gated).first()
-            if approval is not None:
-                approval_decide(actor=world.approver, approval=approval, approve=True)
-                return
-            time.sleep(0.2)
-        raise AssertionError("no approval appeared")
-    finally:
-        close_old_connections()
 
 
 # --------------------------------------------------------------------------- tools/list
@@ -351,9 +275,11 @@ def test_a_bad_token_is_401_invalid_token(world):
 
 @pytest.mark.parametrize(
     ("origin", "status"),
-    [("http://evil.example", 403), ("null", 403), (TRUSTED_ORIGIN, 200), ("http://127.0.0.1", 200)],
+    [("http://evil.example", 403), ("null", 403), (TRUSTED_ORIGIN, 200), ("own", 200)],
 )
 def test_a_browser_origin_is_answered_only_when_allowed(world, origin, status):
+    if origin == "own":  # a page of ToolHub itself: its scheme, host and port
+        origin = f"http://127.0.0.1:{world.live.ports[0]}"
     response, _ = rpc(
         world.url,
         world.token,
@@ -427,7 +353,11 @@ def test_a_session_of_another_token_is_not_found(world, owner):
         world.url,
         world.token,
         "initialize",
-        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a"}},
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "a", "version": "1"},
+        },
     )
     other = make_token(owner)
     response, _ = rpc(
@@ -483,7 +413,11 @@ def test_a_planted_secret_never_appears_in_any_mcp_response(world):
         world.url,
         world.token,
         "initialize",
-        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}},
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"},
+        },
     )
     texts.append(init.text)
     session = {"Mcp-Session-Id": init.headers["mcp-session-id"]}
