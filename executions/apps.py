@@ -34,11 +34,11 @@ class ExecutionsConfig(AppConfig):
 
         # audit_verify compares each finished execution with its latest event's hash
         # (and finds records written without one), finds deleted records, and
-        # compares each decided approval with its latest event, and each stored output
+        # compares each approval with its request and latest event, and each stored output
         # artifact with the digest its record holds.
+        from executions.services.approval_verification import altered_approvals
         from executions.services.integrity import altered_artifacts
         from executions.services.verification import (
-            altered_approvals,
             altered_executions,
             deleted_executions,
         )

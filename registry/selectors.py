@@ -1,4 +1,4 @@
-"""Reads of the tool catalog, and of the audit log's verification runs."""
+"""Reads of the tool catalog (the verification runs: ``registry.integrity``)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,12 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from registry import formats
 from registry.models import (
-    FINISHED_VERIFICATIONS,
-    AuditChainHead,
     Guard,
     RateLimitRule,
     Tool,
     ToolConfig,
     ToolParameter,
     Toolset,
-    VerificationFinding,
-    VerificationRun,
-    VerificationStatus,
 )
 
 
@@ -97,51 +92,3 @@ def toolset_active(slug: str) -> Toolset | None:
 def toolset_tools(queryset: QuerySet[Tool], slug: str) -> QuerySet[Tool]:
     """The tools of ``queryset`` in the active toolset ``slug`` (none when there is no such)."""
     return queryset.filter(toolsets__slug=slug, toolsets__is_active=True)
-
-
-# Verification runs ("Verify now")
-
-
-def verification_latest() -> VerificationRun | None:
-    """The latest run that finished (passed or failed): the one whose findings are flagged."""
-    return VerificationRun.objects.filter(status__in=FINISHED_VERIFICATIONS).order_by("-id").first()
-
-
-def verification_state() -> dict:
-    """What the admin's integrity panel shows: the latest finished run, a run still under
-    way or newer and broken (``error``), and the chain's head now."""
-    latest = verification_latest()
-    newer = VerificationRun.objects.order_by("-id")
-    if latest is not None:
-        newer = newer.filter(pk__gt=latest.pk)
-    return {
-        "latest": latest,
-        "pending": newer.filter(
-            status__in=[VerificationStatus.QUEUED, VerificationStatus.RUNNING]
-        ).first(),
-        "broken": newer.filter(status=VerificationStatus.ERROR).first(),
-        "head": AuditChainHead.objects.filter(pk=1).first(),
-        "flagged": (
-            VerificationFinding.objects.filter(run=latest).count() if latest is not None else 0
-        ),
-    }
-
-
-def verification_findings_for(target_type: str, target_id: str) -> list[VerificationFinding]:
-    """What the latest finished run found wrong with one record (empty: nothing)."""
-    latest = verification_latest()
-    if latest is None:
-        return []
-    condition = Q(target_type=target_type, target_id=str(target_id))
-    if target_type == "registry.auditevent" and str(target_id).isdigit():
-        condition |= Q(event_id=int(target_id))
-    return list(VerificationFinding.objects.filter(condition, run=latest))
-
-
-def verification_flagged_ids(target_type: str) -> list[str]:
-    """The ids of the records of ``target_type`` the latest finished run found altered."""
-    latest = verification_latest()
-    if latest is None:
-        return []
-    found = VerificationFinding.objects.filter(run=latest, target_type=target_type)
-    return sorted(set(found.values_list("target_id", flat=True)))

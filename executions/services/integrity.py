@@ -17,6 +17,7 @@ import hashlib
 from django.core.files.storage import default_storage
 
 from executions.models import Execution, ExecutionStatus
+from executions.services.admitted import admitted_changes, recorded_admission
 from executions.services.records import (
     arguments_digest,
     input_hash,
@@ -33,23 +34,20 @@ _REFUSED = (ExecutionStatus.DENIED, ExecutionStatus.INVALID)
 
 def admission_mismatch(execution: Execution, recorded: dict) -> list[str]:
     """The columns of ``execution`` that no longer say what ``recorded`` (the ``after``
-    of its admission event) recorded; empty when it still carries the same call."""
+    of its admission event) recorded; empty when it still carries the same call: its
+    arguments and secrets, and every admitted field (``admitted.ADMITTED_FIELDS``)."""
     changed = []
     if "input_hash" in recorded and execution.input_hash != (recorded["input_hash"] or ""):
         changed.append("input_hash")
     if _arguments_differ(execution, recorded):
         changed.append("input_data")
-    if "input_defaults" in recorded and (execution.input_defaults or []) != (
-        recorded["input_defaults"] or []
-    ):
-        changed.append("input_defaults")
     if (
         not execution.is_terminal  # a finished call's secrets are wiped (its content hash)
         and "sealed_sha256" in recorded
         and sealed_digest(execution.sealed_secrets) != recorded["sealed_sha256"]
     ):
         changed.append("sealed_secrets")
-    return changed
+    return changed + admitted_changes(execution, recorded_admission(recorded))
 
 
 def _arguments_differ(execution: Execution, recorded: dict) -> bool:
@@ -74,7 +72,7 @@ def admission_record(execution_id) -> dict | None:
     """What the first authentic event of the call recorded (its admission, unless
     retention removed that one); None when there is none."""
     from registry.models import AuditEvent
-    from registry.services.audit_auth import MAC_FIELDS, mac_valid, signing_keys
+    from registry.services.audit_auth import MAC_FIELDS, signing_keys
 
     events = (
         AuditEvent.objects.filter(target_type=_EXECUTION, target_id=str(execution_id))
@@ -83,9 +81,28 @@ def admission_record(execution_id) -> dict | None:
     )
     keyed = bool(signing_keys())
     for row in events:
-        if not keyed or mac_valid(row):  # a row inserted behind ToolHub's back never binds
+        if _mac_holds(row, keyed):  # a row inserted behind ToolHub's back never binds
             return row["after"] or {}
     return None
+
+
+def _mac_holds(row: dict, keyed: bool) -> bool:
+    from registry.services.audit_auth import mac_valid
+
+    return not keyed or mac_valid(row)
+
+
+def authentic_events(event_ids: list[int]) -> set[int]:
+    """Those of the unsealed audit events ``event_ids`` (not refused by the sealer) whose
+    MAC verifies: written by ToolHub. (A sealed event's MAC the chain walk checks.)"""
+    from registry.models import AuditEvent
+    from registry.services.audit_auth import MAC_FIELDS, signing_keys
+
+    if not event_ids:
+        return set()
+    keyed = bool(signing_keys())
+    rows = AuditEvent.objects.filter(pk__in=event_ids).values("id", "mac", *MAC_FIELDS)
+    return {row["id"] for row in rows if _mac_holds(row, keyed)}
 
 
 def claim_refusal(execution: Execution) -> str | None:

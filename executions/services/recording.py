@@ -22,8 +22,10 @@ from executions.services.records import (
     input_hash,
 )
 from executions.services.refusal_secrets import without_secret_values, without_secrets
+from executions.services.transitions import approval_snapshot
 from registry import access, crypto, snapshot
 from registry.models import Action, Tool
+from registry.services.audit import audit_record
 from toolhub import context, rows, tracing
 from toolhub.exceptions import ToolHubError
 
@@ -191,7 +193,7 @@ def admitted_write(
     if status == ExecutionStatus.PENDING_APPROVAL:
         with transaction.atomic():
             EXECUTION_ROWS.insert(execution)
-            Approval.objects.create(
+            approval = Approval.objects.create(
                 execution=execution,
                 input_hash=digest,
                 expires_at=now + timedelta(seconds=tool.approval_ttl_seconds),
@@ -201,6 +203,13 @@ def admitted_write(
                 ),
             )
             audit_execution(execution, action)
+            # Why it waits and until when, on the record: the row must keep saying it.
+            audit_record(
+                actor=execution.principal,
+                action="approval.requested",
+                target=approval,
+                after=approval_snapshot(approval),
+            )
     else:
         # The row and its audit event together (one statement on PostgreSQL).
         rows.insert_together(execution, execution_audit_event(execution, action))

@@ -14,6 +14,7 @@ from django.db.models import Case, DecimalField, Value, When
 from executions.models import (
     Execution,
 )
+from executions.services.admitted import admitted_values
 from registry.canonical import address_form, canonical_json, stored_form, time_form
 from registry.services.audit import ROWS as AUDIT_ROWS
 from registry.services.audit import audit_event, audit_written
@@ -180,6 +181,9 @@ def execution_summary(execution: Execution) -> dict:
         "principal_id": execution.principal_id,
         "role_id": execution.role_id,
         "agent_owner_id": execution.agent_owner_id,
+        # What admission fixed of the call (tool, caller, roles, door, guards, defaults):
+        # the row must still say it, open or finished (``executions.services.admitted``).
+        "admitted": admitted_values(execution),
     }
 
 

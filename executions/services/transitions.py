@@ -104,16 +104,23 @@ def execution_claim(execution: Execution, fields: dict[str, Any]) -> bool:
 
 
 def approval_snapshot(approval: Approval) -> dict:
-    """What an approval's audit event records of it (``verification.altered_approvals``)."""
+    """What an approval's audit events record of it (``approval_verification``): every
+    field the decision rests on, why the call waits as well as who decided."""
     return {
         "approval_id": str(approval.pk),
         "execution_id": str(approval.execution_id),
         "tool": approval.execution.tool_name,
         "status": approval.status,
         "decided_by": approval.decided_by_name,
+        # Only deleting that user may clear the column (the name stays).
+        "decided_by_id": approval.decided_by_id,
         "reason": approval.reason,
         "input_hash": approval.input_hash,
         "decided_at": time_form(approval.decided_at),
+        "required_because": approval.required_because,
+        "condition_matched": approval.condition_matched,
+        "requested_at": time_form(approval.requested_at),
+        "expires_at": time_form(approval.expires_at),
     }
 
 

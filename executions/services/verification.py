@@ -2,9 +2,9 @@
 
 Finished rows against the content hash their latest event recorded, open and
 finished rows against their admission event (``integrity``), rows the log has
-events of but that are gone, rows written without an event, and approvals
-against their decision events. Registered as record checks of the audit chain
-by ``ExecutionsConfig.ready()``.
+events of but that are gone, and rows written without an event (approvals:
+``approval_verification``). Registered as record checks of the audit chain by
+``ExecutionsConfig.ready()``.
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ import itertools
 import uuid
 from datetime import datetime
 
+from django.db.models import Max
+
 from executions.models import (
     TERMINAL_STATUSES,
     Approval,
-    ApprovalStatus,
     Execution,
     ExecutionStatus,
 )
-from executions.services.integrity import admission_mismatch
+from executions.services.admitted import events_disagree, recorded_admission
+from executions.services.integrity import admission_mismatch, authentic_events
 from executions.services.records import (
     RETENTION_MARGIN,
     execution_content_hash,
@@ -29,14 +31,15 @@ from executions.services.records import (
 )
 from registry.canonical import time_form
 
-# The target types of the records these checks name (the admin flags their pages).
+# The target type of the records these checks name (the admin flags their pages).
 _EXECUTION = Execution._meta.label_lower
-_APPROVAL = Approval._meta.label_lower
 
 
-def _with_events(ordered, chunk: int):
-    """``ordered`` (a queryset by primary key) in chunks, each with the audit events of
-    each of its rows, oldest first: ``(rows, {target id: [(sequence, after), ...]})``."""
+def with_events(ordered, chunk: int):
+    """``ordered`` (a queryset by primary key) in chunks, each with the authentic audit
+    events of each of its rows, oldest first: ``(rows, {target id: [(sequence, after),
+    ...]})``. An event the sealer refused, or an unsealed one whose MAC fails, never
+    vouches for a record (``unsealed_forgeries`` names it)."""
     from registry.models import AuditEvent
 
     last_pk = None
@@ -52,12 +55,19 @@ def _with_events(ordered, chunk: int):
                 target_id__in=[str(r.pk) for r in rows],
             )
             .order_by("id")
-            .values_list("target_id", "sequence", "after")
+            .values_list("id", "target_id", "sequence", "sealed_at", "after")
         )
         recorded: dict[str, list[tuple[int | None, dict]]] = {}
         # A plain query, not .iterator(): on PostgreSQL that is a cursor, planned for its
         # first rows, which walked the whole event table in id order for every chunk.
-        for target_id, sequence, after in events:
+        events = list(events)
+        # Sealed events the chain walk checks; the sealer refused those it marked.
+        unsealed = authentic_events(
+            [e[0] for e in events if e[2] is None and e[3] is None]  # id, sequence, sealed_at
+        )
+        for event_id, target_id, sequence, _, after in events:
+            if sequence is None and event_id not in unsealed:
+                continue
             recorded.setdefault(target_id, []).append((sequence, after or {}))
         yield rows, recorded
 
@@ -86,7 +96,7 @@ def altered_executions(chunk: int = 2000):
 
     newest_cut = max(AuditCheckpoint.objects.values_list("removed_before", flat=True), default=None)
     held_from = newest_cut + RETENTION_MARGIN if newest_cut is not None else None
-    for rows, recorded in _with_events(Execution.objects.order_by("pk"), chunk):
+    for rows, recorded in with_events(Execution.objects.order_by("pk"), chunk):
         approved = _with_approval(rows, recorded)
         for execution in rows:
             history = recorded.get(str(execution.pk))
@@ -185,22 +195,25 @@ _CARRIED = ("input_hash", "input_sha256")
 
 
 def _admission_problem(execution: Execution, history: list[tuple[int | None, dict]]):
-    """A record (open or finished) that no longer carries the call its first event
-    recorded, or whose events disagree about that call."""
+    """A record (open or finished) that no longer carries the call its first authentic
+    event recorded (its arguments and every admitted field), or whose events disagree
+    about that call."""
     from registry.services.audit_chain import Problem
 
     first_sequence, first = history[0]
     admitted = _where(first_sequence, "its first event")
+    first_admission = recorded_admission(first)
     for sequence, after in history[1:]:
         differ = [k for k in _CARRIED if k in after and k in first and after[k] != first[k]]
+        differ += events_disagree(first_admission, recorded_admission(after))
         if differ:
             return Problem(
                 "record_altered",
                 sequence,
                 None,
                 f"{_named(execution)}: {_where(sequence)} recorded another "
-                f"{' and '.join(differ)} than {admitted}: the call's arguments were altered "
-                "after it was admitted.",
+                f"{' and '.join(differ)} than {admitted}: the call was altered after it "
+                "was admitted.",
                 target_type=_EXECUTION,
                 target_id=str(execution.pk),
             )
@@ -268,21 +281,25 @@ def _arguments_altered(execution: Execution) -> bool:
 
 def deleted_executions(chunk: int = 2000):
     """Execution records deleted behind the services' back (``audit_verify``): an
-    execution the audit log has an event of after the latest retention run, but
-    no row. Retention removes only calls finished before it runs, and nothing
-    else ToolHub does removes a record (its foreign keys protect it or are set to
-    null). A call whose events all predate that run may have gone with retention;
-    the retention export holds those.
+    execution the audit log has an event of, but no row, that retention cannot have
+    removed. Retention removes only calls created before its cut (``removed_before``)
+    and finished before it ran (the checkpoint's ``created_at``), and nothing else
+    ToolHub does removes a record (its foreign keys protect it or are set to null).
+    So a missing call is named when one of its events is from after the latest
+    retention run, or when its events record that it was created at or after the
+    latest cut (every event records the call's ``created_at`` with what admission
+    fixed). A call created before the cut may have gone with retention; the
+    retention export holds those.
 
-    One pass over the event index in target order, checked in chunks.
+    One pass over the event index (from the latest cut on) in target order, checked
+    in chunks.
     """
     from registry.models import AuditCheckpoint, AuditEvent
-    from registry.services.audit_chain import Problem
 
     events = AuditEvent.objects.filter(target_type=_EXECUTION)
-    last_run = max(AuditCheckpoint.objects.values_list("created_at", flat=True), default=None)
-    if last_run is not None:
-        events = events.filter(occurred_at__gt=last_run + RETENTION_MARGIN)
+    latest = AuditCheckpoint.objects.aggregate(cut=Max("removed_before"), ran=Max("created_at"))
+    if latest["cut"] is not None:
+        events = events.filter(occurred_at__gte=latest["cut"])
     mentioned = (
         events.order_by("target_id").values_list("target_id", flat=True).distinct()
     ).iterator(chunk_size=chunk)
@@ -296,94 +313,42 @@ def deleted_executions(chunk: int = 2000):
         ids = [pk for pk in wanted.values() if pk is not None]
         found = set(Execution.objects.filter(pk__in=ids).values_list("pk", flat=True))
         for target_id, pk in wanted.items():
-            if pk in found:
-                continue
-            event = events.filter(target_id=target_id).order_by("id").first()
-            if event is None:  # its events went while this ran (retention)
-                continue
+            if pk not in found:
+                yield from _deleted(target_id, events.filter(target_id=target_id), latest)
+
+
+def _deleted(target_id: str, events, latest: dict):
+    """The problem of a missing execution, from its first event that proves retention
+    did not remove it (none: its events went while this ran, or it may have)."""
+    from registry.services.audit_chain import Problem
+
+    ran = latest["ran"]
+    for event in events.order_by("id"):
+        created = _time(recorded_admission(event.after or {}).get("created_at"))
+        after_run = ran is None or event.occurred_at > ran + RETENTION_MARGIN
+        if after_run or (created is not None and created >= latest["cut"]):
+            when = (
+                "after the latest retention ran"
+                if after_run
+                else f"created {time_form(created)}, after the latest retention cut"
+            )
             yield Problem(
                 "record_deleted",
                 event.sequence,
                 event.pk,
                 f"Execution {target_id} is in the audit log (event id {event.pk}, "
-                f"{event.action}) but its record is gone: it was deleted behind ToolHub's "
-                "back (retention removes only calls finished before it runs).",
+                f"{event.action}; {when}) but its record is gone: it was deleted behind "
+                "ToolHub's back (retention removes only calls created before its cut and "
+                "finished before it runs).",
                 target_type=_EXECUTION,
                 target_id=str(target_id),
             )
+            return
 
 
-# What an approval's decision event records, as the row's fields: an edit of any of
-# them behind the services' back (who decided, why, the outcome, the arguments it
-# was bound to) makes the row disagree with its latest event.
-_APPROVAL_FIELDS = {
-    "status": "status",
-    "decided_by": "decided_by_name",
-    "reason": "reason",
-    "input_hash": "input_hash",
-    "execution_id": "execution_id",
-    "decided_at": "decided_at",
-}
-
-
-def _approval_form(value) -> str:
-    """A field of an approval as its event records it (times as ``time_form``)."""
-    return time_form(value) if isinstance(value, datetime) else str(value or "")
-
-
-def altered_approvals(chunk: int = 2000):
-    """Approvals that no longer say what their latest audit event recorded, or that no
-    longer bind the arguments of their call (``audit_verify``).
-
-    Every decision and every close (approved, rejected, expired, cancelled) writes
-    an event with the approval's state; a pending approval has none yet, but its
-    ``input_hash`` must still be its call's (a changed hash would let a person
-    approve other arguments than the call carries).
-    """
-    from registry.services.audit_chain import Problem
-
-    ordered = Approval.objects.select_related("execution").order_by("pk")
-    for rows, recorded in _with_events(ordered, chunk):
-        for approval in rows:
-            named = f"Approval {approval.pk} of execution {approval.execution_id}"
-            if approval.input_hash != approval.execution.input_hash:
-                yield Problem(
-                    "record_altered",
-                    None,
-                    None,
-                    f"{named} is bound to other arguments than its call carries: its "
-                    "input_hash was altered.",
-                    target_type=_APPROVAL,
-                    target_id=str(approval.pk),
-                )
-                continue
-            sequence, after = recorded.get(str(approval.pk), [(None, None)])[-1]
-            if after is None:
-                if approval.status != ApprovalStatus.PENDING:
-                    yield Problem(
-                        "record_unaudited",
-                        None,
-                        None,
-                        f"{named} is {approval.status} but no event records its decision: "
-                        "it was decided behind ToolHub's back.",
-                        target_type=_APPROVAL,
-                        target_id=str(approval.pk),
-                    )
-                continue
-            changed = [
-                key
-                for key, field in _APPROVAL_FIELDS.items()
-                if key in after
-                and _approval_form(getattr(approval, field)) != str(after[key] or "")
-            ]
-            if changed:
-                where = f"event #{sequence}" if sequence else "its latest event (not sealed yet)"
-                yield Problem(
-                    "record_altered",
-                    sequence,
-                    None,
-                    f"{named} no longer matches {where} ({', '.join(changed)} changed): "
-                    "the record was altered after it was decided.",
-                    target_type=_APPROVAL,
-                    target_id=str(approval.pk),
-                )
+def _time(value) -> datetime | None:
+    """A time an event recorded (``time_form``), or None."""
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None

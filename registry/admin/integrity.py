@@ -15,7 +15,7 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from registry import access, selectors
+from registry import access, integrity
 from registry.models import VerificationStatus
 from registry.services.verification_runs import may_verify, verification_request
 from toolhub.exceptions import ToolHubError
@@ -33,7 +33,7 @@ def may_see_integrity(user) -> bool:
 def integrity_context(request) -> dict:
     """The panel's context: the state of verification and whether the user may start one."""
     return {
-        **selectors.verification_state(),
+        **integrity.verification_state(),
         "may_verify": may_verify(request.user),
         "verify_url": reverse("admin:registry_auditevent_verify"),
         "next_url": request.get_full_path(),
@@ -46,9 +46,9 @@ def integrity_context(request) -> dict:
 
 def findings_context(target_type: str, object_id) -> dict:
     """``integrity_findings``: what the latest run found wrong with this record (flag it)."""
-    latest = selectors.verification_latest()
+    latest = integrity.verification_latest()
     return {
-        "integrity_findings": selectors.verification_findings_for(target_type, str(object_id)),
+        "integrity_findings": integrity.verification_findings_for(target_type, str(object_id)),
         "integrity_run": latest,
     }
 
@@ -105,7 +105,7 @@ class IntegrityFilter(admin.SimpleListFilter):
             return queryset
         pk = queryset.model._meta.pk
         ids = []
-        for value in selectors.verification_flagged_ids(self.target_type):
+        for value in integrity.verification_flagged_ids(self.target_type):
             try:
                 ids.append(pk.to_python(value))
             except ValidationError:  # a deleted record's id as its events named it

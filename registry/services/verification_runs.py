@@ -4,7 +4,7 @@ One mechanism: the run calls the same ``audit_verify`` as the management
 command (the chain walk, then every record check), keeps what it found, and
 records its result as an audit event (``audit.verified``), so a verification is
 itself on the record. The records it names are flagged in the admin while it is
-the latest finished run (``registry.selectors_integrity``).
+the latest finished run (``registry.integrity``).
 """
 
 from __future__ import annotations
@@ -128,9 +128,11 @@ def _finding(run: VerificationRun, problem: Problem) -> VerificationFinding:
 
 @transaction.atomic
 def _finish(run: VerificationRun, problems: list[Problem]) -> VerificationRun:
+    # The findings first: the database takes them only from a run still running
+    # (migration 0020), and the run is finished once, after them.
+    VerificationFinding.objects.bulk_create([_finding(run, p) for p in problems])
     run.finished_at = timezone.now()
     run.save()
-    VerificationFinding.objects.bulk_create([_finding(run, p) for p in problems])
     audit_record(
         actor=run.requested_by,
         action="audit.verified",

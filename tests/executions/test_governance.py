@@ -424,6 +424,7 @@ def test_approval_happy_path_and_condition(gated):
     )
     assert actions == [
         ("execution.pending_approval", "agent.agent-0"),
+        ("approval.requested", "agent.agent-0"),
         ("approval.approved", "ann-approver"),
         ("execution.queued", "ann-approver"),
         ("execution.succeeded", "agent.agent-0"),

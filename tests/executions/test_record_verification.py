@@ -264,7 +264,7 @@ def test_records_written_before_content_version_2_still_verify(calls):
     summary = {
         k: v
         for k, v in execution_summary(old).items()
-        if k not in ("content_version", "principal_id", "role_id", "agent_owner_id")
+        if k not in ("content_version", "principal_id", "role_id", "agent_owner_id", "admitted")
     }
     summary["content_hash"] = execution_content_hash(old, 1)
     audit_record(actor=None, action="execution.succeeded", target=old, after=summary)
@@ -453,3 +453,37 @@ def test_an_output_artifact_altered_on_disk_fails_verification(artifact, edit, n
     report = audit_verify()
     assert not report.ok and report.problem.kind == "record_altered"
     assert str(done.pk) in report.problem.message and named in report.problem.message
+
+
+def test_a_call_created_after_the_retention_cut_but_before_retention_ran_cannot_be_deleted_unnoticed(
+    tmp_path,
+):
+    """Retention removes only calls created before its cut: one created after it (and
+    before retention ran) that is gone was deleted behind ToolHub's back."""
+    from django.utils import timezone
+
+    from executions.services.records import audit_execution
+    from executions.services.retention import audit_retention
+
+    long_ago = timezone.now() - timedelta(days=400)
+    old_done = Execution.objects.create(
+        status="succeeded", tool_name="x", principal_name="p", created_at=long_ago
+    )
+    audit_execution(old_done, "execution.succeeded")
+    backdate(long_ago)
+    tamper("UPDATE executions_execution SET created_at = %s", [long_ago])
+    audit_seal_all(grace=timedelta(0))
+    # Admitted after the cut (30 days ago), before retention runs (now).
+    recent = Execution.objects.create(status="queued", tool_name="x", principal_name="p")
+    audit_execution(recent, "execution.queued")
+    audit_seal_all(grace=timedelta(0))
+
+    audit_retention(before=timezone.now() - timedelta(days=30), export_dir=tmp_path)
+    assert not Execution.objects.filter(pk=old_done.pk).exists()
+    report = audit_verify()
+    assert report.ok, report.problem
+    tamper("DELETE FROM executions_execution WHERE id = %s", [recent.pk])
+    report = audit_verify()
+    assert not report.ok and report.problem.kind == "record_deleted"
+    assert str(recent.pk) in report.problem.message
+    assert "after the latest retention cut" in report.problem.message
