@@ -67,7 +67,7 @@ def _function_name(tool: Tool) -> str:
     for config in tool.configs.all():
         if config.config_key == "function" and not config.is_secret and config.plain_value:
             return str(config.plain_value)
-    return tool.name
+    return ""  # none stored: nothing runs (the executor never goes by the tool's name)
 
 
 @transaction.atomic

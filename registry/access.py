@@ -247,14 +247,6 @@ def is_reviewer(user) -> bool:
     return _active(user) and (user.is_superuser or user.has_perm("registry.review_all"))
 
 
-def can_create_tools(user) -> bool:
-    return _active(user) and (user.is_superuser or user.has_perm("registry.add_tool"))
-
-
-def can_hard_delete_tools(user) -> bool:
-    return _active(user) and (user.is_superuser or user.has_perm("registry.delete_tool"))
-
-
 def may_ask_about_role(user, role: Group) -> bool:
     """Only platform admins and reviewers may look at roles other than their own."""
     if is_platform_admin(user) or is_reviewer(user):

@@ -1,8 +1,10 @@
 """Python executor: runs a function registered with ``@tool`` (executions.python_tools).
 
-The function is found by ``configs["function"]`` (a registered name) or else by
-``call.tool_name``. Only registered functions can run: nothing here imports a
-module path that came from the database. An unknown name is a config_error.
+The function is found by ``configs["function"]`` (a registered name), never by
+the tool's name: a rename must not change what runs (the registry stores the
+function of every Python tool, and only platform admins change it). A tool
+without it is a config_error. Only registered functions can run: nothing here
+imports a module path that came from the database. An unknown name is a config_error.
 ``configs["module"]`` only records where the function comes from (catalog
 files carry it); it is never imported. ``CONFIGS`` declares both keys: the
 executor reads them through it, and the registry checks a config against it
@@ -166,9 +168,15 @@ class PythonExecutor:
         failure = failure_since(started, secrets)
 
         try:
-            name = CONFIGS.read(call.configs, "function") or call.tool_name
+            name = CONFIGS.read(call.configs, "function")
         except ConfigError as exc:
             return failure(ErrorType.CONFIG, str(exc))
+        if not name:
+            return failure(
+                ErrorType.CONFIG,
+                "a Python tool names the function it runs in its config 'function' (a platform "
+                "admin sets it)",
+            )
         entry = self.registry.get(name) if isinstance(name, str) else None
         if entry is None:
             return failure(

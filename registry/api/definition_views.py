@@ -13,11 +13,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from registry import access
-from registry.api.admin_checks import require_admin_or_reviewer, require_platform_admin
+from registry.api.admin_checks import require_admin_or_reviewer
 from registry.api.mcp_views import get_mcp_server
 from registry.api.views import RegistryAPIView
 from registry.drift import mcp_server_drift, tool_definition_state
 from registry.models import Action, Tool
+from registry.policy import policy_check
 from registry.services import pinning
 from toolhub.api.openapi import errors
 from toolhub.api.serializers import StrictSerializer
@@ -50,7 +51,7 @@ class ToolDefinitionDecisionView(RegistryAPIView):
     @extend_schema(request=DecisionInputSerializer, responses={200: dict, **errors(403, 409)})
     def post(self, request, tool_id):
         tool = self.get_tool(tool_id)
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="definition.decide")
         data = DecisionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         type(self).decide(actor=request.user, tool=tool, reason=data.validated_data["reason"])

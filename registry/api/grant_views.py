@@ -9,9 +9,10 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.response import Response
 
 from registry.api import access_serializers as s
-from registry.api.admin_checks import require_admin_or_reviewer, require_platform_admin
+from registry.api.admin_checks import require_admin_or_reviewer
 from registry.api.base import BaseAPIView
 from registry.models import Action, Tool, ToolGrant
+from registry.policy import policy_check
 from registry.services import access as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_choice, query_id, query_uuid, reject_unknown
@@ -75,7 +76,7 @@ class GrantListView(BaseAPIView):
         },
     )
     def post(self, request):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="grant.write")
         data = s.GrantInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
@@ -96,7 +97,7 @@ class GrantBulkView(BaseAPIView):
         responses={201: s.GrantOutputSerializer(many=True), **errors(404)},
     )
     def post(self, request):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="grant.write")
         data = s.BulkGrantInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
@@ -127,7 +128,7 @@ class GrantDetailView(BaseAPIView):
 
     @extend_schema(responses={204: None}, description="Revokes the grant.")
     def delete(self, request, grant_id):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="grant.write")
         services.grant_revoke(actor=request.user, grant=self.get_grant(grant_id))
         return Response(status=204)
 

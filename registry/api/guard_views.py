@@ -1,5 +1,6 @@
-"""Guards over the API: platform admins write them (audited); callers read those of the
-tools they may read, and the all-tools ones."""
+"""Guards over the API: who writes them is ``registry.policy``'s (platform admins; the
+service checks it, audited); callers read those of the tools they may read, and the
+all-tools ones."""
 
 from __future__ import annotations
 
@@ -8,14 +9,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from registry import access
 from registry.api.base import BaseAPIView
 from registry.models import Guard, GuardAction, GuardKind, GuardStage
+from registry.policy import policy_check
 from registry.services import guards as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
 from toolhub.api.serializers import StrictSerializer
-from toolhub.exceptions import PermissionDenied
 
 
 class GuardOutputSerializer(serializers.ModelSerializer):
@@ -73,11 +73,6 @@ class GuardInputSerializer(GuardUpdateSerializer):
     )
 
 
-def _check_platform_admin(user) -> None:
-    if not access.is_platform_admin(user):
-        raise PermissionDenied("Only platform admins may change guards.")
-
-
 class GuardListView(BaseAPIView):
     known_query_params = ("tool_id",)
 
@@ -99,7 +94,7 @@ class GuardListView(BaseAPIView):
         request=GuardInputSerializer, responses={201: GuardOutputSerializer, **errors(404)}
     )
     def post(self, request):
-        _check_platform_admin(request.user)
+        policy_check(actor=request.user, action="guard.write")
         data = GuardInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
@@ -119,7 +114,7 @@ class GuardDetailView(BaseAPIView):
 
     def _update(self, request, guard_id, partial):
         guard = self.get_guard(guard_id)
-        _check_platform_admin(request.user)
+        policy_check(actor=request.user, action="guard.write", tool=guard.tool)
         data = GuardUpdateSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
         guard = services.guard_update(
@@ -138,6 +133,5 @@ class GuardDetailView(BaseAPIView):
     @extend_schema(responses={204: None})
     def delete(self, request, guard_id):
         guard = self.get_guard(guard_id)
-        _check_platform_admin(request.user)
         services.guard_delete(actor=request.user, guard=guard)
         return Response(status=204)

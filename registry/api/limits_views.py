@@ -1,4 +1,6 @@
-"""Rate-limit rules over the API: all-tools rules for platform admins, a tool's rules for its managers."""
+"""Rate-limit rules over the API. Who may write which is ``registry.policy``'s (all-tools
+rules: platform admins; a tool's: the 'Set rate limits' right and a manage grant), checked
+by the services."""
 
 from __future__ import annotations
 
@@ -7,15 +9,14 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from registry import access
 from registry.api.base import BaseAPIView
-from registry.models import Action, RateLimitRule, Tool
+from registry.models import RateLimitRule
 from registry.models.limits import RateLimitScope
+from registry.policy import policy_check
 from registry.services import limits as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
 from toolhub.api.serializers import StrictSerializer
-from toolhub.exceptions import PermissionDenied
 
 
 class RateLimitOutputSerializer(serializers.ModelSerializer):
@@ -63,14 +64,6 @@ class RateLimitUpdateSerializer(RateLimitInputSerializer):
     tool_id = None
 
 
-def _check_may_edit(user, tool: Tool | None) -> None:
-    if tool is None:
-        if not access.is_platform_admin(user):
-            raise PermissionDenied("Only platform admins may set limits for all tools.")
-    elif not access.can(user, Action.MANAGE, tool):
-        raise PermissionDenied("You may not manage this tool's limits.")
-
-
 class RateLimitListView(BaseAPIView):
     known_query_params = ("tool_id",)
 
@@ -97,7 +90,6 @@ class RateLimitListView(BaseAPIView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         tool = self.optional_tool(values.pop("tool_id", None))
-        _check_may_edit(request.user, tool)
         rule = services.rate_limit_create(actor=request.user, tool=tool, **values)
         return Response(RateLimitOutputSerializer(rule).data, status=201)
 
@@ -113,7 +105,7 @@ class RateLimitDetailView(BaseAPIView):
 
     def _update(self, request, rule_id, partial):
         rule = self.get_rule(rule_id)
-        _check_may_edit(request.user, rule.tool)
+        policy_check(actor=request.user, action="rate_limit.write", tool=rule.tool)
         data = RateLimitUpdateSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
         rule = services.rate_limit_update(
@@ -132,6 +124,5 @@ class RateLimitDetailView(BaseAPIView):
     @extend_schema(responses={204: None})
     def delete(self, request, rule_id):
         rule = self.get_rule(rule_id)
-        _check_may_edit(request.user, rule.tool)
         services.rate_limit_delete(actor=request.user, rule=rule)
         return Response(status=204)

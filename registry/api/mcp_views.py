@@ -11,10 +11,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from registry.api.access_views import require_admin_or_reviewer, require_platform_admin
+from registry.api.access_views import require_admin_or_reviewer
 from registry.api.base import BaseAPIView
 from registry.api.mcp_serializers import MCPServerInputSerializer, MCPServerOutputSerializer
 from registry.models import MCPServer
+from registry.policy import policy_check
 from registry.services import mcp as services
 from toolhub.api.exceptions import error_body
 from toolhub.api.openapi import errors, page_parameters, paginated
@@ -42,7 +43,7 @@ class MCPServerListView(BaseAPIView):
         responses={201: MCPServerOutputSerializer, **errors(409)},
     )
     def post(self, request):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="mcp_server.write")
         data = MCPServerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         server = services.mcp_server_create(actor=request.user, **data.validated_data)
@@ -70,7 +71,7 @@ class MCPServerDetailView(BaseAPIView):
         return self._update(request, server_id, partial=True)
 
     def _update(self, request, server_id, *, partial: bool):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="mcp_server.write")
         server = get_mcp_server(server_id)
         data = MCPServerInputSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
@@ -83,7 +84,7 @@ class MCPServerDetailView(BaseAPIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, server_id):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="mcp_server.write")
         services.mcp_server_delete(actor=request.user, server=get_mcp_server(server_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -96,7 +97,7 @@ class MCPServerSyncView(BaseAPIView):
 
     @extend_schema(request=None, responses={200: dict, 409: dict, 502: dict})
     def post(self, request, server_id):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="mcp_server.write")
         report = services.mcp_server_sync_run(actor=request.user, server=get_mcp_server(server_id))
         if report.ok:
             return Response(report.as_dict())

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from registry import access
 from registry.api.base import BaseAPIView
 from registry.models import Tool, Toolset
+from registry.policy import policy_check
 from registry.services import toolsets as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.serializers import StrictSerializer
@@ -55,11 +56,6 @@ def _check_may_read(user) -> None:
         raise PermissionDenied("Only platform admins and reviewers may see toolsets.")
 
 
-def _check_may_write(user) -> None:
-    if not access.is_platform_admin(user):
-        raise PermissionDenied("Only platform admins may change toolsets.")
-
-
 def _tools(view: BaseAPIView, ids) -> list[Tool]:
     """The tools ``ids`` name, each one the caller may read (else 400 naming it)."""
     wanted = list(dict.fromkeys(ids))
@@ -86,7 +82,7 @@ class ToolsetListView(BaseAPIView):
         responses={201: ToolsetOutputSerializer, **errors(403, 409)},
     )
     def post(self, request):
-        _check_may_write(request.user)
+        policy_check(actor=request.user, action="toolset.write")
         data = ToolsetInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
@@ -112,7 +108,7 @@ class ToolsetDetailView(BaseAPIView):
         responses={200: ToolsetOutputSerializer, **errors(403, 404, 409)},
     )
     def patch(self, request, toolset_id):
-        _check_may_write(request.user)
+        policy_check(actor=request.user, action="toolset.write")
         toolset = self.get_toolset(toolset_id)
         data = ToolsetInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
@@ -125,6 +121,6 @@ class ToolsetDetailView(BaseAPIView):
 
     @extend_schema(responses={204: None, **errors(403, 404)})
     def delete(self, request, toolset_id):
-        _check_may_write(request.user)
+        policy_check(actor=request.user, action="toolset.write")
         services.toolset_delete(actor=request.user, toolset=self.get_toolset(toolset_id))
         return Response(status=204)

@@ -11,6 +11,7 @@ from registry.api import serializers as s
 from registry.api.base import BaseAPIView
 from registry.models import Action, Tool, ToolConfig, ToolParameter
 from registry.models.tools import ParameterKind, ToolType
+from registry.policy import policy_check
 from registry.services import tools as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_bool, query_choice, reject_unknown
@@ -51,8 +52,7 @@ class ToolListView(RegistryAPIView):
         responses={201: s.ToolDetailOutputSerializer, **errors(409)},
     )
     def post(self, request):
-        if not access.can_create_tools(request.user):
-            raise PermissionDenied("Only platform admins may register tools.")
+        policy_check(actor=request.user, action="tool.create")
         data = s.ToolInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         tool = services.tool_create(actor=request.user, **data.validated_data)
@@ -91,15 +91,8 @@ class ToolDetailView(RegistryAPIView):
         tool = self.get_tool(tool_id, action=Action.MANAGE)
         data = s.ToolUpdateSerializer(data=request.data, partial=partial)
         data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
-        approval_fields = ("requires_approval", "approval_condition", "approval_ttl_seconds")
-        changed = [f for f in approval_fields if f in values and values[f] != getattr(tool, f)]
-        if changed and not access.is_platform_admin(request.user):
-            raise PermissionDenied(
-                "Only platform admins may change a tool's approval settings.",
-                details=[{"field": f, "message": "Platform admins only."} for f in changed],
-            )
-        services.tool_update(actor=request.user, tool=tool, data=values)
+        # Who may change which field is registry.policy's, checked by the service.
+        services.tool_update(actor=request.user, tool=tool, data=dict(data.validated_data))
         return self._detail(tool_id)
 
     @extend_schema(
@@ -113,8 +106,6 @@ class ToolDetailView(RegistryAPIView):
     def delete(self, request, tool_id):
         tool = self.get_tool(tool_id, action=Action.MANAGE)
         if query_bool(request.query_params, "hard_delete"):
-            if not access.can_hard_delete_tools(request.user):
-                raise PermissionDenied("Only platform admins may hard-delete tools.")
             services.tool_delete(actor=request.user, tool=tool)
         else:
             services.tool_deactivate(actor=request.user, tool=tool)

@@ -13,6 +13,7 @@ from registry.models import (
     ToolGrant,
     ToolGroupObjectPermission,
 )
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from toolhub.exceptions import InvalidInput
 
@@ -41,6 +42,7 @@ def grant_create(
     *, actor, role: Group, action: str, tool: Tool | None = None
 ) -> tuple[ToolGrant, bool]:
     """Give ``role`` the right ``action`` on ``tool`` (or on all tools). Idempotent."""
+    policy_check(actor=actor, action="grant.write")
     if action not in Action.values:
         raise InvalidInput(
             f"Unknown action '{action}'; use one of: {', '.join(Action.values)}.",
@@ -72,6 +74,7 @@ def grant_create(
 
 @transaction.atomic
 def grant_revoke(*, actor, grant: ToolGrant) -> None:
+    policy_check(actor=actor, action="grant.write")
     snapshot = grant_snapshot(grant)
     perm = _permission(grant.action)
     if grant.tool_id is None:

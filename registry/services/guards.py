@@ -1,4 +1,5 @@
-"""Writes to guards, each audited (platform admins only: guards are governance policy)."""
+"""Writes to guards, each audited; who may make them is ``registry.policy``'s (guards are
+governance policy: platform admins, and never an agent loosening one over its own calls)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from django.db import IntegrityError, transaction
 
 from registry.guard_configs import default_stage, guard_problems
 from registry.models import Guard, Tool
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean, raise_invalid
 from toolhub.exceptions import Conflict
@@ -47,10 +49,23 @@ def _unknown(data: dict) -> None:
         raise TypeError(f"unknown guard fields: {sorted(unknown)}")
 
 
+# What a guard's check is: any change of these may let a call through it did not.
+_CHECK_FIELDS = ("kind", "stage", "action", "order", "config")
+
+
+def _loosens(before: dict, after: dict) -> bool:
+    """Whether a change of an active guard may let calls through: switched off, or its
+    check changed (only switching it on, renaming and describing it never do)."""
+    if not before["is_active"]:
+        return False
+    return not after["is_active"] or any(before[f] != after[f] for f in _CHECK_FIELDS)
+
+
 @transaction.atomic
 def guard_create(*, actor, tool: Tool | None = None, **data) -> Guard:
     """A new guard; ``stage`` defaults to the one its kind (or function) runs at."""
     _unknown(data)
+    policy_check(actor=actor, action="guard.write", tool=tool)
     data.setdefault("config", {})
     if not data.get("stage"):
         data["stage"] = default_stage(data.get("kind", ""), data["config"]) or ""
@@ -72,8 +87,11 @@ def guard_update(*, actor, guard: Guard, data: dict) -> Guard:
         setattr(guard, field, value)
     if "kind" in data and "stage" not in data:
         guard.stage = default_stage(guard.kind, guard.config) or guard.stage
-    _check(guard)
     after = guard_snapshot(guard)
+    policy_check(
+        actor=actor, action="guard.write", tool=guard.tool, loosens=_loosens(before, after)
+    )
+    _check(guard)
     if after != before:
         _save(guard)
         audit_record(actor=actor, action="guard.updated", target=guard, before=before, after=after)
@@ -83,6 +101,7 @@ def guard_update(*, actor, guard: Guard, data: dict) -> Guard:
 @transaction.atomic
 def guard_delete(*, actor, guard: Guard) -> None:
     snapshot = guard_snapshot(guard)
+    policy_check(actor=actor, action="guard.write", tool=guard.tool, loosens=guard.is_active)
     guard_id, guard_repr = str(guard.pk), str(guard)
     guard.delete()
     audit_record(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from registry.models import RateLimitRule, Tool
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean
 
@@ -20,11 +21,25 @@ def rule_snapshot(rule: RateLimitRule) -> dict:
     }
 
 
+def _loosens(before: dict, after: dict) -> bool:
+    """Whether a rule lets more calls through than it did: switched off, more calls,
+    a shorter window, or counted for other callers (another scope)."""
+    if not before["is_active"]:
+        return False
+    return (
+        not after["is_active"]
+        or after["max_requests"] > before["max_requests"]
+        or after["time_window_seconds"] < before["time_window_seconds"]
+        or after["scope"] != before["scope"]
+    )
+
+
 @transaction.atomic
 def rate_limit_create(*, actor, tool: Tool | None = None, **data) -> RateLimitRule:
     unknown = set(data) - set(FIELDS)
     if unknown:
         raise TypeError(f"unknown rate-limit fields: {sorted(unknown)}")
+    policy_check(actor=actor, action="rate_limit.write", tool=tool)
     rule = RateLimitRule(tool=tool, **data)
     if getattr(actor, "pk", None):
         rule.created_by = actor
@@ -45,6 +60,12 @@ def rate_limit_update(*, actor, rule: RateLimitRule, data: dict) -> RateLimitRul
     before = rule_snapshot(rule)
     for field, value in data.items():
         setattr(rule, field, value)
+    policy_check(
+        actor=actor,
+        action="rate_limit.write",
+        tool=rule.tool,
+        loosens=_loosens(before, rule_snapshot(rule)),
+    )
     full_clean(rule, exclude=["tool", "created_by"])
     after = rule_snapshot(rule)
     if after != before:
@@ -58,6 +79,7 @@ def rate_limit_update(*, actor, rule: RateLimitRule, data: dict) -> RateLimitRul
 @transaction.atomic
 def rate_limit_delete(*, actor, rule: RateLimitRule) -> None:
     snapshot = rule_snapshot(rule)
+    policy_check(actor=actor, action="rate_limit.write", tool=rule.tool, loosens=rule.is_active)
     rule_id, rule_repr = str(rule.pk), str(rule)
     rule.delete()
     audit_record(

@@ -31,6 +31,7 @@ from registry.models.mcp import (
     token_env_var_problem,
 )
 from registry.models.tools import ToolType
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.tools import tool_update
 from registry.services.validation import full_clean, raise_invalid
@@ -168,6 +169,7 @@ def mcp_server_create(
     unknown = set(fields) - set(MCP_SERVER_FIELDS)
     if unknown:
         raise TypeError(f"unknown MCP server fields: {sorted(unknown)}")
+    policy_check(actor=actor, action="mcp_server.write")
     _check_token(auth_token)
     server = MCPServer(name=name, **fields)
     server.set_auth_token(auth_token)
@@ -197,6 +199,7 @@ def mcp_server_update(
     back). Disabling the server deactivates its tools. A rename reaches the
     tools' names at the next sync (they are tied to the server by id).
     """
+    policy_check(actor=actor, action="mcp_server.write")
     data = dict(data)
     env_given = "env" in data
     env = data.pop("env", None)
@@ -313,6 +316,7 @@ def _deactivate_tools(
 @transaction.atomic
 def mcp_server_delete(*, actor, server: MCPServer) -> list[str]:
     """Deactivate the server's tools, then remove the server. Returns the deactivated names."""
+    policy_check(actor=actor, action="mcp_server.write")
     server = MCPServer.objects.select_for_update().get(pk=server.pk)
     snapshot = mcp_server_snapshot(server)
     deactivated = _deactivate_tools(actor=actor, server=server, reason="server_deleted")
@@ -378,6 +382,7 @@ def mcp_sync_handler_register(handler: Callable[..., Any]) -> None:
 
 def mcp_server_sync_run(*, actor, server: MCPServer):
     """Sync ``server`` with the registered handler (its report has ``ok``, ``error``, ``summary()``)."""
+    policy_check(actor=actor, action="mcp_server.write")
     if _sync_handler is None:
         raise ToolHubError(
             "Syncing MCP servers needs the executions app, which is not installed.",

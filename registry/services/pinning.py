@@ -24,10 +24,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from registry import access
 from registry.definitions import definition_diff, definition_hash
 from registry.models import AuditEvent, MCPServer, Tool
 from registry.models.tools import DefinitionSource, QuarantineReason
+from registry.policy import POLICY, policy_check
 from registry.services.audit import audit_record
 from toolhub.exceptions import Conflict, PermissionDenied
 
@@ -166,8 +166,9 @@ def _last_server_editor_id(tool: Tool) -> int | None:
 
 
 def _check_decider(actor, tool: Tool, *, approving: bool) -> None:
-    if not access.is_platform_admin(actor):
-        raise PermissionDenied("Only platform admins approve or reject a tool's definition.")
+    if actor is None:  # a definition is decided by a person, never by the system
+        raise PermissionDenied(POLICY["definition.decide"].refusal)
+    policy_check(actor=actor, action="definition.decide", tool=tool)
     if tool.pending_definition is None:
         raise Conflict(
             f"Tool '{tool.name}' has no pending definition to decide on.",

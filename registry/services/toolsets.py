@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from registry.models import Tool, Toolset
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.validation import full_clean
 from toolhub.exceptions import Conflict
@@ -43,6 +44,7 @@ def _check_unique(toolset: Toolset) -> None:
 
 @transaction.atomic
 def toolset_create(*, actor, tools: Iterable[Tool] = (), **data) -> Toolset:
+    policy_check(actor=actor, action="toolset.write")
     _check_fields(data)
     toolset = Toolset(**data)
     full_clean(toolset)
@@ -59,6 +61,7 @@ def toolset_create(*, actor, tools: Iterable[Tool] = (), **data) -> Toolset:
 def toolset_update(
     *, actor, toolset: Toolset, data: dict, tools: Iterable[Tool] | None = None
 ) -> Toolset:
+    policy_check(actor=actor, action="toolset.write")
     _check_fields(data)
     toolset = Toolset.objects.select_for_update().get(pk=toolset.pk)
     before = toolset_snapshot(toolset)
@@ -79,6 +82,7 @@ def toolset_update(
 
 @transaction.atomic
 def toolset_delete(*, actor, toolset: Toolset) -> None:
+    policy_check(actor=actor, action="toolset.write")
     snapshot = toolset_snapshot(toolset)
     toolset_id, toolset_repr = str(toolset.pk), str(toolset)
     toolset.delete()

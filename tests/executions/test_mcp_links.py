@@ -18,6 +18,7 @@ from django.test import Client
 from django.urls import reverse
 
 from registry.models import MCPServer, Tool, ToolConfig
+from registry.rights import permissions_of
 from registry.services import access as access_services
 from registry.services import mcp as mcp_services
 from tests.conftest import token_client
@@ -45,10 +46,12 @@ def web(mcp_http, allow_loopback) -> MCPServer:
 
 @pytest.fixture
 def people(db):
-    """A caller with ``execute`` and a manager with ``manage`` (not a platform admin)."""
+    """A caller with ``execute`` and a manager with ``manage`` and the right to edit tools
+    (not a platform admin)."""
     owner = make_user("owner-lina")
     callers = access_services.role_create(actor=None, name="link-callers")
     managers = access_services.role_create(actor=None, name="link-managers")
+    managers.permissions.add(*access_services.permissions_by_label(permissions_of(["edit_tools"])))
     agent = access_services.agent_create(
         actor=None, name="agent-link", owner=owner, role_ids=[callers.pk]
     )

@@ -48,6 +48,7 @@ def reg() -> ToolRegistry:
 
 
 def call(name: str, inputs: dict | None = None, *, timeout: float = 5, secrets=(), **configs):
+    configs.setdefault("function", name)  # as the registry stores it for every Python tool
     return ToolCall(
         tool_name=name,
         tool_type="python",
@@ -433,6 +434,21 @@ def test_config_function_selects_the_registered_name(reg, executor):
     result = executor.execute(call("tool_row_name", function="real_name"))
     assert result.ok
     assert result.output == "real"
+
+
+def test_a_tool_without_a_function_config_does_not_run_by_its_name(reg, executor):
+    @reg.tool
+    def calculator() -> str:
+        return "ran by its name"
+
+    result = executor.execute(
+        ToolCall(
+            tool_name="calculator", tool_type="python", configs={}, inputs={}, timeout_seconds=5
+        )
+    )
+    assert not result.ok
+    assert result.error_type == ErrorType.CONFIG
+    assert "config 'function'" in result.error_message
 
 
 def test_unknown_function_is_config_error(executor):

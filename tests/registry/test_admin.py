@@ -192,13 +192,16 @@ def test_add_tool_in_admin(admin_client):
     response = admin_client.post(reverse("admin:registry_tool_add"), data)
     assert response.status_code == 302, response.content.decode()[:2000]
     tool = Tool.objects.get(name="new_tool")
-    assert tool.configs.get().value == "typed-secret"
+    assert tool.configs.get(config_key="token").value == "typed-secret"
+    # A Python tool stores the function it runs, the one its name says when none is given.
+    assert tool.configs.get(config_key="function").value == "new_tool"
     assert list(
         AuditEvent.objects.filter(action__startswith="tool")
         .order_by("id")
         .values_list("action", flat=True)
     ) == [
         "tool.created",
+        "tool_config.created",
         "tool_config.created",
     ]
 

@@ -7,6 +7,7 @@ from django.test import Client
 from django.urls import reverse
 
 from registry.models import AuditEvent, ToolConfig
+from registry.rights import permissions_of
 from registry.services import access as access_services
 from registry.services.tools import config_set, tool_create
 from tests.factories import make_user
@@ -24,11 +25,19 @@ def world(db):
     role = access_services.role_create(actor=None, name="fx-owners")
     access_services.grant_create(actor=None, role=role, action="manage", tool=managed)
     access_services.grant_create(actor=None, role=role, action="read", tool=readable)
+    # Changing a tool takes the right and the grant (registry.policy).
+    role.permissions.add(*access_services.permissions_by_label(permissions_of(["edit_tools"])))
     person = make_user("tool-owner", is_staff=True)
     person.groups.add(role)
     client = Client()
     client.force_login(person)
-    return {"client": client, "managed": managed, "readable": readable, "hidden": hidden}
+    return {
+        "client": client,
+        "managed": managed,
+        "readable": readable,
+        "hidden": hidden,
+        "role": role,
+    }
 
 
 def test_the_catalog_shows_the_tools_they_may_read(world):
@@ -54,15 +63,15 @@ def test_manage_lets_them_edit_the_tool_and_its_configs_audited(world):
         {
             "configs-TOTAL_FORMS": int(data["configs-TOTAL_FORMS"]) + 1,
             "configs-1-tool": tool.pk,
-            "configs-1-config_key": "endpoint",
-            "configs-1-value": "/rates",
+            "configs-1-config_key": "method",
+            "configs-1-value": "POST",
         }
     )
     response = client.post(url, data)
     assert response.status_code == 302, response.content.decode()[:3000]
     tool.refresh_from_db()
     assert tool.description == "edited by its owner"
-    assert ToolConfig.objects.get(tool=tool, config_key="endpoint").plain_value == "/rates"
+    assert ToolConfig.objects.get(tool=tool, config_key="method").plain_value == "POST"
     actors = set(AuditEvent.objects.filter(id__gt=before).values_list("actor_name", flat=True))
     assert actors == {"tool-owner"}
 
@@ -101,3 +110,25 @@ def test_a_manager_sees_and_edits_the_tools_existing_parts(world):
     assert 'name="configs-TOTAL_FORMS" value="1"' in html
     assert 'name="parameters-TOTAL_FORMS" value="1"' in html
     assert "https://a.example" in html and 'value="city"' in html
+
+
+def test_a_manage_grant_without_the_edit_right_leaves_the_tool_read_only(world):
+    world["role"].permissions.clear()
+    client, tool = world["client"], world["managed"]
+    url = reverse("admin:registry_tool_change", args=[tool.pk])
+    page = client.get(url)
+    assert page.status_code == 200 and 'name="description"' not in page.content.decode()
+    response = client.post(url, change_form_data(tool, description="not allowed"))
+    assert response.status_code == 403
+    tool.refresh_from_db()
+    assert tool.description == "mine"
+
+
+def test_what_the_tool_runs_stays_with_platform_admins_in_the_admin(world):
+    client, tool = world["client"], world["managed"]
+    url = reverse("admin:registry_tool_change", args=[tool.pk])
+    data = change_form_data(tool)
+    data["configs-0-value"] = "https://collector.example"
+    response = client.post(url, data, follow=True)
+    assert "Only platform admins change what" in response.content.decode()
+    assert ToolConfig.objects.get(tool=tool, config_key="base_url").value == "https://a.example"

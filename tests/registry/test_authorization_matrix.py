@@ -6,7 +6,9 @@ in its own transaction, so destructive calls don't affect the others.
 Columns:
   anon  no credentials             none  agent with no grant
   read  agent whose role may read  exec  agent whose role may execute
-  mang  agent whose role may manage (the tool T)
+  mang  agent whose role may manage (the tool T), and holds no platform right
+  medt  agent whose role may manage T and holds the rights 'Edit tool definitions' and
+        'Set rate limits' (registry/rights.py): both the right and the grant are needed
   padm  platform admin (person)    supr  superuser (person)
   revk  revoked token              expd  expired token
   inac  inactive agent (its role may manage T)
@@ -34,6 +36,7 @@ from rest_framework.test import APIClient
 from executions.models import Execution
 from executions.services.pipeline import execution_request
 from registry.models import ApiToken, Tool
+from registry.rights import permissions_of
 from registry.services import access as access_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
@@ -43,98 +46,98 @@ from registry.services import toolsets as toolset_services
 from tests.factories import make_token
 
 MATRIX = """
-endpoint                                    anon none read exec mang padm supr revk expd inac
-GET    /tools                                401  200  200  200  200  200  200  401  401  401
-POST   /tools                                401  403  403  403  403  201  201  401  401  401
-GET    /tools/{T}                            401  404  200  200  200  200  200  401  401  401
-PUT    /tools/{T}                            401  404  403  403  200  200  200  401  401  401
-PATCH  /tools/{T}                            401  404  403  403  200  200  200  401  401  401
-DELETE /tools/{T}                            401  404  403  403  204  204  204  401  401  401
-DELETE /tools/{T}?hard_delete=true           401  404  403  403  403  204  204  401  401  401
-GET    /tools/{T}/schema                     401  404  200  200  200  200  200  401  401  401
-GET    /tools/{T}/parameters                 401  404  200  200  200  200  200  401  401  401
-POST   /tools/{T}/parameters                 401  404  403  403  201  201  201  401  401  401
-GET    /tools/parameters/{P}                 401  404  200  200  200  200  200  401  401  401
-PUT    /tools/parameters/{P}                 401  404  403  403  200  200  200  401  401  401
-PATCH  /tools/parameters/{P}                 401  404  403  403  200  200  200  401  401  401
-DELETE /tools/parameters/{P}                 401  404  403  403  204  204  204  401  401  401
-GET    /tools/{T}/configs                    401  404  200  200  200  200  200  401  401  401
-POST   /tools/{T}/configs                    401  404  403  403  201  201  201  401  401  401
-GET    /tools/{T}/configs/{K}                401  404  200  200  200  200  200  401  401  401
-DELETE /tools/{T}/configs/{K}                401  404  403  403  204  204  204  401  401  401
-GET    /roles                                401  200  200  200  200  200  200  401  401  401
-POST   /roles                                401  403  403  403  403  201  201  401  401  401
-GET    /roles/{R}                            401  404  200  404  404  200  200  401  401  401
-PATCH  /roles/{R}                            401  404  403  404  404  200  200  401  401  401
-DELETE /roles/{R}                            401  404  403  404  404  204  204  401  401  401
-GET    /agents                               401  200  200  200  200  200  200  401  401  401
-POST   /agents                               401  403  403  403  403  201  201  401  401  401
-GET    /agents/{A}                           401  404  200  404  404  200  200  401  401  401
-PATCH  /agents/{A}                           401  404  403  404  404  200  200  401  401  401
-DELETE /agents/{A}                           401  404  403  404  404  204  204  401  401  401
-GET    /agents/{A}/tokens                    401  404  403  404  404  200  200  401  401  401
-POST   /agents/{A}/tokens                    401  404  403  404  404  201  201  401  401  401
-DELETE /agents/{A}/tokens/{AT}               401  404  403  404  404  200  200  401  401  401
-GET    /permissions                          401  403  403  403  403  200  200  401  401  401
-POST   /permissions                          401  403  403  403  403  201  201  401  401  401
-POST   /permissions/bulk                     401  403  403  403  403  201  201  401  401  401
-GET    /permissions/{G}                      401  403  403  403  403  200  200  401  401  401
-DELETE /permissions/{G}                      401  403  403  403  403  204  204  401  401  401
-GET    /permissions/tool/{T}                 401  403  403  403  403  200  200  401  401  401
-GET    /permissions/role/{R}                 401  403  403  403  403  200  200  401  401  401
-GET    /registry/me                          401  200  200  200  200  200  200  401  401  401
-GET    /registry/by-role/{R}                 401  404  200  404  404  200  200  401  401  401
-GET    /registry/by-role-name/readers        401  404  200  404  404  200  200  401  401  401
-GET    /registry/check-permission/{T}/{R}    401  404  200  404  404  200  200  401  401  401
+endpoint                                    anon none read exec mang medt padm supr revk expd inac
+GET    /tools                               401  200  200  200  200  200  200  200  401  401  401
+POST   /tools                               401  403  403  403  403  403  201  201  401  401  401
+GET    /tools/{T}                           401  404  200  200  200  200  200  200  401  401  401
+PUT    /tools/{T}                           401  404  403  403  403  200  200  200  401  401  401
+PATCH  /tools/{T}                           401  404  403  403  403  200  200  200  401  401  401
+DELETE /tools/{T}                           401  404  403  403  204  204  204  204  401  401  401
+DELETE /tools/{T}?hard_delete=true          401  404  403  403  403  403  204  204  401  401  401
+GET    /tools/{T}/schema                    401  404  200  200  200  200  200  200  401  401  401
+GET    /tools/{T}/parameters                401  404  200  200  200  200  200  200  401  401  401
+POST   /tools/{T}/parameters                401  404  403  403  403  201  201  201  401  401  401
+GET    /tools/parameters/{P}                401  404  200  200  200  200  200  200  401  401  401
+PUT    /tools/parameters/{P}                401  404  403  403  403  200  200  200  401  401  401
+PATCH  /tools/parameters/{P}                401  404  403  403  403  200  200  200  401  401  401
+DELETE /tools/parameters/{P}                401  404  403  403  403  204  204  204  401  401  401
+GET    /tools/{T}/configs                   401  404  200  200  200  200  200  200  401  401  401
+POST   /tools/{T}/configs                   401  404  403  403  403  201  201  201  401  401  401
+GET    /tools/{T}/configs/{K}               401  404  200  200  200  200  200  200  401  401  401
+DELETE /tools/{T}/configs/{K}               401  404  403  403  403  204  204  204  401  401  401
+GET    /roles                               401  200  200  200  200  200  200  200  401  401  401
+POST   /roles                               401  403  403  403  403  403  201  201  401  401  401
+GET    /roles/{R}                           401  404  200  404  404  404  200  200  401  401  401
+PATCH  /roles/{R}                           401  404  403  404  404  404  200  200  401  401  401
+DELETE /roles/{R}                           401  404  403  404  404  404  204  204  401  401  401
+GET    /agents                              401  200  200  200  200  200  200  200  401  401  401
+POST   /agents                              401  403  403  403  403  403  201  201  401  401  401
+GET    /agents/{A}                          401  404  200  404  404  404  200  200  401  401  401
+PATCH  /agents/{A}                          401  404  403  404  404  404  200  200  401  401  401
+DELETE /agents/{A}                          401  404  403  404  404  404  204  204  401  401  401
+GET    /agents/{A}/tokens                   401  404  403  404  404  404  200  200  401  401  401
+POST   /agents/{A}/tokens                   401  404  403  404  404  404  201  201  401  401  401
+DELETE /agents/{A}/tokens/{AT}              401  404  403  404  404  404  200  200  401  401  401
+GET    /permissions                         401  403  403  403  403  403  200  200  401  401  401
+POST   /permissions                         401  403  403  403  403  403  201  201  401  401  401
+POST   /permissions/bulk                    401  403  403  403  403  403  201  201  401  401  401
+GET    /permissions/{G}                     401  403  403  403  403  403  200  200  401  401  401
+DELETE /permissions/{G}                     401  403  403  403  403  403  204  204  401  401  401
+GET    /permissions/tool/{T}                401  403  403  403  403  403  200  200  401  401  401
+GET    /permissions/role/{R}                401  403  403  403  403  403  200  200  401  401  401
+GET    /registry/me                         401  200  200  200  200  200  200  200  401  401  401
+GET    /registry/by-role/{R}                401  404  200  404  404  404  200  200  401  401  401
+GET    /registry/by-role-name/readers       401  404  200  404  404  404  200  200  401  401  401
+GET    /registry/check-permission/{T}/{R}   401  404  200  404  404  404  200  200  401  401  401
 """
 
 GOVERNANCE_MATRIX = """
-endpoint                                    anon none read exec mang appr revw padm supr revk
-GET    /executions                           401  200  200  200  200  200  200  200  200  401
-POST   /executions                           401  404  403  202  202  403  403  202  202  401
-GET    /executions/export                    401  200  200  200  200  200  200  200  200  401
-GET    /executions/tool/{T}                  401  404  200  200  200  200  200  200  200  401
-GET    /executions/{E}                       401  404  404  200  404  404  200  200  200  401
-GET    /executions/{E}/output                401  404  404  200  404  404  200  200  200  401
-POST   /executions/{EP}/cancel               401  404  404  200  404  404  403  200  200  401
-GET    /approvals                            401  200  200  200  200  200  200  200  200  401
-GET    /approvals/{AP}                       401  404  404  200  404  200  200  200  200  401
-POST   /approvals/{AP}/approve               401  404  404  403  404  200  403  403  200  401
-POST   /approvals/{AP}/reject                401  404  404  403  404  200  403  403  200  401
-GET    /rate-limits                          401  200  200  200  200  200  200  200  200  401
-POST   /rate-limits                          401  404  403  403  201  403  403  201  201  401
-GET    /rate-limits/{L}                      401  404  200  200  200  200  200  200  200  401
-PUT    /rate-limits/{L}                      401  404  403  403  200  403  403  200  200  401
-PATCH  /rate-limits/{L}                      401  404  403  403  200  403  403  200  200  401
-DELETE /rate-limits/{L}                      401  404  403  403  204  403  403  204  204  401
-GET    /guards                               401  200  200  200  200  200  200  200  200  401
-POST   /guards                               401  403  403  403  403  403  403  201  201  401
-GET    /guards/{GD}                          401  404  200  200  200  200  200  200  200  401
-PUT    /guards/{GD}                          401  404  403  403  403  403  403  200  200  401
-PATCH  /guards/{GD}                          401  404  403  403  403  403  403  200  200  401
-DELETE /guards/{GD}                          401  404  403  403  403  403  403  204  204  401
-GET    /mcp-servers                          401  403  403  403  403  403  200  200  200  401
-POST   /mcp-servers                          401  403  403  403  403  403  403  201  201  401
-GET    /mcp-servers/{M}                      401  403  403  403  403  403  200  200  200  401
-PUT    /mcp-servers/{M}                      401  403  403  403  403  403  403  200  200  401
-PATCH  /mcp-servers/{M}                      401  403  403  403  403  403  403  200  200  401
-DELETE /mcp-servers/{M}                      401  403  403  403  403  403  403  204  204  401
-POST   /mcp-servers/{M}/sync                 401  403  403  403  403  403  403  409  409  401
-POST   /tools/import                         401  403  403  403  403  403  403  200  200  401
-GET    /audit                                401  403  403  403  403  403  200  200  200  401
-GET    /audit/export                         401  403  403  403  403  403  200  200  200  401
-GET    /audit/head                           401  403  403  403  403  403  200  200  200  401
-GET    /audit/verify                         401  403  403  403  403  403  200  200  200  401
-GET    /stats                                401  200  200  200  200  200  200  200  200  401
-GET    /toolsets                             401  403  403  403  403  403  200  200  200  401
-POST   /toolsets                             401  403  403  403  403  403  403  201  201  401
-GET    /toolsets/{TS}                        401  403  403  403  403  403  200  200  200  401
-PATCH  /toolsets/{TS}                        401  403  403  403  403  403  403  200  200  401
-DELETE /toolsets/{TS}                        401  403  403  403  403  403  403  204  204  401
-GET    /tools/{T}/definition                 401  404  403  403  200  403  200  200  200  401
-POST   /tools/{T}/definition/approve         401  404  403  403  403  403  403  409  409  401
-POST   /tools/{T}/definition/reject          401  404  403  403  403  403  403  409  409  401
-GET    /mcp-servers/{M}/drift                401  403  403  403  403  403  200  200  200  401
+endpoint                                    anon none read exec mang medt appr revw padm supr revk
+GET    /executions                          401  200  200  200  200  200  200  200  200  200  401
+POST   /executions                          401  404  403  202  202  202  403  403  202  202  401
+GET    /executions/export                   401  200  200  200  200  200  200  200  200  200  401
+GET    /executions/tool/{T}                 401  404  200  200  200  200  200  200  200  200  401
+GET    /executions/{E}                      401  404  404  200  404  404  404  200  200  200  401
+GET    /executions/{E}/output               401  404  404  200  404  404  404  200  200  200  401
+POST   /executions/{EP}/cancel              401  404  404  200  404  404  404  403  200  200  401
+GET    /approvals                           401  200  200  200  200  200  200  200  200  200  401
+GET    /approvals/{AP}                      401  404  404  200  404  404  200  200  200  200  401
+POST   /approvals/{AP}/approve              401  404  404  403  404  404  200  403  403  200  401
+POST   /approvals/{AP}/reject               401  404  404  403  404  404  200  403  403  200  401
+GET    /rate-limits                         401  200  200  200  200  200  200  200  200  200  401
+POST   /rate-limits                         401  404  403  403  403  201  403  403  201  201  401
+GET    /rate-limits/{L}                     401  404  200  200  200  200  200  200  200  200  401
+PUT    /rate-limits/{L}                     401  404  403  403  403  403  403  403  200  200  401
+PATCH  /rate-limits/{L}                     401  404  403  403  403  200  403  403  200  200  401
+DELETE /rate-limits/{L}                     401  404  403  403  403  403  403  403  204  204  401
+GET    /guards                              401  200  200  200  200  200  200  200  200  200  401
+POST   /guards                              401  403  403  403  403  403  403  403  201  201  401
+GET    /guards/{GD}                         401  404  200  200  200  200  200  200  200  200  401
+PUT    /guards/{GD}                         401  404  403  403  403  403  403  403  200  200  401
+PATCH  /guards/{GD}                         401  404  403  403  403  403  403  403  200  200  401
+DELETE /guards/{GD}                         401  404  403  403  403  403  403  403  204  204  401
+GET    /mcp-servers                         401  403  403  403  403  403  403  200  200  200  401
+POST   /mcp-servers                         401  403  403  403  403  403  403  403  201  201  401
+GET    /mcp-servers/{M}                     401  403  403  403  403  403  403  200  200  200  401
+PUT    /mcp-servers/{M}                     401  403  403  403  403  403  403  403  200  200  401
+PATCH  /mcp-servers/{M}                     401  403  403  403  403  403  403  403  200  200  401
+DELETE /mcp-servers/{M}                     401  403  403  403  403  403  403  403  204  204  401
+POST   /mcp-servers/{M}/sync                401  403  403  403  403  403  403  403  409  409  401
+POST   /tools/import                        401  403  403  403  403  403  403  403  200  200  401
+GET    /audit                               401  403  403  403  403  403  403  200  200  200  401
+GET    /audit/export                        401  403  403  403  403  403  403  200  200  200  401
+GET    /audit/head                          401  403  403  403  403  403  403  200  200  200  401
+GET    /audit/verify                        401  403  403  403  403  403  403  200  200  200  401
+GET    /stats                               401  200  200  200  200  200  200  200  200  200  401
+GET    /toolsets                            401  403  403  403  403  403  403  200  200  200  401
+POST   /toolsets                            401  403  403  403  403  403  403  403  201  201  401
+GET    /toolsets/{TS}                       401  403  403  403  403  403  403  200  200  200  401
+PATCH  /toolsets/{TS}                       401  403  403  403  403  403  403  403  200  200  401
+DELETE /toolsets/{TS}                       401  403  403  403  403  403  403  403  204  204  401
+GET    /tools/{T}/definition                401  404  403  403  200  200  403  200  200  200  401
+POST   /tools/{T}/definition/approve        401  404  403  403  403  403  403  403  409  409  401
+POST   /tools/{T}/definition/reject         401  404  403  403  403  403  403  403  409  409  401
+GET    /mcp-servers/{M}/drift               401  403  403  403  403  403  403  200  200  200  401
 """
 
 # Nothing listens there: a sync fails without leaving the machine.
@@ -202,6 +205,11 @@ def world(owner, staff_user, superuser):
         roles[name] = access_services.role_create(actor=None, name=name)
         access_services.grant_create(actor=None, role=roles[name], action=action, tool=tool)
     roles["nobody"] = access_services.role_create(actor=None, name="nobody")
+    roles["editors"] = access_services.role_create(actor=None, name="editors")
+    access_services.grant_create(actor=None, role=roles["editors"], action="manage", tool=tool)
+    roles["editors"].permissions.add(
+        *access_services.permissions_by_label(permissions_of(["edit_tools", "rate_limits"]))
+    )
 
     def agent(name, role):
         a = access_services.agent_create(
@@ -214,6 +222,7 @@ def world(owner, staff_user, superuser):
         "read": agent("agent-read", "readers"),
         "exec": agent("agent-exec", "executors"),
         "mang": agent("agent-mang", "managers"),
+        "medt": agent("agent-medt", "editors"),
         "inac": agent("agent-inac", "managers"),
     }
     tokens = {key: make_token(a.user) for key, a in agents.items()}
@@ -237,7 +246,16 @@ def world(owner, staff_user, superuser):
         "{AT}": str(agent_token.pk),
         "{G}": str(grant.pk),
     }
-    return {"tokens": tokens, "ids": ids, "tool": tool, "agents": agents, "roles": roles}
+    users = {key: a.user for key, a in agents.items()}
+    users.update({"padm": staff_user, "supr": superuser, "system": None})
+    return {
+        "tokens": tokens,
+        "ids": ids,
+        "tool": tool,
+        "agents": agents,
+        "roles": roles,
+        "users": users,
+    }
 
 
 @pytest.fixture

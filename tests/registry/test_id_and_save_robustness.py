@@ -233,7 +233,7 @@ def test_admin_tool_json_fields_with_non_finite_numbers_are_form_errors(admin_cl
 
 
 def test_services_refuse_non_finite_numbers_naming_the_field(db):
-    tool = tool_services.tool_create(actor=None, name="svc_tool", type="python")
+    tool = tool_services.tool_create(actor=None, name="svc_tool", type="http")
     cases = [
         (
             lambda: tool_services.config_set(
@@ -291,7 +291,7 @@ def test_services_refuse_non_finite_numbers_naming_the_field(db):
 
 
 def test_save_calls_only_unique_violations_duplicates(db):
-    tool = tool_services.tool_create(actor=None, name="save_tool", type="python")
+    tool = tool_services.tool_create(actor=None, name="save_tool", type="http")
     tool_services.config_set(actor=None, tool=tool, config_key="k1", config_value=1)
     # A value the database itself refuses (SQLite: CHECK JSON_VALID; PostgreSQL: jsonb).
     broken = ToolConfig(tool=tool, config_key="k3", plain_value=math.nan)

@@ -1,10 +1,12 @@
-"""What a per-tool ``manage`` right does not cover, and credentials that must be secret."""
+"""What a per-tool ``manage`` grant, with the right 'Edit tool definitions', does not cover
+(``registry.policy``), and credentials that must be secret."""
 
 from __future__ import annotations
 
 import pytest
 
 from registry.models import AuditEvent, ToolConfig, ToolParameter
+from registry.rights import permissions_of
 from registry.services import access as access_services
 from registry.services.catalog import tool_upsert
 from tests.conftest import token_client
@@ -18,6 +20,11 @@ def configs(tool) -> str:
 
 @pytest.fixture
 def manager(tool_managers_role, manager_user):
+    """A manager of the tools ``managed`` gives them, with the right to edit tools (both
+    are needed to change one: docs/governance.md)."""
+    tool_managers_role.permissions.add(
+        *access_services.permissions_by_label(permissions_of(["edit_tools"]))
+    )
     return tool_managers_role, token_client(manager_user)
 
 
@@ -105,14 +112,15 @@ def test_a_tool_holding_secrets_keeps_its_destination_from_managers(manager, sta
         format="json",
     )
     assert rotated.status_code in (200, 201), rotated.content
-    # A tool without secrets: its destination is the manager's to change.
+    # A tool without secrets: where its calls go is still what it runs, a platform admin's.
     plain = managed(role, name="status", configs={"base_url": "https://status.example"})
     moved = client.post(
         configs(plain),
         {"config_key": "base_url", "config_value": "https://s2.example"},
         format="json",
     )
-    assert moved.status_code in (200, 201), moved.content
+    assert moved.status_code == 403, moved.content
+    assert "Only platform admins change what 'status' runs" in moved.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -222,8 +230,10 @@ def test_managers_do_not_lend_operator_connections_or_lower_the_risk(manager, se
     role, client = manager
     settings.TOOLHUB_DATABASE_ALIASES = {"dba": "postgresql://postgres@db.example/prod"}
     tool = managed(role, name="plain_http_2", configs={"base_url": "https://a.example"})
+    # Its type says what it runs: a platform admin's (registry.policy).
     moved = client.patch(f"/api/v1/tools/{tool.pk}", {"type": "database"}, format="json")
-    assert moved.status_code == 200, moved.content  # its own connection: the manager's
+    assert moved.status_code == 403, moved.content
+    tool = tool_upsert(actor=None, name="plain_http_2", type="database").tool
     alias = client.post(
         configs(tool), {"config_key": "connection_alias", "config_value": "dba"}, format="json"
     )

@@ -552,14 +552,14 @@ def test_admin_never_echoes_a_refused_secret(admin_client, tool):
 def test_admin_checks_configs_against_the_type_chosen_on_the_same_page(admin_client):
     from registry.services.tools import config_set, tool_create
 
-    tool = tool_create(actor=None, name="becomes_http", type="python")
+    tool = tool_create(actor=None, name="becomes_http", type="database")
     config_set(actor=None, tool=tool, config_key="method", config_value="TRACE")
     # Changing the type alone: the stored config does not suit it, and its row says so.
     refused = _admin_change(admin_client, tool, type="http")
     assert refused.status_code == 200
     assert "Config &#x27;method&#x27; must be one of GET" in refused.content.decode()
     tool.refresh_from_db()
-    assert tool.type == "python"
+    assert tool.type == "database"
     # Fixing the config on the same page makes the change of type go through.
     fixed = _admin_change(admin_client, tool, type="http", **{"configs-0-value": "GET"})
     assert fixed.status_code == 302

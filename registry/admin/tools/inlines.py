@@ -9,16 +9,20 @@ from django.contrib import admin
 from registry import access
 from registry.admin.forms import ToolConfigForm, ToolParameterForm
 from registry.models import Action, RateLimitRule, ToolConfig, ToolParameter
+from registry.policy import policy_allows
 
 
-def manages(request, tool) -> bool:
-    """May the user manage this one tool (a ``manage`` grant, as the API asks)?"""
-    return tool is not None and access.can(request.user, Action.MANAGE, tool)
+def allows(request, action: str, tool) -> bool:
+    """May the user make the write ``action`` on this one tool (``registry.policy``)?"""
+    return tool is not None and policy_allows(actor=request.user, action=action, tool=tool)
 
 
 class ManagedToolPartsMixin:
-    """Parts of a tool (parameters, configs, rate limits) that those who may manage the
-    tool change on its page, as they may through the API; ``obj`` is the tool."""
+    """Parts of a tool (parameters, configs, rate limits) changed on its page by those
+    ``registry.policy`` lets make ``policy_action`` on the tool, as through the API;
+    ``obj`` is the tool. The services check each row written (what runs, risk, ...)."""
+
+    policy_action = ""
 
     def has_view_permission(self, request, obj=None):
         return super().has_view_permission(request, obj) or (
@@ -32,18 +36,24 @@ class ManagedToolPartsMixin:
         # and the formset keeps only this tool's rows.
         return admin.options.BaseModelAdmin.get_queryset(self, request)
 
+    def _writes(self, request, obj, model_permission) -> bool:
+        if obj is None:
+            return model_permission
+        return allows(request, self.policy_action, obj)
+
     def has_add_permission(self, request, obj=None):
-        return super().has_add_permission(request, obj) or manages(request, obj)
+        return self._writes(request, obj, super().has_add_permission(request, obj))
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) or manages(request, obj)
+        return self._writes(request, obj, super().has_change_permission(request, obj))
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) or manages(request, obj)
+        return self._writes(request, obj, super().has_delete_permission(request, obj))
 
 
 class ToolParameterInline(ManagedToolPartsMixin, admin.TabularInline):
     model = ToolParameter
+    policy_action = "parameter.write"
     form = ToolParameterForm
     extra = 0
     ordering = ["parameter_type", "position", "name"]
@@ -51,6 +61,7 @@ class ToolParameterInline(ManagedToolPartsMixin, admin.TabularInline):
 
 class ToolConfigInline(ManagedToolPartsMixin, admin.TabularInline):
     model = ToolConfig
+    policy_action = "config.write"
     form = ToolConfigForm
     extra = 0
     fields = ["config_key", "value", "is_secret", "shown_value"]
@@ -74,6 +85,7 @@ class ToolConfigInline(ManagedToolPartsMixin, admin.TabularInline):
 
 class RateLimitRuleInline(ManagedToolPartsMixin, admin.TabularInline):
     model = RateLimitRule
+    policy_action = "rate_limit.write"
     extra = 0
     fields = ["scope", "max_requests", "time_window_seconds", "is_active", "description"]
     verbose_name_plural = (

@@ -15,12 +15,11 @@ from registry.admin.tools.inlines import (
     RateLimitRuleInline,
     ToolConfigInline,
     ToolParameterInline,
-    manages,
+    allows,
 )
 from registry.admin.tools.writes import ToolWritesMixin
 from registry.models import Action, Tool
-
-APPROVAL_FIELDS = ("requires_approval", "approval_condition", "approval_ttl_seconds")
+from registry.policy import APPROVAL_FIELDS, policy_allows
 
 
 @admin.register(Tool)
@@ -34,7 +33,9 @@ class ToolAdmin(
 ):
     """The catalog. Platform admins and reviewers see every tool; other staff see the
     tools they may read and change those they may manage (a ``manage`` grant), as the
-    API lets them. Creating and deleting tools and granting stay with platform admins."""
+    API lets them, and change those ``registry.policy`` lets them (a ``manage`` grant and
+    the right 'Edit tool definitions'). Creating and deleting tools and granting stay with
+    platform admins."""
 
     form = ToolForm
     list_display = [
@@ -133,11 +134,13 @@ class ToolAdmin(
         return access.can(request.user, Action.READ, obj)
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) or manages(request, obj)
+        if obj is None:
+            return super().has_change_permission(request, obj)
+        return allows(request, "tool.edit", obj)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
-        if not access.is_platform_admin(request.user):
-            # As in the API: only platform admins turn approval on or off or change it.
+        if not policy_allows(actor=request.user, action="tool.approval", tool=obj):
+            # registry.policy, as in the API: who may change approval settings.
             fields += [f for f in APPROVAL_FIELDS if f not in fields]
         return fields

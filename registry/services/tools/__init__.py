@@ -3,7 +3,7 @@
 One concept a module: ``lifecycle`` (a tool's create, update, (de)activate, delete),
 ``parameters``, ``configs`` (config values and secret re-encryption), ``config_checks``
 (what a config value may be), ``field_checks`` (name, metadata, finite numbers),
-``mcp_managed`` (tools an MCP server owns), ``definition`` (when a change moves the
+``mcp_managed`` (which row of ``registry.policy`` a change takes; MCP links), ``definition`` (when a change moves the
 definition callers cached), ``snapshots`` (the audit before/after) and ``saving``."""
 
 from registry.services.tools.config_checks import (
@@ -34,14 +34,7 @@ from registry.services.tools.lifecycle import (
     tool_references,
     tool_update,
 )
-from registry.services.tools.mcp_managed import (
-    LENT_CREDENTIAL_CONFIGS,
-    MCP_LINK_CONFIGS,
-    MCP_LINK_METADATA,
-    PER_CALL_SECRET_CONFIGS,
-    RISK_METADATA,
-    fallback_remote_tool_name,
-)
+from registry.services.tools.mcp_managed import MCP_LINK_CONFIGS, fallback_remote_tool_name
 from registry.services.tools.parameters import (
     parameter_create,
     parameter_delete,
@@ -59,14 +52,10 @@ from registry.services.tools.snapshots import (
 __all__ = [
     "COST_PER_CALL_LIMIT",
     "DEFINITION_FIELDS",
-    "LENT_CREDENTIAL_CONFIGS",
     "MCP_LINK_CONFIGS",
-    "MCP_LINK_METADATA",
     "NON_IDEMPOTENT_METHODS",
     "PARAMETER_DEFINITION_FIELDS",
     "PARAMETER_FIELDS",
-    "PER_CALL_SECRET_CONFIGS",
-    "RISK_METADATA",
     "TOOL_FIELDS",
     "_save",
     "cacheability_problem",

@@ -13,9 +13,8 @@ from registry.services.tools.config_checks import _check_cacheable, _check_confi
 from registry.services.tools.definition import _definition_changed
 from registry.services.tools.field_checks import _check_finite
 from registry.services.tools.mcp_managed import (
-    _check_managed_change,
-    _check_mcp_link,
     _linked_server_name,
+    check_config_change,
     fallback_remote_tool_name,
 )
 from registry.services.tools.saving import _save
@@ -58,9 +57,7 @@ def config_set(
     secret is encrypted, and a refused secret is never quoted.
     """
     _check_finite({"config_value": config_value}, _prefix)
-    _check_mcp_link(actor, tool, config_key=config_key)
-    if not _creating:
-        _check_managed_change(actor, tool, part="config", config_key=config_key)
+    check_config_change(actor, tool, config_key, creating=_creating)
     config = ToolConfig.objects.select_for_update().filter(tool=tool, config_key=config_key).first()
     created = config is None
     if created:
@@ -108,8 +105,7 @@ def config_set(
 
 @transaction.atomic
 def config_delete(*, actor, config: ToolConfig) -> None:
-    _check_mcp_link(actor, config.tool, config_key=config.config_key)
-    _check_managed_change(actor, config.tool, part="config", config_key=config.config_key)
+    check_config_change(actor, config.tool, config.config_key)
     snapshot = config_snapshot(config)
     target_repr, target_id = str(config), str(config.pk)
     config.delete()

@@ -7,7 +7,7 @@ from django.utils import timezone
 from registry.definitions import definition_hash, registry_definition
 from registry.models import Tool
 from registry.models.tools import DefinitionSource
-from registry.services.tools.mcp_managed import MCP_LINK_METADATA
+from registry.policy import MCP_LINK_METADATA
 
 
 def _definition_changed(tool_id) -> None:

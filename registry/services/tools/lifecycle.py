@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import ProtectedError, RestrictedError
 from django.utils import timezone
 
+from registry import policy
 from registry.models import Tool, ToolConfig, ToolParameter
 from registry.services.audit import audit_record
 from registry.services.tools.config_checks import _check_cacheable, check_tool_configs
@@ -23,11 +24,7 @@ from registry.services.tools.field_checks import (
     _check_tool_finite,
     _unique_name_or_conflict,
 )
-from registry.services.tools.mcp_managed import (
-    _check_managed_change,
-    _check_mcp_link,
-    check_admin_only_type,
-)
+from registry.services.tools.mcp_managed import check_tool_change
 from registry.services.tools.parameters import parameter_create
 from registry.services.tools.saving import _save
 from registry.services.tools.snapshots import (
@@ -56,7 +53,11 @@ def tool_create(
     unknown = set(fields) - set(TOOL_FIELDS)
     if unknown:
         raise TypeError(f"unknown tool fields: {sorted(unknown)}")
-    check_admin_only_type(actor, type)
+    policy.policy_check(actor=actor, action="tool.create")
+    if type in policy.ADMIN_ONLY_TYPES or type == "python":
+        # What a Python tool runs is a registered function, perhaps another tool's,
+        # whose approval and limits live on that tool: naming it is a platform admin's.
+        policy.policy_check(actor=actor, action="tool.what_runs", fields=["type"])
     metadata = fields.get("tool_metadata")
     if type == "command" and (metadata is None or isinstance(metadata, dict)):
         # A command runs a program: it fails closed unless its creator says otherwise.
@@ -98,9 +99,20 @@ def tool_create(
         first_index.setdefault(key, index)
         config_set(actor=actor, tool=tool, _prefix=f"configs[{index}]", _creating=True, **spec)
     _store_remote_tool_name(actor, tool)
+    _store_python_function(actor, tool)
     _check_cacheable(tool)
     _approved_definition_follows(tool.pk, tool)
     return tool
+
+
+def _store_python_function(actor, tool: Tool) -> None:
+    """A Python tool always stores the function it runs (config ``function``, which only
+    platform admins change): created without one, it runs the function its name says,
+    and renaming it later changes nothing."""
+    if tool.type == "python" and not tool.configs.filter(config_key="function").exists():
+        config_set(
+            actor=actor, tool=tool, config_key="function", config_value=tool.name, _creating=True
+        )
 
 
 @transaction.atomic
@@ -115,8 +127,7 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool
     if unknown:
         raise TypeError(f"unknown tool fields: {sorted(unknown)}")
     tool = Tool.objects.select_for_update().get(pk=tool.pk)
-    _check_mcp_link(actor, tool, data=data)
-    _check_managed_change(actor, tool, part="tool", data=data)
+    check_tool_change(actor, tool, data)
     before = tool_snapshot(tool)
     for field, value in data.items():
         setattr(tool, field, value)
@@ -141,6 +152,8 @@ def tool_update(*, actor, tool: Tool, data: dict[str, Any], _check_configs: bool
     audit_record(actor=actor, action=action, target=tool, before=before, after=after)
     if _mcp_link_moved(before, after):
         _store_remote_tool_name(actor, tool)
+    if before["type"] != after["type"]:
+        _store_python_function(actor, tool)
     if before["name"] != after["name"] or before["description"] != after["description"]:
         _approved_definition_follows(tool.pk, tool)
     return tool
@@ -157,6 +170,7 @@ def tool_activate(*, actor, tool: Tool) -> Tool:
 @transaction.atomic
 def tool_delete(*, actor, tool: Tool) -> None:
     """Hard-delete a tool that nothing references; otherwise 409 (deactivate it instead)."""
+    policy.policy_check(actor=actor, action="tool.delete", tool=tool)
     tool = Tool.objects.select_for_update().get(pk=tool.pk)
     snapshot = tool_snapshot(tool)
     snapshot["parameters"] = [parameter_snapshot(p) for p in tool.parameters.all()]

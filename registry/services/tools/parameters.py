@@ -16,7 +16,7 @@ from registry.services.tools.definition import (
     _definition_changed,
 )
 from registry.services.tools.field_checks import _check_finite
-from registry.services.tools.mcp_managed import _check_managed_change
+from registry.services.tools.mcp_managed import check_parameter_change
 from registry.services.tools.saving import _save
 from registry.services.tools.snapshots import PARAMETER_FIELDS, parameter_snapshot
 from registry.services.validation import full_clean, raise_invalid
@@ -64,8 +64,8 @@ def parameter_create(
     unknown = set(data) - set(PARAMETER_FIELDS)
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
-    if not _creating:  # creating a tool is a platform admin's (or the system's) act
-        _check_managed_change(actor, tool, part="parameter")
+    if not _creating:  # the tool's creation was checked (registry.policy)
+        check_parameter_change(actor, tool)
     if "position" not in data and not _creating:
         # Added one at a time, parameters keep the order they were added in.
         last = (
@@ -96,7 +96,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
     param = ToolParameter.objects.select_for_update().select_related("tool").get(pk=parameter.pk)
-    _check_managed_change(actor, param.tool, part="parameter")
+    check_parameter_change(actor, param.tool)
     before = parameter_snapshot(param)
     for field, value in data.items():
         setattr(param, field, value)
@@ -125,7 +125,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
 
 @transaction.atomic
 def parameter_delete(*, actor, parameter: ToolParameter) -> None:
-    _check_managed_change(actor, parameter.tool, part="parameter")
+    check_parameter_change(actor, parameter.tool)
     snapshot = parameter_snapshot(parameter)
     target_repr, target_id = str(parameter), str(parameter.pk)
     parameter.delete()
