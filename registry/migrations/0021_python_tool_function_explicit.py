@@ -31,6 +31,6 @@ def store_functions(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("registry", "0019_verification_runs")]
+    dependencies = [("registry", "0020_verification_runs_protected")]
 
     operations = [migrations.RunPython(store_functions, migrations.RunPython.noop)]

@@ -17,5 +17,5 @@ def put_back(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("registry", "0020_verification_runs_protected")]
+    dependencies = [("registry", "0021_python_tool_function_explicit")]
     operations = [migrations.RunPython(put_back, migrations.RunPython.noop)]
