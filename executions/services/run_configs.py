@@ -3,9 +3,12 @@ a call of it uses (those the output and messages are redacted of)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
-from executions.executors.configs import RunConfigs
+from executions.executors import executor_configs
+from executions.executors.configs import ConfigValueError, RunConfigs
 from executions.executors.mcp import remote_tool_name
 from executions.redaction import secret_parts
 from registry.models import Tool
@@ -23,9 +26,18 @@ def secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[st
     return tuple(dict.fromkeys(v for v in values if v))
 
 
+def texts(values: list[Any]) -> list[str]:
+    """The strings of ``values`` (those a JSON text holds too)."""
+    return [text for value in values for text in _strings(value) if text]
+
+
 def _strings(value: Any) -> list[str]:
+    """Every string in ``value`` at any depth; a string holding a JSON object or list
+    gives its own strings too (a secret config saved as JSON text is read parsed)."""
     if isinstance(value, str):
-        return [value]
+        return [value, *_strings(_json_container(value))]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _strings(dataclasses.asdict(value))
     if isinstance(value, dict):
         return [s for v in value.values() for s in _strings(v)]
     if isinstance(value, list):
@@ -35,8 +47,33 @@ def _strings(value: Any) -> list[str]:
     return [str(value)]
 
 
+def _json_container(text: str) -> Any:
+    """The JSON object or list ``text`` holds, else None."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict | list) else None
+
+
+def _as_read(kind: str, key: str, value: Any) -> Any:
+    """A config's value as the executor of ``kind`` reads it (JSON text parsed, numbers
+    turned into text, white space stripped), or None when it does not read the key: the
+    secrets to redact are the values the call uses, whatever form they were saved in."""
+    declared = executor_configs(kind)
+    if declared is None or key not in declared:
+        return None
+    try:
+        return declared.read({key: value}, key)
+    except ConfigValueError:
+        return None
+
+
 def configs_for(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
-    """The tool's configs (secrets decrypted) and the secret values among them, in one query."""
+    """The tool's configs (secrets decrypted) and the secret values among them (as saved
+    and as the executor reads them), in one query."""
     configs: dict[str, Any] = {}
     secrets: list[Any] = []
     secret_keys: list[str] = []
@@ -44,6 +81,7 @@ def configs_for(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
         configs[config.config_key] = config.value
         if config.is_secret:
             secrets.append(configs[config.config_key])
+            secrets.append(_as_read(tool.type, config.config_key, configs[config.config_key]))
             secret_keys.append(config.config_key)
     if tool.type == "mcp":
         configs.update(mcp_configs(tool, configs))

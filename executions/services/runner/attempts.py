@@ -45,7 +45,11 @@ def _prepare(execution: Execution, spec):
     # Every secret the call uses, whatever the executor: the tool's, the caller's
     # and those its configs resolve to (an MCP server's token, a database alias).
     lent = lent_secrets(tool.type, configs)
-    secrets = tuple(dict.fromkeys([*run_configs.secret_values(secret_configs, sealed), *lent]))
+    secrets = tuple(
+        dict.fromkeys(
+            [*run_configs.secret_values(secret_configs, sealed), *run_configs.texts(lent)]
+        )
+    )
     return sealed, configs, secrets, get_executor(tool.type)
 
 
