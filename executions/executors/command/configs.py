@@ -29,8 +29,9 @@ ENV_SETTING = "TOOLHUB_COMMAND_ENV_VARS"
 
 # ``{name}`` is replaced by the input ``name``; ``{{`` and ``}}`` are literal braces.
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.-]{0,63})\}")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_FILE_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
+# Whole names only (``fullmatch``): ``$`` would also match before a trailing newline.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_FILE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 MAX_ARGS = 256
 MAX_FILES = 64
@@ -108,7 +109,7 @@ def _env(value: Any) -> dict[str, str]:
     env = json_object(value)
     result: dict[str, str] = {}
     for name, item in env.items():
-        if not _ENV_NAME.match(str(name)):
+        if not _ENV_NAME.fullmatch(str(name)):
             raise ConfigValueError(f"{shown(name)} is not an environment variable name")
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             raise ConfigValueError(f"the value of {name} must be a string")
@@ -140,7 +141,7 @@ def workspace_path(name: Any) -> str:
     if not isinstance(name, str) or not name or len(name) > 255:
         raise ConfigValueError(f"{shown(name)} is not a relative file path")
     parts = name.split("/")
-    if posixpath.normpath(name) != name or not all(_FILE_PART.match(p) for p in parts):
+    if posixpath.normpath(name) != name or not all(_FILE_PART.fullmatch(p) for p in parts):
         raise ConfigValueError(
             f"{shown(name)} is not a relative file path of plain names "
             "(letters, digits, '_', '-', '.'; no '..', no leading '/')"
