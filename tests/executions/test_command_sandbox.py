@@ -142,6 +142,15 @@ def test_arguments_reach_the_program_as_data(commands, argument):
     assert json.loads(result.output["stdout"]) == [argument, f"--flag={argument}"]
 
 
+@pytest.mark.parametrize("code", [129, 130, 137])
+def test_an_exit_code_above_128_is_reported_as_the_programs_exit_code(commands, code):
+    result = run(f"import sys; sys.exit({code})")
+    assert result.error_type == ErrorType.TOOL and result.output["exit_code"] == code
+    assert f"the command exited with code {code}" in result.error_message
+    assert "SIGHUP" not in result.error_message and "SIGINT" not in result.error_message
+    assert "was killed" not in result.error_message
+
+
 def test_a_program_outside_the_allow_list_is_refused_at_run_time(commands):
     commands.TOOLHUB_COMMAND_ALLOWLIST = [SH]
     result = run("print('ran')")
@@ -286,7 +295,9 @@ def test_a_memory_hog_is_stopped_at_its_limit(commands):
 def test_cpu_time_is_limited(commands):
     result = run("while True: pass", cpu_seconds=1, timeout=10)
     assert not result.ok and result.output["exit_code"] == 128 + 9
-    assert "killed by SIGKILL: cpu_seconds used up" in result.error_message
+    assert "code 137 (as a program killed by SIGKILL does: cpu_seconds used up" in (
+        result.error_message
+    )
     assert result.output["duration_ms"] < 5000
 
 
@@ -294,7 +305,10 @@ def test_a_file_larger_than_the_workspace_limit_cannot_be_written(commands):
     commands.TOOLHUB_COMMAND_WORKSPACE_MB = 1
     result = shell("head -c 5000000 /dev/zero > big")
     assert not result.ok and result.output["exit_code"] == 128 + 25
-    assert "killed by SIGXFSZ: a file reached the size limit" in result.error_message
+    assert (
+        "code 153 (as a program killed by SIGXFSZ does: a file reached the size limit)"
+        in result.error_message
+    )
 
 
 def test_an_endless_loop_is_killed_at_the_timeout_with_no_process_left(commands):

@@ -148,7 +148,7 @@ class CommandExecutor:
         if outcome.exit_code != 0:
             return failure(
                 ErrorType.TOOL,
-                f"the command exited with {_exit_words(outcome.exit_code)}: "
+                f"the command {_exit_words(outcome.exit_code)}: "
                 f"{output['stderr'][-2000:].strip() or '(no stderr)'}",
                 output=output,
                 metadata=metadata,
@@ -161,7 +161,7 @@ class CommandExecutor:
         )
 
 
-# What a signal that ended the program most likely means here.
+# Signals this sandbox's own limits send, and what they most likely mean here.
 _SIGNAL_HINTS = {
     signal.SIGKILL: "cpu_seconds used up, or killed",
     signal.SIGXCPU: "cpu_seconds used up",
@@ -171,12 +171,20 @@ _SIGNAL_HINTS = {
 
 
 def _exit_words(code: int) -> str:
-    """``code 139 (killed by SIGSEGV: …)``: bubblewrap reports a program killed by a signal
-    as 128 + its number."""
-    number = -code if code < 0 else code - 128 if code > 128 else 0
+    """``exited with code 3``; ``was killed by SIGKILL`` only when the run was killed by a
+    signal (a negative code). bubblewrap ends with 128 + N both when the program exited
+    with that code and when signal N killed it: a code above 128 is a code, with a hint
+    only where one of the sandbox's limits sends that signal."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    words = f"exited with code {code}"
     try:
-        killed = signal.Signals(number)
+        killed = signal.Signals(code - 128) if code > 128 else None
     except ValueError:
-        return f"code {code}"
-    hint = _SIGNAL_HINTS.get(killed)
-    return f"code {code} (killed by {killed.name}{': ' + hint if hint else ''})"
+        killed = None
+    if killed in _SIGNAL_HINTS:
+        words += f" (as a program killed by {killed.name} does: {_SIGNAL_HINTS[killed]})"
+    return words
