@@ -179,6 +179,7 @@ def test_the_admin_refuses_an_unlisted_executable_and_shows_argv_limits_and_allo
     assert "Program, limits and sandbox" in page
     assert "/usr/bin/python3" in page and "max_processes" in page
     assert "lists the program" in page
+    assert "an input starting with &#x27;-&#x27;" in page and "<code>refused</code>" in page
 
 
 @pytest.mark.django_db
