@@ -3,14 +3,12 @@ a call of it uses (those the output and messages are redacted of)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from typing import Any
 
 from executions.executors import executor_configs
 from executions.executors.configs import ConfigValueError, RunConfigs
 from executions.executors.mcp import remote_tool_name
-from executions.redaction import secret_parts
+from executions.redaction import secret_parts, secret_strings
 from registry.models import Tool
 from registry.services.mcp import mcp_server_for_tool, mcp_server_spec
 
@@ -20,7 +18,7 @@ def secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[st
     strings that are secrets on their own (``secret_parts``)."""
     values: list[str] = []
     for value in [*secret_configs, *sealed.values()]:
-        for text in _strings(value):
+        for text in secret_strings(value):
             values.append(text)
             values.extend(secret_parts(text))
     return tuple(dict.fromkeys(v for v in values if v))
@@ -28,34 +26,7 @@ def secret_values(secret_configs: list[Any], sealed: dict[str, Any]) -> tuple[st
 
 def texts(values: list[Any]) -> list[str]:
     """The strings of ``values`` (those a JSON text holds too)."""
-    return [text for value in values for text in _strings(value) if text]
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string in ``value`` at any depth; a string holding a JSON object or list
-    gives its own strings too (a secret config saved as JSON text is read parsed)."""
-    if isinstance(value, str):
-        return [value, *_strings(_json_container(value))]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _strings(dataclasses.asdict(value))
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    if value is None or isinstance(value, bool):
-        return []
-    return [str(value)]
-
-
-def _json_container(text: str) -> Any:
-    """The JSON object or list ``text`` holds, else None."""
-    if not text.lstrip().startswith(("{", "[")):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict | list) else None
+    return [text for value in values for text in secret_strings(value) if text]
 
 
 def _as_read(kind: str, key: str, value: Any) -> Any:
