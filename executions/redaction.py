@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
+import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -167,3 +169,32 @@ def secret_parts(value: str) -> list[str]:
     found = {p for p in parts if len(p) >= PART_MIN_CHARS}
     found |= {unquote(p) for p in found if len(unquote(p)) >= PART_MIN_CHARS}
     return sorted(found, key=len, reverse=True)
+
+
+def secret_strings(value: Any) -> list[str]:
+    """Every string a secret value holds, at any depth (numbers as text): a string that
+    holds a JSON object or list gives its own strings too, since whoever uses it reads
+    it parsed (a secret config saved as JSON text, a JSON credentials file in one
+    environment variable)."""
+    if isinstance(value, str):
+        return [value, *secret_strings(_json_container(value))]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return secret_strings(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in secret_strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in secret_strings(v)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [str(value)]
+
+
+def _json_container(text: str) -> Any:
+    """The JSON object or list ``text`` holds, else None."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict | list) else None

@@ -72,6 +72,7 @@ def command_summary(tool: Tool):
     else:
         problem = allowlist_problem(argv[0]) if argv else "config 'argv' is not set"
     rows.append(("argv", json.dumps(argv) if argv else "—"))
+    rows.append(("an input starting with '-'", _dash_rule(plain)))
     for key in ("timeout_seconds", "memory_mb", "cpu_seconds", "max_processes", "max_output_bytes"):
         try:
             value = CONFIGS.read(plain, key)
@@ -86,6 +87,20 @@ def command_summary(tool: Tool):
         "<table>{}</table>",
         format_html_join("", "<tr><th>{}</th><td><code>{}</code></td></tr>", rows),
     )
+
+
+def _dash_rule(plain) -> str:
+    """What a command tool does with an input that would start an argument with '-'."""
+    from executions.executors.command import CONFIGS
+    from executions.executors.configs import ConfigError
+
+    try:
+        if CONFIGS.read(plain, "end_of_options"):
+            return "data: '--' goes before the first argument built from an input"
+        allowed = sorted(CONFIGS.read(plain, "dash_values_at"))
+    except ConfigError as exc:
+        return str(exc)
+    return f"refused, except at argv positions {allowed}" if allowed else "refused"
 
 
 def activity_links(*, executions_url: str, audit_url: str):

@@ -14,6 +14,7 @@ from executions.mcp_client.limits import (
     HTTP_TRANSPORTS,
     TRANSPORTS,
 )
+from executions.redaction import secret_strings
 
 # --------------------------------------------------------------------------- spec
 
@@ -108,6 +109,10 @@ def spec_secrets(spec: Any) -> list[str]:
     env = spec.get("env")
     if isinstance(env, Mapping):
         secrets += [
-            v for v in env.values() if isinstance(v, str) and len(v) >= ENV_SECRET_MIN_CHARS
+            text
+            for v in env.values()
+            if isinstance(v, str)
+            for text in secret_strings(v)  # a JSON document's values too
+            if len(text) >= ENV_SECRET_MIN_CHARS
         ]
     return secrets

@@ -27,6 +27,7 @@ from executions.services.refusal_secrets import (
     problems_without_secrets,
     secret_forms,
 )
+from executions.services.sealed_inputs import Sealed, arguments_masked
 from executions.validation import validate_arguments
 from registry import access, selectors, snapshot
 from registry.models import Action, Tool
@@ -169,8 +170,8 @@ class Admission:
 
     caller: Caller
     spec: snapshot.ToolSpec
-    stored: dict[str, Any]
-    secrets: dict[str, Any]
+    stored: dict[str, Any]  # the arguments as recorded: masked of the per-call secrets
+    sealed: Sealed
     digest: str
     status: str
     cached: dict[str, Any] | None
@@ -201,7 +202,8 @@ def admission_decide(
     try:
         caller = _caller(user, role_ref, tool_ref, entries)
         spec = _runnable_tool(caller, tool_ref, entries)
-        stored, secrets, defaulted = _valid_arguments(caller, spec, arguments)
+        stored, sealed, defaulted = _valid_arguments(caller, spec, arguments)
+        secrets = sealed.secrets
         quota = _within_rate_limits(caller, spec.tool, spec.rules, stored, secrets)
         guarded = _guards_before(caller, spec, stored, secrets)
     except Refused as refused:
@@ -220,7 +222,7 @@ def admission_decide(
         if cached:  # what the after-guards decided on the answer kept
             decisions += tuple(cached.get("guard_decisions") or ())
     return Admission(
-        caller, spec, stored, secrets, digest, status, cached, quota, decisions, reason, defaulted
+        caller, spec, stored, sealed, digest, status, cached, quota, decisions, reason, defaulted
     )
 
 
@@ -261,16 +263,20 @@ def _runnable_tool(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec:
 
 def _valid_arguments(
     caller: Caller, spec: snapshot.ToolSpec, arguments: Any
-) -> tuple[dict, dict, tuple[str, ...]]:
-    """The arguments as the schema coerces them: those kept, the per-call secrets, and
-    the paths of the kept ones the schema's defaults filled in."""
+) -> tuple[dict, Sealed, tuple[str, ...]]:
+    """The arguments as the schema coerces them: those kept (masked of every per-call
+    secret they repeat), what is sealed (the per-call secrets and the real values of the
+    masked arguments), and the paths of the kept ones the schema's defaults filled in."""
     outcome = validate_arguments(arguments, spec.input_schema)
     if not outcome.ok:
         raise Refused(_invalid(caller, spec, outcome))
     names = spec.secret_names
-    stored = {k: v for k, v in outcome.value.items() if k not in names}
+    secrets = {k: v for k, v in outcome.value.items() if k in names}
+    stored, unmasked = arguments_masked(
+        {k: v for k, v in outcome.value.items() if k not in names}, secrets
+    )
     defaulted = tuple(p for p in outcome.defaulted if p.split(".", 1)[0] not in names)
-    return stored, {k: v for k, v in outcome.value.items() if k in names}, defaulted
+    return stored, Sealed(secrets, unmasked), defaulted
 
 
 def _invalid(caller: Caller, spec: snapshot.ToolSpec, outcome) -> Refusal:

@@ -22,8 +22,9 @@ from executions.services.records import (
     input_hash,
 )
 from executions.services.refusal_secrets import without_secret_values, without_secrets
+from executions.services.sealed_inputs import sealed_write
 from executions.services.transitions import approval_snapshot
-from registry import access, crypto, snapshot
+from registry import access, snapshot
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub import context, rows, tracing
@@ -56,10 +57,10 @@ def refusal_write(refusal: Refusal, *, tool_ref: Any) -> ToolHubError:
 
 def admitted_record(admission: Admission, tool_ref: Any, entries, now) -> Execution:
     """The unsaved row of an admitted call (with the cached answer when there is one)."""
-    tool, stored, secrets, cached = (
+    tool, stored, sealed, cached = (
         admission.tool,
         admission.stored,
-        admission.secrets,
+        admission.sealed,
         admission.cached,
     )
     execution = call_record(
@@ -71,7 +72,8 @@ def admitted_record(admission: Admission, tool_ref: Any, entries, now) -> Execut
         input_data=stored,
         input_hash=admission.digest,
         input_defaults=list(admission.defaulted),
-        sealed_secrets=crypto.encrypt_json(secrets) if secrets and not cached else "",
+        # What the tool needs and the record does not show (a cached answer runs nothing).
+        sealed_secrets="" if cached else sealed_write(sealed),
         chars_in=len(canonical_json(stored)),
         cost=Decimal(0) if cached else cost_of(tool),  # a cached answer calls nothing
         created_at=now,

@@ -199,7 +199,7 @@ def property_to_row(
 ) -> dict[str, Any]:
     """One parameter row (service fields) for property ``name`` with schema ``prop``."""
     label = label or name
-    if not isinstance(name, str) or not PARAM_NAME_RE.match(name):
+    if not isinstance(name, str) or not PARAM_NAME_RE.fullmatch(name):
         raise SchemaProblem(
             f"parameter name {name!r} is not allowed: start with a letter or '_', then letters, "
             "digits, '_', '.' or '-' (at most 64)"

@@ -129,7 +129,7 @@ def test_workspace_files_are_readable_and_read_only(commands):
 
 @pytest.mark.parametrize(
     "argument",
-    ["; rm -rf /", "$(id)", "`id`", "--output=/etc/x", "a b\tc", "{other}", "-c", "'\"", "*"],
+    ["; rm -rf /", "$(id)", "`id`", "a b\tc", "{other}", "'\"", "*", "a-b", "x --output=/etc/x"],
 )
 def test_arguments_reach_the_program_as_data(commands, argument):
     result = run(
@@ -140,6 +140,86 @@ def test_arguments_reach_the_program_as_data(commands, argument):
     )
     assert result.ok, result.error_message
     assert json.loads(result.output["stdout"]) == [argument, f"--flag={argument}"]
+
+
+# An input starting with '-': tar's --checkpoint-action=exec=… runs a program the
+# allow-list does not name, from inside the allowed one.
+
+TAR = "/usr/bin/tar"
+CHECKPOINT = {"first": "--checkpoint=1", "second": "--checkpoint-action=exec=echo RAN-ELSEWHERE"}
+
+
+def tar(inputs, **configs):
+    call = ToolCall(
+        tool_name="archiver",
+        tool_type="command",
+        configs={
+            "argv": [TAR, "-cf", "/dev/null", "{first}", "{second}", "note.txt"],
+            "workspace_files": {"note.txt": "hello"},
+            **configs,
+        },
+        inputs=inputs,
+        timeout_seconds=10,
+    )
+    return CommandExecutor().execute(call)
+
+
+@pytest.fixture
+def with_tar(commands):
+    if not os.path.exists(TAR):
+        pytest.skip(f"{TAR} is missing")
+    commands.TOOLHUB_COMMAND_ALLOWLIST = [PYTHON, SH, TAR]
+    return commands
+
+
+@pytest.mark.parametrize("value", ["--checkpoint=1", "-c", "-5"])
+def test_an_input_starting_with_a_dash_is_refused_before_the_program_runs(with_tar, value):
+    result = tar({**CHECKPOINT, "first": value})
+    assert not result.ok and result.error_type == ErrorType.INPUT
+    assert result.output is None  # nothing ran
+    assert "argument 3 (input 'first') starts with '-'" in result.error_message
+    assert "dash_values_at" in result.error_message and value not in result.error_message
+
+
+def test_an_input_starting_with_a_dash_reaches_the_program_where_the_config_allows_it(commands):
+    code = "import sys, json; print(json.dumps(sys.argv[1:]))"
+    for argument in ("--output=/etc/x", "-c", "-5"):
+        result = run(code, "{value}", inputs={"value": argument}, dash_values_at=[3])
+        assert result.ok, result.error_message
+        assert json.loads(result.output["stdout"]) == [argument]
+    refused = run(code, "{value}", "{value}", inputs={"value": "-c"}, dash_values_at=[3])
+    assert refused.error_type == ErrorType.INPUT and "argument 4" in refused.error_message
+
+
+def test_with_end_of_options_tar_reads_inputs_after_a_double_dash_as_file_names(with_tar):
+    result = tar(CHECKPOINT, end_of_options=True)
+    assert result.error_type == ErrorType.TOOL and result.output["exit_code"] == 2
+    assert "RAN-ELSEWHERE" not in result.output["stdout"]
+    assert "--checkpoint=1: Cannot stat" in result.output["stderr"]
+    archived = tar({"first": "note.txt", "second": "note.txt"}, end_of_options=True)
+    assert archived.ok, archived.error_message  # the options before '--' still apply
+
+
+def test_end_of_options_refuses_a_template_option_that_would_follow_the_double_dash(with_tar):
+    call = ToolCall(
+        tool_name="archiver",
+        tool_type="command",
+        configs={"argv": [TAR, "-cf", "{archive}", "-v", "note.txt"], "end_of_options": "true"},
+        inputs={"archive": "out.tar"},
+        timeout_seconds=10,
+    )
+    result = CommandExecutor().execute(call)
+    assert result.error_type == ErrorType.CONFIG and result.output is None
+    assert "argument 3 would not be read as an option" in result.error_message
+
+
+@pytest.mark.parametrize("code", [129, 130, 137])
+def test_an_exit_code_above_128_is_reported_as_the_programs_exit_code(commands, code):
+    result = run(f"import sys; sys.exit({code})")
+    assert result.error_type == ErrorType.TOOL and result.output["exit_code"] == code
+    assert f"the command exited with code {code}" in result.error_message
+    assert "SIGHUP" not in result.error_message and "SIGINT" not in result.error_message
+    assert "was killed" not in result.error_message
 
 
 def test_a_program_outside_the_allow_list_is_refused_at_run_time(commands):
@@ -286,7 +366,9 @@ def test_a_memory_hog_is_stopped_at_its_limit(commands):
 def test_cpu_time_is_limited(commands):
     result = run("while True: pass", cpu_seconds=1, timeout=10)
     assert not result.ok and result.output["exit_code"] == 128 + 9
-    assert "killed by SIGKILL: cpu_seconds used up" in result.error_message
+    assert "code 137 (as a program killed by SIGKILL does: cpu_seconds used up" in (
+        result.error_message
+    )
     assert result.output["duration_ms"] < 5000
 
 
@@ -294,7 +376,10 @@ def test_a_file_larger_than_the_workspace_limit_cannot_be_written(commands):
     commands.TOOLHUB_COMMAND_WORKSPACE_MB = 1
     result = shell("head -c 5000000 /dev/zero > big")
     assert not result.ok and result.output["exit_code"] == 128 + 25
-    assert "killed by SIGXFSZ: a file reached the size limit" in result.error_message
+    assert (
+        "code 153 (as a program killed by SIGXFSZ does: a file reached the size limit)"
+        in result.error_message
+    )
 
 
 def test_an_endless_loop_is_killed_at_the_timeout_with_no_process_left(commands):

@@ -179,6 +179,7 @@ def test_the_admin_refuses_an_unlisted_executable_and_shows_argv_limits_and_allo
     assert "Program, limits and sandbox" in page
     assert "/usr/bin/python3" in page and "max_processes" in page
     assert "lists the program" in page
+    assert "an input starting with &#x27;-&#x27;" in page and "<code>refused</code>" in page
 
 
 @pytest.mark.django_db
@@ -421,3 +422,20 @@ def test_an_exported_command_tool_reimports_unchanged_and_keeps_its_secret_env_o
     report = import_content(text, actor=None)
     assert report.ok, report.text()
     assert report.counts()["updated"] == 0, report.text()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["note.txt\n", "data\n/in.csv"])
+def test_a_workspace_file_name_with_a_trailing_newline_is_refused_on_save(
+    commands, staff_client, name
+):
+    tool = command_tool()
+    response = staff_client.post(
+        f"/api/v1/tools/{tool.pk}/configs",
+        {"config_key": "workspace_files", "config_value": {name: "x"}},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["details"][0]["field"] == "config_value"
+    assert "not a relative file path" in response.json()["error"]["details"][0]["message"]
+    assert not tool.configs.filter(config_key="workspace_files").exists()

@@ -123,6 +123,34 @@ def test_a_stdio_servers_environment_values_are_redacted_in_every_form(callers, 
     run_everywhere(callers, tool, cases, forms(ENV_VALUE))
 
 
+def test_a_value_inside_a_stdio_servers_json_text_environment_value_is_redacted(callers, settings):
+    settings.TOOLHUB_MCP_STDIO_COMMANDS = [f"{sys.executable} {SERVER_SCRIPT}"]
+    server = mcp_services.mcp_server_create(
+        actor=None,
+        name="jsonenv",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(SERVER_SCRIPT), "--transport", "stdio"],
+        env={"VENDOR_TOKEN": json.dumps({"region": "eu", "token": ENV_VALUE})},
+    )
+    tool = tool_services.tool_create(
+        actor=None,
+        name="jsonenv__whoami",
+        type="mcp",
+        parameters=[
+            {"name": "form", "type": "string"},
+            {"name": "env", "type": "string"},
+            {"name": "field", "type": "string"},
+        ],
+        configs=[{"config_key": "server_id", "config_value": str(server.pk)}],
+    )
+    cases = [
+        {"form": f, "env": "VENDOR_TOKEN", "field": "token"}
+        for f in ("plain", "upper", "lower", "base64")
+    ]
+    run_everywhere(callers, tool, cases, forms(ENV_VALUE))
+
+
 def test_a_database_alias_password_is_redacted_in_every_form(callers, settings):
     db = connection.settings_dict
     host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432

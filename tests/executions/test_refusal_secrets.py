@@ -416,3 +416,64 @@ def test_a_secret_given_again_under_another_key_is_not_kept_on_the_refusal(world
     assert "[REDACTED]" in json.dumps(row.input_data)  # and where the secret was is said
     leaks = [secret, secret.lower(), secret.upper(), secret[8:]]
     assert_nowhere(world, caplog, execution_id, leaks, response)
+
+
+# 5. An admitted call: what the record keeps is masked, what the tool receives is not.
+
+
+@pytest.mark.parametrize("shape", ["whole", "inside text", "re-cased", "base64"])
+def test_a_per_call_secret_repeated_in_a_plain_argument_is_stored_masked_while_the_tool_gets_it(
+    world, caplog, shape
+):
+    import base64
+
+    caplog.set_level(logging.DEBUG)
+    secret = canary("plain")
+    note = {
+        "whole": secret,
+        "inside text": f"my token is {secret}, keep it",
+        "re-cased": secret.upper(),
+        "base64": base64.b64encode(secret.encode()).decode(),
+    }[shape]
+
+    response = call(
+        world["client"],
+        "account_balance_lookup",
+        {"account_id": "echo", "customer_token": secret, "note": note},
+        wait=True,
+    )
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "succeeded", body
+    received = world["upstream"].last
+    assert received.headers["x-customer-token"] == f"T {secret}"
+    assert received.query["note"] == [note]  # the real value, not the record's
+    assert body["input_data"]["account_id"] == "echo"
+    assert "[REDACTED]" in body["input_data"]["note"]
+    row = Execution.objects.get(pk=body["id"])
+    assert row.input_data == body["input_data"] and row.sealed_secrets == ""
+    assert_nowhere(world, caplog, body["id"], [secret, secret.upper(), note], response)
+    # The record, its content hash and its audit events still verify as written.
+    from registry.services.audit_chain import audit_verify
+
+    report = audit_verify()
+    assert report.ok, report.problem
+
+
+def test_a_call_waiting_for_approval_seals_the_real_value_of_a_masked_argument(world):
+    from executions.services.sealed_inputs import sealed_read
+
+    tool_services.tool_update(actor=None, tool=world["tool"], data={"requires_approval": True})
+    secret = canary("waiting")
+    with_secret = {"account_id": "echo", "customer_token": secret, "note": f"re {secret}"}
+
+    response = call(world["client"], "account_balance_lookup", with_secret)
+
+    assert response.status_code == 202, response.content
+    row = Execution.objects.get(pk=response.json()["id"])
+    assert row.status == "pending_approval"
+    assert row.input_data == {"account_id": "echo", "note": "re [REDACTED]"}
+    sealed = sealed_read(row.sealed_secrets)
+    assert sealed.secrets == {"customer_token": secret}
+    assert sealed.inputs(row.input_data) == with_secret  # what the runner will call with

@@ -120,12 +120,14 @@ def build_server() -> TestMCPServer:
         return f"slept {seconds}"
 
     @server.tool(description="Return the Authorization header this request carried.")
-    def whoami(ctx: Context, form: str = "plain", env: str = "") -> str:
-        """``env``: return that environment variable of the process instead (stdio).
-        ``form``: ``plain``, ``upper``, ``lower`` or ``base64``, as a careless
-        upstream may echo a credential."""
+    def whoami(ctx: Context, form: str = "plain", env: str = "", field: str = "") -> str:
+        """``env``: return that environment variable of the process instead (stdio);
+        ``field``: of the JSON object it holds, that field only. ``form``: ``plain``,
+        ``upper``, ``lower`` or ``base64``, as a careless upstream may echo a credential."""
         headers = ctx.headers or {}
         found = os.environ.get(env, "") if env else headers.get("authorization", "")
+        if field:
+            found = str(json.loads(found or "{}").get(field, ""))
         found = found or "anonymous"
         if form == "base64":
             return base64.b64encode(found.encode()).decode()

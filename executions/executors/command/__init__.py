@@ -8,6 +8,10 @@ Configs (``CONFIGS`` declares them; the registry checks each on save):
   (a string as it is, anything else as JSON) and the item stays ONE argument:
   nothing is split, nothing goes through a shell. An item that is only a
   placeholder for an input not given is left out. ``{{`` and ``}}`` are braces.
+  An input never becomes an option: an item it makes start with ``-`` is refused
+  (``input_error``) unless ``end_of_options`` (the program reads ``--``, which
+  then goes before the first item built from an input) or ``dash_values_at``
+  (those argv positions) allows it.
 - ``stdin``: the name of the input written to standard input.
 - ``env``: variables ``TOOLHUB_COMMAND_ENV_VARS`` allows (never the loader's,
   an interpreter's, PATH, HOME, proxies); a secret config when it holds
@@ -19,7 +23,8 @@ Configs (``CONFIGS`` declares them; the registry checks each on save):
   ``max_output_bytes`` (1 MiB per stream; the rest is read and dropped).
 
 Output: ``{"stdout", "stderr", "exit_code", "duration_ms", "truncated"}``. A
-non-zero exit is a ``tool_error`` carrying the output and the end of stderr;
+non-zero exit is a ``tool_error`` carrying the output and the end of stderr (a
+code above 128 is a code: bubblewrap reports a signal N as 128 + N too);
 the deadline is a ``timeout`` (every process of the run is killed); a host
 without bubblewrap or user namespaces refuses every call with
 ``sandbox_unavailable``, naming what is missing. The sandbox itself:

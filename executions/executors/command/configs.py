@@ -29,8 +29,11 @@ ENV_SETTING = "TOOLHUB_COMMAND_ENV_VARS"
 
 # ``{name}`` is replaced by the input ``name``; ``{{`` and ``}}`` are literal braces.
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.-]{0,63})\}")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_FILE_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
+# Whole names only (``fullmatch``): ``$`` would also match before a trailing newline.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_FILE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+# What a program reads as the end of its options (getopt and most others).
+END_OF_OPTIONS = "--"
 
 MAX_ARGS = 256
 MAX_FILES = 64
@@ -108,7 +111,7 @@ def _env(value: Any) -> dict[str, str]:
     env = json_object(value)
     result: dict[str, str] = {}
     for name, item in env.items():
-        if not _ENV_NAME.match(str(name)):
+        if not _ENV_NAME.fullmatch(str(name)):
             raise ConfigValueError(f"{shown(name)} is not an environment variable name")
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             raise ConfigValueError(f"the value of {name} must be a string")
@@ -140,7 +143,7 @@ def workspace_path(name: Any) -> str:
     if not isinstance(name, str) or not name or len(name) > 255:
         raise ConfigValueError(f"{shown(name)} is not a relative file path")
     parts = name.split("/")
-    if posixpath.normpath(name) != name or not all(_FILE_PART.match(p) for p in parts):
+    if posixpath.normpath(name) != name or not all(_FILE_PART.fullmatch(p) for p in parts):
         raise ConfigValueError(
             f"{shown(name)} is not a relative file path of plain names "
             "(letters, digits, '_', '-', '.'; no '..', no leading '/')"
@@ -164,6 +167,29 @@ def _workspace_files(value: Any) -> dict[str, str]:
     return result
 
 
+def _end_of_options(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigValueError(got(value))
+
+
+def _positions(value: Any) -> frozenset[int]:
+    """Positions in ``argv`` (1: the first argument after the program)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise ConfigValueError("got a string that is not a JSON list") from None
+    if not isinstance(value, list):
+        raise ConfigValueError(got(value))
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item < MAX_ARGS:
+            raise ConfigValueError(f"{shown(item)} is not a position from 1 to {MAX_ARGS - 1}")
+    return frozenset(value)
+
+
 def _bounded(parse, maximum):
     def read(value: Any):
         number = parse(value)
@@ -184,6 +210,22 @@ CONFIGS = ExecutorConfigs(
             "as one whole argument",
             _argv,
             # Which program runs: a tool holding secrets would hand them to another.
+            destination=True,
+        ),
+        ConfigKey(
+            "end_of_options",
+            "true when the program reads '--' as the end of its options (getopt: tar, grep, "
+            "jq…): '--' then goes before the first argument built from an input",
+            _end_of_options,
+            default=False,
+            destination=True,
+        ),
+        ConfigKey(
+            "dash_values_at",
+            "a JSON list of argv positions (1: the first argument after the program) whose "
+            "input value may start with '-' (the program reads it as an option's value there)",
+            _positions,
+            default=frozenset(),
             destination=True,
         ),
         ConfigKey("stdin", "the name of the input written to standard input", _parameter_name),

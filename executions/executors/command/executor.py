@@ -12,7 +12,13 @@ from django.conf import settings
 
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall, failure_since
 from executions.executors.command import sandbox
-from executions.executors.command.configs import CONFIGS, PLACEHOLDER, allowlist_problem
+from executions.executors.command.configs import (
+    CONFIGS,
+    END_OF_OPTIONS,
+    PLACEHOLDER,
+    allowlist_problem,
+    placeholders,
+)
 from executions.executors.configs import ConfigError
 
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
@@ -59,12 +65,53 @@ def _argv(configs, inputs) -> list[str]:
     problem = allowlist_problem(argv[0])  # read() checked it too; the list may change
     if problem:
         raise _Refused(ErrorType.CONFIG, problem)
+    boundary = _options_end(argv) if CONFIGS.read(configs, "end_of_options") else None
+    dash_allowed = CONFIGS.read(configs, "dash_values_at")
     rendered = [argv[0]]
     for index, item in enumerate(argv[1:], start=1):
+        if index == boundary and item != END_OF_OPTIONS:
+            rendered.append(END_OF_OPTIONS)
         value = render(item, inputs, where=f"argument {index}")
-        if value is not None:
-            rendered.append(value)
+        if value is None:
+            continue
+        # A dash the template did not write came from an input: the program would read
+        # it as an option (tar's --checkpoint-action=exec=… runs a program).
+        after_boundary = boundary is not None and index >= boundary
+        if value.startswith("-") and not item.startswith("-") and not after_boundary:
+            if index not in dash_allowed:
+                raise _Refused(ErrorType.INPUT, _dash_refusal(index, item))
+        rendered.append(value)
     return rendered
+
+
+def _options_end(argv: list[str]) -> int | None:
+    """Where ``--`` goes: before the first argument built from an input (None when no
+    argument is). An option the template writes after it would be read as data."""
+    first = next((i for i, item in enumerate(argv[1:], start=1) if placeholders(item)), None)
+    if first is None:
+        return None
+    if END_OF_OPTIONS in argv[1:first]:
+        first = argv.index(END_OF_OPTIONS, 1)
+    late = [i for i, item in enumerate(argv[first:], start=first) if item.startswith("-")]
+    late = [i for i in late if not (i == first and argv[i] == END_OF_OPTIONS)]
+    if late:
+        raise _Refused(
+            ErrorType.CONFIG,
+            f"with end_of_options, '--' goes before argument {first} (the first built from an "
+            f"input), so argument {late[0]} would not be read as an option: put the options "
+            "first, or use dash_values_at instead",
+        )
+    return first
+
+
+def _dash_refusal(index: int, item: str) -> str:
+    names = ", ".join(repr(n) for n in placeholders(item))
+    return (
+        f"argument {index} (input {names}) starts with '-', which the program could read as "
+        "an option; give a value that does not start with '-' (the tool allows it only "
+        "where its config 'dash_values_at' lists the position, or after '--' with "
+        "'end_of_options')"
+    )
 
 
 def _stdin(configs, inputs) -> bytes | None:
@@ -148,7 +195,7 @@ class CommandExecutor:
         if outcome.exit_code != 0:
             return failure(
                 ErrorType.TOOL,
-                f"the command exited with {_exit_words(outcome.exit_code)}: "
+                f"the command {_exit_words(outcome.exit_code)}: "
                 f"{output['stderr'][-2000:].strip() or '(no stderr)'}",
                 output=output,
                 metadata=metadata,
@@ -161,7 +208,7 @@ class CommandExecutor:
         )
 
 
-# What a signal that ended the program most likely means here.
+# Signals this sandbox's own limits send, and what they most likely mean here.
 _SIGNAL_HINTS = {
     signal.SIGKILL: "cpu_seconds used up, or killed",
     signal.SIGXCPU: "cpu_seconds used up",
@@ -171,12 +218,20 @@ _SIGNAL_HINTS = {
 
 
 def _exit_words(code: int) -> str:
-    """``code 139 (killed by SIGSEGV: …)``: bubblewrap reports a program killed by a signal
-    as 128 + its number."""
-    number = -code if code < 0 else code - 128 if code > 128 else 0
+    """``exited with code 3``; ``was killed by SIGKILL`` only when the run was killed by a
+    signal (a negative code). bubblewrap ends with 128 + N both when the program exited
+    with that code and when signal N killed it: a code above 128 is a code, with a hint
+    only where one of the sandbox's limits sends that signal."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    words = f"exited with code {code}"
     try:
-        killed = signal.Signals(number)
+        killed = signal.Signals(code - 128) if code > 128 else None
     except ValueError:
-        return f"code {code}"
-    hint = _SIGNAL_HINTS.get(killed)
-    return f"code {code} (killed by {killed.name}{': ' + hint if hint else ''})"
+        killed = None
+    if killed in _SIGNAL_HINTS:
+        words += f" (as a program killed by {killed.name} does: {_SIGNAL_HINTS[killed]})"
+    return words

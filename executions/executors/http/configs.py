@@ -42,7 +42,7 @@ from executions.executors.wire import HEADER_NAME
 
 
 def _header_name(value: Any) -> str:
-    if not isinstance(value, str) or not HEADER_NAME.match(value):
+    if not isinstance(value, str) or not HEADER_NAME.fullmatch(value):
         raise ConfigValueError(f"{shown(value)} is not a valid header name")
     return value
 

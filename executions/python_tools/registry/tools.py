@@ -110,7 +110,7 @@ def build_tool(
     if not callable(function):
         raise ToolDefinitionError(f"{function!r} is not callable")
     tool_name = name if name is not None else getattr(function, "__name__", "")
-    if not isinstance(tool_name, str) or not TOOL_NAME_RE.match(tool_name):
+    if not isinstance(tool_name, str) or not TOOL_NAME_RE.fullmatch(tool_name):
         raise ToolDefinitionError(
             f"tool name {tool_name!r} must match {TOOL_NAME_RE.pattern} (letters, digits, _ and -)"
         )

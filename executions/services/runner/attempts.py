@@ -17,7 +17,7 @@ from executions.redaction import redact, redact_text, with_encoded_forms
 from executions.services import run_configs
 from executions.services.pinned_calls import pinned_hash
 from executions.services.runner.budget import total_budget_seconds
-from registry import crypto
+from executions.services.sealed_inputs import sealed_read
 from registry.models import Tool
 from toolhub import tracing
 
@@ -40,12 +40,16 @@ def _backoff(attempt: int, result: ExecutorResult) -> float | None:
 def _prepare(execution: Execution, spec):
     """The sealed inputs, configs, secrets to remove and executor of one call."""
     tool = spec.tool
-    sealed = crypto.decrypt_json(execution.sealed_secrets) if execution.sealed_secrets else {}
+    sealed = sealed_read(execution.sealed_secrets)
     configs, secret_configs = spec.runtime(run_configs.configs_for)
     # Every secret the call uses, whatever the executor: the tool's, the caller's
     # and those its configs resolve to (an MCP server's token, a database alias).
     lent = lent_secrets(tool.type, configs)
-    secrets = tuple(dict.fromkeys([*run_configs.secret_values(secret_configs, sealed), *lent]))
+    secrets = tuple(
+        dict.fromkeys(
+            [*run_configs.secret_values(secret_configs, sealed.secrets), *run_configs.texts(lent)]
+        )
+    )
     return sealed, configs, secrets, get_executor(tool.type)
 
 
@@ -78,7 +82,7 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
             0,
             0.0,
         )
-    inputs = {**(execution.input_data or {}), **sealed}
+    inputs = sealed.inputs(execution.input_data)
     deadline = started + total_budget_seconds(tool)
     attempt = 0
     while True:

@@ -80,7 +80,7 @@ def _schema_rows(entry: Entry, key: str, parsed: Parsed, parameter_type: str) ->
 
 def _tool_name_and_type(entry: Entry, *, single: bool) -> tuple[Any, Any]:
     name = entry.string("name", required=True)
-    if name is not MISSING and not TOOL_NAME_RE.match(name):
+    if name is not MISSING and not TOOL_NAME_RE.fullmatch(name):
         entry.error("name", "use 1 to 64 characters: letters, digits, '_' or '-'")
     type_key = "tool_type" if single else "type"
     tool_type = any_case_choice(entry.string(type_key), ToolType.values)  # "HTTP" too
@@ -138,7 +138,7 @@ def _plain_configs(entry: Entry) -> dict[str, Any]:
     raw_configs = entry.mapping("configs")
     if raw_configs is not MISSING:
         for key, value in raw_configs.items():
-            if not CONFIG_KEY_RE.match(key):
+            if not CONFIG_KEY_RE.fullmatch(key):
                 entry.error(f"configs/{key}", "config keys use letters, digits, '_', '.' or '-'")
             configs[key] = value
     return configs
@@ -150,13 +150,13 @@ def _secret_configs(entry: Entry) -> dict[str, Any]:
     raw_secrets = entry.any("secret_configs")
     if isinstance(raw_secrets, list):
         for index, key in enumerate(raw_secrets):
-            if not isinstance(key, str) or not CONFIG_KEY_RE.match(key):
+            if not isinstance(key, str) or not CONFIG_KEY_RE.fullmatch(key):
                 entry.error(f"secret_configs/{index}", "must be a config key")
             else:
                 secrets[key] = KEEP_SECRET
     elif isinstance(raw_secrets, dict):
         for key, value in raw_secrets.items():
-            if not CONFIG_KEY_RE.match(key):
+            if not CONFIG_KEY_RE.fullmatch(key):
                 entry.error(f"secret_configs/{key}", "must be a config key")
             secrets[key] = KEEP_SECRET if value is None else value
     elif raw_secrets is not MISSING:

@@ -94,7 +94,7 @@ class _Inputs:
 
 def _path_row_name(op: OperationContext, at: str, name: str, inputs: _Inputs) -> str:
     """A path parameter's input name: its own, or made usable (and the endpoint renamed)."""
-    if _PLACEHOLDER_NAME.match(name):
+    if _PLACEHOLDER_NAME.fullmatch(name):
         return name
     row_name = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if row_name[0].isdigit():
@@ -135,7 +135,7 @@ def _add_undeclared_placeholders(
     for name in placeholders:
         if name in declared:
             continue
-        if not _PLACEHOLDER_NAME.match(name):
+        if not _PLACEHOLDER_NAME.fullmatch(name):
             op.error(op.path, f"path placeholder '{name}' has no parameter and no usable name")
             continue
         op.warn(op.path, f"path placeholder '{name}' is not declared; added as a string")

@@ -141,7 +141,7 @@ def env_problem(env: Any, stored: dict[str, str] | None = None) -> str | None:
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         return "Must be an object whose values are strings."
-    bad = sorted(k for k in env if not _ENV_VAR_RE.match(k))
+    bad = sorted(k for k in env if not _ENV_VAR_RE.fullmatch(k))
     if bad:
         return f"Keys must be environment variable names (not {', '.join(bad)})."
     refused = refused_env_names(env)
