@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from executions.guards.budget import budgeted
 from executions.guards.findings import Finding, texts
 
 HEURISTIC_NOTE = (
@@ -106,10 +107,10 @@ def _spans(text: str, extra: re.Pattern | None) -> Iterator[tuple[str, int, int]
         gate = GATES.get(label)
         if gate is not None and not any(word in lowered for word in gate):
             continue
-        for match in pattern.finditer(text):
+        for match in budgeted(pattern.finditer(text)):
             yield label, match.start(), match.end()
     if extra is not None:
-        for match in extra.finditer(text):
+        for match in budgeted(extra.finditer(text)):
             yield "phrase", match.start(), match.end()
 
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from executions.guards.budget import budgeted
 from executions.guards.findings import Finding, texts
 from registry.guard_configs import SECRET_TYPES
 
@@ -119,7 +120,7 @@ def _spans(text: str, types: set[str]) -> Iterator[tuple[str, int, int]]:
     for label, pattern, group in PATTERNS:
         if label not in types or (label in _NEEDS_WORD and _NEEDS_WORD[label] not in lowered):
             continue
-        for match in pattern.finditer(text):
+        for match in budgeted(pattern.finditer(text)):
             if label == "jwt" and not _jwt_header_ok(match.group()):
                 continue
             if label == "basic_auth" and not _basic_ok(match.group(1)):
