@@ -17,6 +17,7 @@ from typing import Any
 
 from executions.guards.budget import budgeted
 from executions.guards.findings import Finding, texts
+from executions.guards.readings import in_readings
 
 HEURISTIC_NOTE = (
     "The output contains text that looks like instructions aimed at the agent (a heuristic "
@@ -121,5 +122,5 @@ def find_instructions(output: Any, config: dict) -> list[Finding]:
         Finding(label, start, end, path)
         for path, text in texts(output)
         if len(text) >= 4
-        for label, start, end in _spans(text, extra)
+        for label, start, end in in_readings(text, lambda t: _spans(t, extra))
     ]

@@ -20,6 +20,7 @@ from typing import Any
 
 from executions.guards.budget import budgeted
 from executions.guards.findings import Finding, texts
+from executions.guards.readings import in_readings
 from registry.guard_configs import NATIONAL_IDS, PII_TYPES
 
 EMAIL = re.compile(
@@ -215,14 +216,17 @@ def plain_text(text: str) -> str:
 
 def find_pii(output: Any, config: dict) -> list[Finding]:
     """The personal data in ``output`` (its strings, and integers as text), also when its
-    digits are not ASCII (full-width, Arabic-Indic) or its spaces are no-break ones."""
+    digits are not ASCII (full-width, Arabic-Indic) or its spaces are no-break ones, and
+    in the readings of each text (``readings``: entities, look-alikes, base64 …)."""
     types = tuple(config.get("types") or PII_TYPES)
     national_ids = tuple(config.get("national_ids") or NATIONAL_IDS)
     findings: list[Finding] = []
     for path, text in texts(output):
         if len(text) < 6:  # shorter than any of them
             continue
-        spans = first_claims(_spans(plain_text(text), types, national_ids))
+        spans = in_readings(
+            text, lambda t: first_claims(_spans(plain_text(t), types, national_ids))
+        )
         findings.extend(Finding(label, start, end, path) for label, start, end in spans)
     return findings
 

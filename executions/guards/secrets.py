@@ -20,6 +20,7 @@ from typing import Any
 
 from executions.guards.budget import budgeted
 from executions.guards.findings import Finding, texts
+from executions.guards.readings import in_readings
 from registry.guard_configs import SECRET_TYPES
 
 # (type, pattern, group holding the secret: 0 = the whole match). A match must begin
@@ -151,6 +152,7 @@ def find_secrets(output: Any, config: dict) -> list[Finding]:
         if len(text) < 16:
             continue
         findings.extend(
-            Finding(label, start, end, path) for label, start, end in _spans(text, types)
+            Finding(label, start, end, path)
+            for label, start, end in in_readings(text, lambda t: _spans(t, types))
         )
     return findings
