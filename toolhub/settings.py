@@ -552,6 +552,9 @@ TOOLHUB_PYTHON_TOOL_MODULES = env_list("TOOLHUB_PYTHON_TOOL_MODULES")
 # Modules whose @guard-decorated functions become guard functions a guard of kind
 # "python" may name (imported by every process at start, like the tool modules).
 TOOLHUB_GUARD_MODULES = env_list("TOOLHUB_GUARD_MODULES")
+# The time the guards of one stage of one call may take together, in seconds: when it
+# is spent the guard running fails closed (arguments refused, output withheld).
+TOOLHUB_GUARD_BUDGET_SECONDS = env_float("TOOLHUB_GUARD_BUDGET_SECONDS", 5.0, minimum=0.001)
 # Database tools' own connection strings may not log in as a PostgreSQL superuser
 # (or a role that reads server files or runs programs); true lifts that.
 TOOLHUB_DATABASE_ALLOW_SUPERUSER = env_bool("TOOLHUB_DATABASE_ALLOW_SUPERUSER", False)

@@ -7,16 +7,18 @@ condition: the rule matches when the arguments are valid against it (e.g.
 one string, ``max_items`` any one list or object. What a violation records is
 the rule and where, never the value. The condition's patterns run under the
 input schema's time limit; one that cannot be checked in time denies the call.
+The condition matches the arguments as given or any of their readings
+(``executions.validation.normalise``: entities, look-alike letters, SQL comments,
+``/etc/./passwd``, ``rm -fr`` for ``rm -rf``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from executions.guards.findings import json_path
 from executions.guards.types import Violation
-from executions.validation.patterns import condition_validator
+from executions.validation.patterns import condition_matches
 from registry.canonical import canonical_json
 
 
@@ -44,7 +46,7 @@ def check_arguments(arguments: dict, config: dict) -> Violation | None:
     """The first rule ``arguments`` break, or None."""
     condition = config.get("condition")
     # A pattern that cannot be checked in time raises: the guard fails closed (denies).
-    if condition and condition_validator(json.dumps(condition, sort_keys=True)).is_valid(arguments):
+    if condition and condition_matches(condition, arguments):
         return Violation(
             config.get("message") or "These arguments are not allowed for this tool.",
             {"rule": "condition"},

@@ -18,7 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from executions.guards.arguments import check_arguments
+from executions.guards.budget import GuardBudgetExceeded, check_budget, guard_budget
 from executions.guards.findings import Finding, hidden_keys, redacted, texts
 from executions.guards.injection import HEURISTIC_NOTE, find_instructions
 from executions.guards.pii import find_pii
@@ -99,13 +102,18 @@ def decision(guard, action: str, **extra: Any) -> dict[str, Any]:
 def _failure(guard, exc: Exception, action: str) -> dict[str, Any]:
     # The exception's class only: its text may quote an argument or the output.
     logger.warning("guard %s failed: %s", guard.name, exc.__class__.__name__)
+    outcome = "the call was refused" if action == GuardAction.DENY else "the output was withheld"
+    if isinstance(exc, GuardBudgetExceeded):
+        reason = f"did not finish within the guards' time budget of {_budget_seconds():g} s"
+    else:
+        reason = f"failed ({exc.__class__.__name__})"
     return decision(
-        guard,
-        action,
-        error=FAILED,
-        message=f"Guard '{guard.name}' failed ({exc.__class__.__name__}); "
-        f"{'the call was refused' if action == GuardAction.DENY else 'the output was withheld'}.",
+        guard, action, error=FAILED, message=f"Guard '{guard.name}' {reason}; {outcome}."
     )
+
+
+def _budget_seconds() -> float:
+    return settings.TOOLHUB_GUARD_BUDGET_SECONDS
 
 
 # Before the call
@@ -124,7 +132,12 @@ def _violation(guard, arguments: dict, context: GuardContext) -> Violation | Non
 
 def run_before(guards: Iterable, *, tool, arguments: dict, caller: str) -> BeforeOutcome:
     """Run the before-guards in order: the first denial ends it; an approval asked for by
-    one guard stands unless a later one denies."""
+    one guard stands unless a later one denies. Together they have the guards' budget."""
+    with guard_budget(_budget_seconds()):
+        return _run_before(guards, tool=tool, arguments=arguments, caller=caller)
+
+
+def _run_before(guards: Iterable, *, tool, arguments: dict, caller: str) -> BeforeOutcome:
     outcome = BeforeOutcome(action=GuardAction.DENY)
     wanted_approval = False
     for guard in guards:
@@ -132,6 +145,7 @@ def run_before(guards: Iterable, *, tool, arguments: dict, caller: str) -> Befor
             continue
         try:
             violation = _violation(guard, arguments, _context(guard, tool=tool, caller=caller))
+            check_budget()  # a function that returns late fails like one that raises
         except Exception as exc:  # fail closed: a guard that cannot decide denies
             failed = _failure(guard, exc, GuardAction.DENY)
             outcome.decisions.append(failed)
@@ -215,7 +229,13 @@ def _apply(guard, outcome: AfterOutcome, found: list[Finding]) -> bool:
 
 
 def run_after(guards: Iterable, *, tool, caller: str, output: Any) -> AfterOutcome:
-    """Run the after-guards in order on ``output``; each sees it as the ones before left it."""
+    """Run the after-guards in order on ``output``; each sees it as the ones before left it.
+    Together they have the guards' budget: the one running when it is spent withholds."""
+    with guard_budget(_budget_seconds()):
+        return _run_after(guards, tool=tool, caller=caller, output=output)
+
+
+def _run_after(guards: Iterable, *, tool, caller: str, output: Any) -> AfterOutcome:
     outcome = AfterOutcome(output=output)
     for guard in guards:
         if guard.stage != GuardStage.AFTER:
@@ -227,6 +247,7 @@ def run_after(guards: Iterable, *, tool, caller: str, output: Any) -> AfterOutco
             found = _findings(guard, outcome.output, _context(guard, tool=tool, caller=caller))
             if found and guard.kind == GuardKind.PYTHON:
                 _check_places(outcome.output, found)
+            check_budget()
             if not found:
                 outcome.decisions.append(decision(guard, "pass"))
             elif _apply(guard, outcome, found):

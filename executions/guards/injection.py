@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from executions.guards.budget import budgeted
 from executions.guards.findings import Finding, texts
+from executions.guards.readings import in_readings
 
 HEURISTIC_NOTE = (
     "The output contains text that looks like instructions aimed at the agent (a heuristic "
@@ -106,10 +108,10 @@ def _spans(text: str, extra: re.Pattern | None) -> Iterator[tuple[str, int, int]
         gate = GATES.get(label)
         if gate is not None and not any(word in lowered for word in gate):
             continue
-        for match in pattern.finditer(text):
+        for match in budgeted(pattern.finditer(text)):
             yield label, match.start(), match.end()
     if extra is not None:
-        for match in extra.finditer(text):
+        for match in budgeted(extra.finditer(text)):
             yield "phrase", match.start(), match.end()
 
 
@@ -120,5 +122,5 @@ def find_instructions(output: Any, config: dict) -> list[Finding]:
         Finding(label, start, end, path)
         for path, text in texts(output)
         if len(text) >= 4
-        for label, start, end in _spans(text, extra)
+        for label, start, end in in_readings(text, lambda t: _spans(t, extra))
     ]

@@ -18,7 +18,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from executions.guards.budget import budgeted
 from executions.guards.findings import Finding, texts
+from executions.guards.readings import in_readings
 from registry.guard_configs import SECRET_TYPES
 
 # (type, pattern, group holding the secret: 0 = the whole match). A match must begin
@@ -119,7 +121,7 @@ def _spans(text: str, types: set[str]) -> Iterator[tuple[str, int, int]]:
     for label, pattern, group in PATTERNS:
         if label not in types or (label in _NEEDS_WORD and _NEEDS_WORD[label] not in lowered):
             continue
-        for match in pattern.finditer(text):
+        for match in budgeted(pattern.finditer(text)):
             if label == "jwt" and not _jwt_header_ok(match.group()):
                 continue
             if label == "basic_auth" and not _basic_ok(match.group(1)):
@@ -150,6 +152,7 @@ def find_secrets(output: Any, config: dict) -> list[Finding]:
         if len(text) < 16:
             continue
         findings.extend(
-            Finding(label, start, end, path) for label, start, end in _spans(text, types)
+            Finding(label, start, end, path)
+            for label, start, end in in_readings(text, lambda t: _spans(t, types))
         )
     return findings

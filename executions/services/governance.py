@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import time
@@ -14,7 +13,7 @@ from referencing.exceptions import Unresolvable
 
 from executions.models import ApprovalReason
 from executions.services.shared_state import SharedStateUnavailable, counter_incr
-from executions.validation.patterns import PatternUndecided, condition_validator
+from executions.validation.patterns import PatternUndecided, condition_matches
 from registry.models import RateLimitRule, Tool
 from registry.models.limits import RateLimitScope
 from registry.selectors import rate_limit_rules_for
@@ -142,7 +141,7 @@ def approval_reason(tool: Tool, inputs: dict) -> str:
     if not condition:
         return ApprovalReason.TOOL
     try:
-        matched = condition_validator(json.dumps(condition, sort_keys=True)).is_valid(inputs)
+        matched = condition_matches(condition, inputs)
     except PatternUndecided:
         # An argument made to backtrack must not slip past the condition: a person decides.
         logger.warning("tool %s: approval_condition pattern timed out", tool.pk)

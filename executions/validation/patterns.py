@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import Any
 
 import regex
 from jsonschema import Draft202012Validator, ValidationError, validators
 
+from executions.validation.normalise import argument_readings
 from registry.schema import NO_RETRIEVAL
 
 # A tool's "pattern" runs against a caller's text in the web process. Python's re
@@ -127,3 +129,14 @@ def condition_validator(condition_json: str) -> Draft202012Validator:
     """The validator of a condition (JSON): its patterns run under the time limit, and
     one that cannot be checked in time raises ``PatternUndecided``."""
     return _ConditionValidator(json.loads(condition_json), registry=NO_RETRIEVAL)
+
+
+def condition_matches(condition: dict, arguments: Any) -> bool:
+    """Whether ``arguments``, as given or in any of their readings (``normalise``:
+    entities, look-alike letters, ``/**/``, ``/etc/./passwd``, ``rm -fr`` …), are valid
+    against ``condition``. Raises ``PatternUndecided`` when a pattern cannot be checked
+    in time (its caller fails closed)."""
+    validator = condition_validator(json.dumps(condition, sort_keys=True))
+    return validator.is_valid(arguments) or any(
+        validator.is_valid(reading) for reading in argument_readings(arguments)
+    )

@@ -23,6 +23,9 @@ client port) and tracks how many requests were in flight at once. Routes:
 * ``/cookie``: sets a cookie.
 * ``/nested?depth=<n>``: JSON nested ``n`` levels deep.
 * ``/empty``: ``204 No Content``.
+* ``/repeat?text=<text>&times=<n>``: the text ``n`` times (``text/plain``).
+* ``/latin1?body=<text>&type=<media type>``: the body as Latin-1 bytes, no charset.
+* ``/binary?with=<text>``: 1 KB of every byte value, then the text (octet-stream).
 """
 
 from __future__ import annotations
@@ -282,6 +285,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "[" * depth + "]" * depth)
         elif head == "empty":
             self._send(204)
+        elif head == "repeat":
+            # ``?text=`` ``?times=`` times, as text/plain (a large output made here).
+            self._send(
+                200, q.get("text", "x") * int(q.get("times", "1")), content_type="text/plain"
+            )
+        elif head == "latin1":
+            # ``?body=`` sent as Latin-1 bytes with ``?type=`` and no charset.
+            payload = q.get("body", "caf\u00e9").encode("latin-1")
+            self.send_response(200)
+            self.send_header("Content-Type", q.get("type", "text/plain"))
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
         elif head == "binary":
             payload = bytes(range(256)) * 4 + q.get("with", "").encode()
             self.send_response(200)

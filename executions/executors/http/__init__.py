@@ -31,8 +31,11 @@ pinned to the addresses it checked; redirects are followed here (at most
 another origin on a redirect.
 
 Output: ``{"status_code", "data", "headers"}``. ``data`` is the parsed JSON
-when the body is JSON, else its text (``None`` for an empty body); a body that
-is not text in its charset is base64, with ``"data_encoding": "base64"``. The body is
+when the body is JSON, else its text (``None`` for an empty body). Text is read in
+the declared charset, else UTF-8, else, for a textual media type (``text/*``,
+JSON, XML, form data …), Latin-1: a text answer is never base64. Any other body
+that is not UTF-8 (an image, a PDF) is base64, with ``"data_encoding": "base64"``
+(output guards read it decoded: ``executions.guards.readings``). The body is
 read as a stream and at most ``call.max_response_bytes + 1`` bytes are kept:
 when the upstream sends more, ``data`` is the text of the first
 ``max_response_bytes`` bytes (never parsed as JSON, cut before any partial

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import math
+import re
 import time
 from collections.abc import Iterable
 from email.utils import parsedate_to_datetime
@@ -111,11 +113,7 @@ def _body_data(
     response: httpx.Response, body: bytes, truncated: bool, variants: list[str]
 ) -> tuple[str, Any, str | None]:
     """The body as text, as ``data`` (JSON, text, base64 or None) and data's encoding."""
-    charset = response.encoding or "utf-8"
-    try:
-        text, undecodable = body.decode(charset), False
-    except UnicodeDecodeError:
-        text, undecodable = body.decode(charset, errors="replace"), True
+    text, undecodable = _decoded(body, response, truncated)
     if truncated:
         text = _trim_partial_secret(text, variants)
     data: Any = text if text else None
@@ -132,6 +130,32 @@ def _body_data(
             except (ValueError, RecursionError):
                 data = text
     return text, data, None
+
+
+# Media types that are text whatever bytes they hold (a JSON or text answer with one
+# Latin-1 byte and no charset is still text, and must reach the guards as text).
+_TEXTUAL = re.compile(
+    r"\s*(?:text/|application/(?:json|xml|javascript|ecmascript|x-www-form-urlencoded"
+    r"|x-ndjson|yaml|x-yaml|csv|problem\+json|problem\+xml)\b|[\w.-]+/[\w.-]+\+(?:json|xml)\b)",
+    re.IGNORECASE,
+)
+
+
+def _decoded(body: bytes, response: httpx.Response, truncated: bool) -> tuple[str, bool]:
+    """The body as text, and whether it is not text at all: in the declared charset,
+    else UTF-8, else (a textual media type) Latin-1, which reads every byte. A cut body
+    may end inside a character: that tail is left out, not taken for a wrong charset."""
+    for codec in dict.fromkeys((response.charset_encoding, "utf-8")):
+        if not codec:
+            continue
+        try:
+            decoder = codecs.getincrementaldecoder(codec)()
+            return decoder.decode(body, final=not truncated), False
+        except (LookupError, UnicodeDecodeError):
+            continue
+    if _TEXTUAL.match(response.headers.get("content-type", "")):
+        return body.decode("latin-1"), False
+    return body.decode("utf-8", errors="replace"), True
 
 
 def _record_response(
