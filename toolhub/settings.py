@@ -188,19 +188,16 @@ if DATABASE_URL:
         # Django's PostgreSQL backend whose per-request health check is the
         # registry generation read (one round trip fewer per API call).
         DATABASES["default"]["ENGINE"] = "toolhub.db.postgresql"
-        # A pool per process (psycopg's, Django's OPTIONS["pool"]): every connection of
-        # the process is borrowed from it, by whichever thread (Django's, the MCP
-        # endpoint's, an executor's), and given back when the request, the MCP step or
-        # the task ends, or while it waits (toolhub/db/pool.py). So a process never holds
-        # more than max_size connections, whatever the load; a thread that finds none
-        # free waits up to TOOLHUB_DB_POOL_TIMEOUT, then the call is answered 503
-        # database_unavailable. Formulas: docs/operations.md "Database connections".
-        DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them instead
-        # The pool would check each connection it lends with an empty query; the
-        # backend checks it with the registry generation read instead (one round trip
-        # the request needs anyway: docs/decisions/0002-generation-health-check.md).
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        # The web and worker processes borrow every connection from one pool per process
+        # (psycopg's, Django's OPTIONS["pool"]), whichever thread asks (Django's, the MCP
+        # endpoint's, an executor's), given back when the request, the MCP step or the
+        # task ends, or while it waits: such a process never holds more than max_size
+        # connections, whatever the load; a thread that finds none free waits up to
+        # TOOLHUB_DB_POOL_TIMEOUT, then the call is answered 503 database_unavailable.
+        # toolhub.asgi / toolhub.wsgi and the Celery worker put it in place
+        # (toolhub.db.pool.configure_process); a command keeps a connection per thread.
+        # Formulas: docs/operations.md "Database connections".
+        TOOLHUB_DB_POOL = {
             "min_size": 1,
             "max_size": TOOLHUB_DB_POOL_SIZE,
             "timeout": TOOLHUB_DB_POOL_TIMEOUT,
@@ -208,7 +205,7 @@ if DATABASE_URL:
             "max_idle": 60,
         }
         # Which kind of process a backend belongs to, in pg_stat_activity (toolhub.db.pool).
-        DATABASES["default"]["OPTIONS"].setdefault("application_name", "toolhub")
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("application_name", "toolhub")
 else:
     DATABASES = {
         "default": {

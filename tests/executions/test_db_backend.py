@@ -91,7 +91,6 @@ def test_the_requests_own_registry_write_is_seen(warm_connection, django_user_mo
 
 
 def test_a_dead_connection_is_replaced_before_use(warm_connection):
-    connection.ensure_connection()  # the connection a request uses (lent by the pool)
     old_pid = connection.connection.info.backend_pid
     with other_session() as session:
         session.execute("SELECT pg_terminate_backend(%s)", [old_pid])
@@ -158,10 +157,7 @@ def test_a_call_after_a_database_restart_succeeds(caller, warm_connection):
     status, body = wsgi_call(caller["token"])
     assert status.startswith("200"), body
     with other_session() as session:  # a database restart, as this process sees it
-        session.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+        session.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
     status, body = wsgi_call(caller["token"])
     assert status.startswith("200"), body
     assert body["status"] == "succeeded"

@@ -1,8 +1,8 @@
 """A bounded number of PostgreSQL connections per process, and the answer when none can be had.
 
-Every connection a process opens to ToolHub's database is borrowed from its pool
-(psycopg's, Django's ``OPTIONS["pool"]``, sized in ``toolhub.settings``), whichever
-thread asks: Django's request threads, the MCP endpoint's worker threads, an
+Every connection a web or worker process opens to ToolHub's database is borrowed
+from its pool (psycopg's, Django's ``OPTIONS["pool"]``, put in place by
+``configure_process`` at the process's start), whichever thread asks: Django's request threads, the MCP endpoint's worker threads, an
 executor's own. A thread gives its connection back when its request, MCP step or task
 ends (``CONN_MAX_AGE = 0``), and while it waits for something that is not the
 database (``release``): an upstream's answer, a worker's result, a person's approval.
@@ -76,14 +76,24 @@ def release() -> None:
 
 
 def configure_process(kind: str, pool_size: int | None = None) -> None:
-    """Name this process's connections ``toolhub-<kind>`` (pg_stat_activity's
-    ``application_name``, unless DATABASE_URL names one) and size its pool.
+    """Put this serving process's pool in place: ``pool_size`` connections at most
+    (``TOOLHUB_DB_POOL``'s otherwise), named ``toolhub-<kind>`` (pg_stat_activity's
+    ``application_name``, unless DATABASE_URL names one).
 
-    Called before the process's first connection: the pool is built at the first."""
-    options = settings.DATABASES["default"].get("OPTIONS", {})
+    Called by the web and worker processes before their first connection (the pool
+    is built at the first). Other processes (commands, scripts) keep Django's
+    connection per thread."""
+    database = settings.DATABASES["default"]
+    options = database.setdefault("OPTIONS", {})
     if options.get("application_name") == DEFAULT_APPLICATION_NAME:
         options["application_name"] = f"{DEFAULT_APPLICATION_NAME}-{kind}"
-    pool = options.get("pool")
-    if pool_size is not None and isinstance(pool, dict):
-        pool["max_size"] = pool_size
-        pool["min_size"] = min(pool.get("min_size", 1), pool_size)
+    pool = getattr(settings, "TOOLHUB_DB_POOL", None)
+    if pool is None:  # not PostgreSQL
+        return
+    size = pool_size or pool["max_size"]
+    options["pool"] = {**pool, "max_size": size, "min_size": min(pool["min_size"], size)}
+    database["CONN_MAX_AGE"] = 0  # the pool keeps them instead
+    # The pool would check each connection it lends with an empty query; the backend
+    # checks it with the registry generation read instead (a round trip the request
+    # makes anyway: docs/decisions/0002-generation-health-check.md).
+    database["CONN_HEALTH_CHECKS"] = False
