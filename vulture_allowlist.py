@@ -17,6 +17,7 @@ RequestIDLogFilter
 TraceLogFilter  # a logging filter named in settings.LOGGING
 RequestShapeMiddleware
 UnreadBodyDrainMiddleware
+DatabaseUnavailableMiddleware
 BearerTokenAuthentication
 BearerTokenScheme
 EncodableJSONRenderer
@@ -39,6 +40,7 @@ _drop_unusable_connections  # a Celery signal receiver (connected by decorator)
 warn_without_sandbox  # a Celery signal receiver (connected by decorator)
 _trace_worker_process  # Celery signal receivers (toolhub/celery.py): traces in workers
 _trace_unforked_worker
+_size_worker_connections
 _flush_traces
 _trace_ids_in_worker_logs
 teardown  # toolhub.tracing: turns traces off again between tests (tests/executions/test_tracing.py)

@@ -8,11 +8,12 @@ the server runs (the ASGI lifespan protocol).
 
 Django itself is served as the WSGI application on a fixed pool of
 ``TOOLHUB_ASGI_DJANGO_THREADS`` threads (a2wsgi), as gunicorn's gthread worker
-serves it: each thread keeps its database connection (``CONN_MAX_AGE``) and the
-connection's health check reads the registry generation. Django's own ASGI
-handler runs each request's sync code in a thread of its own, so every request
-opened a new PostgreSQL session and left the old ones open (``too many clients``
-at 16 concurrent calls; bench/README.md, "MCP tools/call").
+serves it. Django's own ASGI handler runs each request's sync code in a thread of
+its own, so every request opened a new PostgreSQL session and left the old ones
+open (``too many clients`` at 16 concurrent calls; bench/README.md, "MCP
+tools/call"). Every thread of the process, Django's and the MCP endpoint's alike,
+borrows its connection from the process's one pool (``toolhub.db.pool``): at most
+``TOOLHUB_DB_POOL_SIZE`` connections per process, whatever the load.
 """
 
 import os
@@ -21,10 +22,12 @@ from contextlib import AsyncExitStack
 from django.core.wsgi import get_wsgi_application
 
 from toolhub import tracing
+from toolhub.db import pool
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
 tracing.setup()  # before the application loads its middleware; nothing when OTEL_* is unset
 django_wsgi = get_wsgi_application()  # sets Django up before the mounts import
+pool.configure_process("web")
 
 from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402

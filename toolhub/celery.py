@@ -70,6 +70,22 @@ def _trace_worker_process(**kwargs) -> None:
 
 
 @worker_init.connect(weak=False)
+def _size_worker_connections(sender=None, **kwargs) -> None:
+    """A worker's connections are named ``toolhub-worker``; its pool holds
+    ``TOOLHUB_WORKER_DB_POOL_SIZE`` per task running at once in a process: per child of
+    the prefork (or solo) pool, which runs one task at a time; times ``--concurrency``
+    for pools that run tasks in threads of one process. Runs before the fork, before
+    any connection (docs/operations.md "Database connections")."""
+    from django.conf import settings
+
+    from toolhub.db import pool
+
+    kind = getattr(getattr(sender, "pool_cls", None), "__module__", "")
+    per_process = 1 if kind.endswith((".prefork", ".solo")) else getattr(sender, "concurrency", 1)
+    pool.configure_process("worker", settings.TOOLHUB_WORKER_DB_POOL_SIZE * max(per_process, 1))
+
+
+@worker_init.connect(weak=False)
 def _trace_unforked_worker(sender=None, **kwargs) -> None:
     """Pools that do not fork (threads, gevent) send no worker_process_init."""
     pool = getattr(getattr(sender, "pool_cls", None), "__module__", "")

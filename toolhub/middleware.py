@@ -164,3 +164,36 @@ _DRAIN_CHUNK = 64 * 1024
 
 def _drain_limit() -> int:
     return 2 * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
+
+
+def database_unavailable(request, exc: BaseException) -> HttpResponse:
+    """503 with ``Retry-After`` for a database connection that could not be had: the
+    API's error body under /api/, a plain page elsewhere (the admin, the site)."""
+    from toolhub.db import pool
+
+    refused = pool.unavailable_from(exc)
+    response = _refusal(request, refused.status_code, refused.code, refused.message)
+    for name, value in refused.headers.items():
+        response[name] = value
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A view that cannot get a database connection answers 503, not a server error.
+
+    The REST API's views answer it themselves (``toolhub.api.exceptions``); this covers
+    the admin and the site's pages, and ``handler500`` what fails outside any view (a
+    session saved as the response leaves)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from toolhub.db import pool
+
+        if pool.is_unavailable(exception):
+            return database_unavailable(request, exception)
+        return None

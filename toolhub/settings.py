@@ -121,6 +121,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A page whose view gets no database connection answers 503 (the API: its handler).
+    "toolhub.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -153,6 +155,12 @@ TEMPLATES = [
 # knows more, e.g. mysql://, which would fail later without naming the variable).
 DATABASE_URL_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 
+# PostgreSQL connections per process (docs/operations.md "Database connections"): the
+# web process's pool, each Celery worker process's, how long a thread waits for one.
+TOOLHUB_DB_POOL_SIZE = env_int("TOOLHUB_DB_POOL_SIZE", 10, minimum=1)
+TOOLHUB_WORKER_DB_POOL_SIZE = env_int("TOOLHUB_WORKER_DB_POOL_SIZE", 2, minimum=1)
+TOOLHUB_DB_POOL_TIMEOUT = env_float("TOOLHUB_DB_POOL_TIMEOUT", 5.0, minimum=0.1)
+
 if DATABASE_URL:
     _scheme = DATABASE_URL.split("://", 1)[0].lower() if "://" in DATABASE_URL else ""
     if _scheme not in DATABASE_URL_SCHEMES:
@@ -180,18 +188,24 @@ if DATABASE_URL:
         # Django's PostgreSQL backend whose per-request health check is the
         # registry generation read (one round trip fewer per API call).
         DATABASES["default"]["ENGINE"] = "toolhub.db.postgresql"
-        # Optional: a pool per process, a request borrowing a connection and
-        # returning it when it ends, instead of one persistent connection per
-        # thread (toolhub.asgi serves Django on a fixed set of threads, so the
-        # default keeps one per thread, as gunicorn's threaded worker does).
-        TOOLHUB_DB_POOL_SIZE = env_int("TOOLHUB_DB_POOL_SIZE", 0, minimum=0)
-        if TOOLHUB_DB_POOL_SIZE:
-            DATABASES["default"]["CONN_MAX_AGE"] = 0
-            DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-                "min_size": 1,
-                "max_size": TOOLHUB_DB_POOL_SIZE,
-                "timeout": 10,
-            }
+        # The web and worker processes borrow every connection from one pool per process
+        # (psycopg's, Django's OPTIONS["pool"]), whichever thread asks (Django's, the MCP
+        # endpoint's, an executor's), given back when the request, the MCP step or the
+        # task ends, or while it waits: such a process never holds more than max_size
+        # connections, whatever the load; a thread that finds none free waits up to
+        # TOOLHUB_DB_POOL_TIMEOUT, then the call is answered 503 database_unavailable.
+        # toolhub.asgi / toolhub.wsgi and the Celery worker put it in place
+        # (toolhub.db.pool.configure_process); a command keeps a connection per thread.
+        # Formulas: docs/operations.md "Database connections".
+        TOOLHUB_DB_POOL = {
+            "min_size": 1,
+            "max_size": TOOLHUB_DB_POOL_SIZE,
+            "timeout": TOOLHUB_DB_POOL_TIMEOUT,
+            # Connections past min_size a burst opened close after this long unused.
+            "max_idle": 60,
+        }
+        # Which kind of process a backend belongs to, in pg_stat_activity (toolhub.db.pool).
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("application_name", "toolhub")
 else:
     DATABASES = {
         "default": {
@@ -443,7 +457,9 @@ TOOLHUB_MCP_SESSIONS_PER_TOKEN = env_int("TOOLHUB_MCP_SESSIONS_PER_TOKEN", 20, m
 # Listen streams (the 2025 GET stream, 2026-07-28 subscriptions/listen) open at once:
 # per token across every web process (leases in Redis that expire when not renewed,
 # so a process that dies frees its streams' places) and per web process (429 past either).
-TOOLHUB_MCP_LISTEN_STREAMS_PER_TOKEN = env_int("TOOLHUB_MCP_LISTEN_STREAMS_PER_TOKEN", 10, minimum=1)
+TOOLHUB_MCP_LISTEN_STREAMS_PER_TOKEN = env_int(
+    "TOOLHUB_MCP_LISTEN_STREAMS_PER_TOKEN", 10, minimum=1
+)
 TOOLHUB_MCP_LISTEN_STREAMS_PER_PROCESS = env_int(
     "TOOLHUB_MCP_LISTEN_STREAMS_PER_PROCESS", 200, minimum=1
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -19,6 +20,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import page_not_found, server_error
 
 from toolhub.api.exceptions import error_body
+from toolhub.db import pool
+from toolhub.middleware import database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -219,6 +222,9 @@ def _id_positions(path: str) -> list[str]:
 
 
 def handler500(request):
+    raised = sys.exc_info()[1]
+    if raised is not None and pool.is_unavailable(raised):
+        return database_unavailable(request, raised)
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("server_error", "Internal server error."), status=500)
     return server_error(request)

@@ -29,6 +29,7 @@ from executions.services.pipeline import execution_cancel, execution_submit
 from registry import access, formats, selectors
 from registry.schema import tool_output_schema
 from toolhub import context
+from toolhub.db import pool
 from toolhub.exceptions import ToolHubError
 
 _limiter: anyio.CapacityLimiter | None = None
@@ -38,7 +39,10 @@ _threads = threading.local()
 async def in_thread(fn: Callable, *args):
     """``fn(*args)`` in a worker thread with a usable database connection.
 
-    At most ``TOOLHUB_MCP_THREADS`` at once per process. A cancelled caller does not
+    At most ``TOOLHUB_MCP_THREADS`` at once per process. The thread borrows its
+    connection from the process's pool and gives it back when ``fn`` returns (so a
+    call waiting for approval between two looks holds none); one that cannot be had
+    raises ``DatabaseUnavailable`` (``toolhub.db.pool``). A cancelled caller does not
     wait for the thread: a call's admission or wait goes on, and its cancellation
     (``cancel``) wakes it."""
     global _limiter
@@ -49,6 +53,8 @@ async def in_thread(fn: Callable, *args):
         close_old_connections()
         try:
             return fn(*args)
+        except pool.UNAVAILABLE_ERRORS as exc:
+            raise pool.unavailable_from(exc) from None
         finally:
             close_old_connections()
 

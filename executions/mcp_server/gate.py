@@ -40,6 +40,7 @@ from executions.mcp_server.checks import (
 from registry import selectors
 from registry.authentication import BearerTokenAuthentication
 from toolhub import context
+from toolhub.db.pool import DatabaseUnavailable
 
 logger = logging.getLogger(__name__)
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -120,8 +121,12 @@ class Gate:
         incoming = headers.get("x-request-id", "")
         request_id = incoming if _SAFE_ID.match(incoming) else context.new_request_id()
 
+        started = False
+
         async def send_with_id(message):
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message = {
                     **message,
                     "headers": [
@@ -135,6 +140,12 @@ class Gate:
             await self.serve(scope, receive, send_with_id, headers, request_id)
         except Refused as refused:
             await respond(send_with_id, refused.status, refused.body, refused.headers)
+        except DatabaseUnavailable as exc:
+            # Before the SDK (the token, the toolset, the session): 503, never a 500.
+            # A stream already answering ends here; its client reconnects.
+            if not started:
+                body = {"error": exc.code, "message": exc.message}
+                await respond(send_with_id, exc.status_code, body, exc.headers)
 
     async def serve(self, scope, receive, send, headers, request_id):
         check_single_headers(scope)

@@ -32,6 +32,7 @@ _TOOL_ERRORS = {
     "rate_limited",
     "controls_unavailable",
     "queue_unavailable",
+    "database_unavailable",
 }
 
 

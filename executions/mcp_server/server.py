@@ -28,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from executions.mcp_server import calls, listing, results, sessions
 from executions.models import Execution, ExecutionStatus
+from toolhub.db.pool import RETRY_AFTER_SECONDS, DatabaseUnavailable
 
 SCOPE_KEY = "toolhub.mcp"
 _STATE_KEY_LABEL = "toolhub.mcp.request-state:"
@@ -99,12 +100,24 @@ async def list_tools(ctx, params: types.PaginatedRequestParams | None) -> types.
         )
     except listing.BadCursor as exc:
         raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+    except DatabaseUnavailable as exc:
+        data = {"code": exc.code, "retry_after_seconds": RETRY_AFTER_SECONDS}
+        raise MCPError(types.INTERNAL_ERROR, exc.message, data=data) from None
     return types.ListToolsResult(
         tools=[types.Tool.model_validate(item) for item in items], next_cursor=next_cursor
     )
 
 
 async def call_tool(ctx, params: types.CallToolRequestParams):
+    try:
+        return await _call_tool(ctx, params)
+    except DatabaseUnavailable as error:
+        # A tool result the model can wait out, as queue_unavailable; an admitted
+        # call's execution_id is in it (its record ends failed: docs/operations.md).
+        return results.refusal(error, params.name)
+
+
+async def _call_tool(ctx, params: types.CallToolRequestParams):
     request = request_of(ctx)
     revision = request.client(ctx.protocol_version)["protocol_version"]
     progress = Progress(ctx, params)
@@ -148,6 +161,10 @@ async def _call(ctx, request, params, revision: str, progress: Progress):
         if not execution.is_terminal:
             return results.still_running(execution, request.base_url)
         return results.finished(execution, request.base_url, structured=outcome.structured)
+    except DatabaseUnavailable as error:
+        if "id" in admitted:
+            error.extra.setdefault("execution_id", str(admitted["id"]))
+        raise
     except anyio.get_cancelled_exc_class():
         # The client went away or cancelled: so does the call, unless it has started.
         if "id" in admitted:

@@ -23,6 +23,7 @@ from executions.services.runner import total_budget_seconds
 from registry.models import Tool
 from toolhub import tracing
 from toolhub.celery import app
+from toolhub.db import pool
 from toolhub.exceptions import ToolHubError
 
 logger = logging.getLogger(__name__)
@@ -180,8 +181,28 @@ def run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list
 
     A failure of ours from here on never leaves the call ``running`` nor answers
     a 500: the call may have reached the tool, so it ends ``failed`` (run here)
-    or is answered as it stands (a worker still has it); never run again.
+    or is answered as it stands (a worker still has it); never run again. When not
+    even that can be written (no database connection), the answer is a 503 naming
+    the execution, and the reaper ends it ``failed`` once its deadline passes.
     """
+    try:
+        return _run_or_wait(execution, spec, wait=wait, run_here=run_here, slots=slots)
+    except pool.UNAVAILABLE_ERRORS as exc:
+        refused = pool.unavailable_from(exc)
+        refused.message = ADMITTED_UNRECORDED_MESSAGE.format(id=execution.pk)
+        refused.extra = {"execution_id": str(execution.pk)}
+        raise refused from None
+
+
+ADMITTED_UNRECORDED_MESSAGE = (
+    "The call was admitted as execution {id}, but the database could not be reached to "
+    "record or read its outcome. Do not call again blindly: GET /api/v1/executions/{id} "
+    "says how it ended (a run whose end could not be written ends failed once its "
+    "deadline passes)."
+)
+
+
+def _run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
     if run_here:
         try:
             return runner.run_claimed(execution, spec, notify_waiters=False)

@@ -14,6 +14,8 @@ from functools import cache
 
 from django.conf import settings
 
+from toolhub.db import pool
+
 logger = logging.getLogger(__name__)
 _KEY = "toolhub:execution-done:{}"
 _TTL_SECONDS = 300
@@ -67,6 +69,7 @@ def wait_done(execution_id, timeout: float, is_done) -> bool:
         if remaining <= 0:
             return is_done()
         if client is not None:
+            pool.release()  # a wait of seconds holds no database connection
             try:
                 # BLPOP takes whole or fractional seconds; re-check the row after each wake-up.
                 if client.blpop([key], timeout=max(min(remaining, _BLPOP_SECONDS), 0.01)):

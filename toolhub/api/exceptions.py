@@ -10,6 +10,7 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from toolhub.db import pool
 from toolhub.exceptions import ToolHubError
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,8 @@ def _named_scheme(exc: drf.NotAuthenticated, request) -> drf.NotAuthenticated:
 
 def exception_handler(exc, context):
     headers: dict[str, str] = {}
+    if pool.is_unavailable(exc):  # no database connection could be had: 503, Retry-After
+        exc = pool.unavailable_from(exc)
     if isinstance(exc, ToolHubError):
         body = error_body(exc.code, exc.message, exc.details)
         body["error"].update(exc.extra)

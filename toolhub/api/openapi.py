@@ -200,7 +200,10 @@ ERROR_DESCRIPTIONS = {
     422: "The call's arguments do not match the tool's input schema (each problem in `details`).",
     429: "A rate limit was reached: `Retry-After` says in how many seconds to try again.",
     502: "An upstream server failed.",
-    503: "A control the call depends on cannot be checked right now.",
+    503: (
+        "Try again in `Retry-After` seconds: the database cannot take the request right now "
+        "(`database_unavailable`), or a control the call depends on cannot be checked."
+    ),
 }
 
 RESPONSE_HEADERS = {
@@ -214,6 +217,12 @@ RESPONSE_HEADERS = {
         "Retry-After": {
             "schema": {"type": "integer"},
             "description": "Seconds until the limit's window resets.",
+        }
+    },
+    503: {
+        "Retry-After": {
+            "schema": {"type": "integer"},
+            "description": "Seconds to wait before trying again.",
         }
     },
 }
@@ -244,8 +253,9 @@ SERVER_ERRORS = {
 
 def _general_errors(method: str, operation: dict) -> list[int]:
     """The error statuses an operation can answer whatever it does."""
-    # Every operation refuses query parameters it does not read (BaseAPIView).
-    codes = [400, *SERVER_ERRORS]
+    # Every operation refuses query parameters it does not read (BaseAPIView), and
+    # reads the database (503 when no connection can be had: toolhub.db.pool).
+    codes = [400, 503, *SERVER_ERRORS]
     parameters = operation.get("parameters", [])
     security = operation.get("security")
     if security and {} not in security:

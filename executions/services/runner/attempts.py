@@ -20,6 +20,7 @@ from executions.services.runner.budget import total_budget_seconds
 from executions.services.sealed_inputs import sealed_read
 from registry.models import Tool
 from toolhub import tracing
+from toolhub.db import pool
 
 logger = logging.getLogger(__name__)
 RETRY_AFTER_MAX_SECONDS = 30
@@ -88,6 +89,9 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
     while True:
         attempt += 1  # recorded with the outcome: one write per run, not one per attempt
         call = _tool_call(execution, tool, configs, inputs, secrets, attempt)
+        # The upstream may take the tool's whole timeout: its connection goes back to
+        # the pool meanwhile (the finish borrows one again).
+        pool.release()
         result = _execute(executor, call, secrets)
         if result.ok or not result.retryable or attempt > tool.max_retries:
             break

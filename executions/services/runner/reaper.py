@@ -1,5 +1,5 @@
-"""The reaper: ends executions a dead worker left ``running`` and re-queues admitted
-ones whose task was lost before it started."""
+"""The reaper: ends executions a dead worker (or a process that could not record their
+end) left ``running`` and re-queues admitted ones whose task was lost before it started."""
 
 from __future__ import annotations
 
@@ -30,7 +30,12 @@ def executions_reap(*, now=None) -> dict[str, int]:
             to=ExecutionStatus.FAILED,
             where={"deadline_at__lt": now},
             error_type="worker_lost",
-            error_message="The worker running this execution stopped before it finished.",
+            # A worker that died, or a process (a worker, or the web process running a
+            # waited-for call) that could not write the end: no database connection.
+            error_message=(
+                "The process running this execution stopped, or could not record its "
+                "end, before it finished."
+            ),
             finished_at=now,
             sealed_secrets="",  # not charged back: the tool may have run
         )

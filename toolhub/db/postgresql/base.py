@@ -8,6 +8,11 @@ work, on every API call. Here the health check *is* that read: it proves the
 connection works just as well, and the value it returns is handed to the first
 ``snapshot.generation()`` of the same request instead of being read again.
 
+With the connection pool (``toolhub.db.pool``, decision 0008) every request borrows
+its connection, so the check runs when the pool lends one (the pool's own check,
+an empty query, is off): a connection that died while pooled is dropped and
+another lent, and the value read is handed on the same way.
+
 The value is used only when the check runs for that very read (the request's
 first database use): a check that ran for an earlier query may predate the
 request's own writes, so its value is dropped and the generation read as
@@ -85,14 +90,31 @@ class DatabaseWrapper(base.DatabaseWrapper):
             connection.prepare_threshold = _prepare_threshold()
         return connection
 
+    def create_cursor(self, name=None):
+        self.checked_generation = NOT_CHECKED  # a query after the check: its value may be stale
+        return super().create_cursor(name)
+
     def bound_cursor(self):
         """A cursor (Django's wrapper: query logging and execute wrappers apply) with
         server-side binding, whose repeated statements are prepared. Its statements
         use ``$1``, ``$2``… placeholders (``toolhub.rows.numbered``), not ``%s``."""
         self.close_if_health_check_failed()
         self.ensure_connection()
+        self.checked_generation = NOT_CHECKED
         with self.wrap_database_errors:
             return self._prepare_cursor(RawBindingCursor(self.connection))
+
+    def connect(self):
+        """With a pool, a lent connection is checked by the generation read: one that
+        died while pooled (a database restart) is dropped and another lent."""
+        super().connect()
+        if self.pool is None or self.in_atomic_block:
+            return
+        for _ in range(self.pool.max_size):
+            self._read_generation_or_close()
+            if self.connection is not None:
+                return
+            super().connect()  # after max_size dead ones, the pool opens a new one
 
     def close_if_health_check_failed(self):
         if self.connection is None or not self.health_check_enabled or self.health_check_done:
@@ -100,6 +122,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if self.connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             super().close_if_health_check_failed()
             return
+        self._read_generation_or_close()
+        self.health_check_done = True
+
+    def _read_generation_or_close(self):
         try:
             with psycopg.Cursor(self.connection) as cursor:
                 cursor.execute(GENERATION_SQL)
@@ -110,15 +136,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
             self.close()
         else:
             self.checked_generation = row[0] if row else None
-        self.health_check_done = True
 
     def take_checked_generation(self):
-        """The generation, when the health check is due now and reads it; else ``NOT_CHECKED``.
+        """The generation, when the health check is due now and reads it (or read it
+        when the pool lent the connection, no query since); else ``NOT_CHECKED``.
 
-        Only a check run for this very call counts: a value a check read for an
-        earlier query of the request may predate the request's own writes.
+        A value a check read before a query of the request is dropped when that query's
+        cursor is made: it may predate the request's own writes.
         """
-        self.checked_generation = NOT_CHECKED
-        self.close_if_health_check_failed()
+        if self.connection is None and self.pool is not None and not self.in_atomic_block:
+            self.ensure_connection()  # the pool lends one, checked by this very read
+        else:
+            self.close_if_health_check_failed()
         value, self.checked_generation = self.checked_generation, NOT_CHECKED
         return value
