@@ -29,6 +29,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,10 +65,7 @@ def _wait_listening(port: int) -> None:
     raise SystemExit("the upstream did not start")
 
 
-def _measure(transport: httpx.BaseTransport, url: str, n: int) -> tuple[float, float]:
-    """Wall and CPU ms per call over ``n`` calls (each answer checked), called as the
-    HTTP executor calls its transport: an ``httpx.Request`` to ``handle_request``."""
-    wall, cpu = time.perf_counter(), time.process_time()
+def _calls(transport: httpx.BaseTransport, url: str, n: int, done: list[int]) -> None:
     for i in range(n):
         request = httpx.Request("GET", url, params={"x": i}, extensions={"timeout": TIMEOUTS})
         response = transport.handle_request(request)
@@ -75,6 +73,28 @@ def _measure(transport: httpx.BaseTransport, url: str, n: int) -> tuple[float, f
         response.close()
         if response.status_code != 200 or json.loads(response.content)["x"] != i:
             raise SystemExit(f"bad answer: {response.status_code} {response.content[:80]!r}")
+    done.append(n)
+
+
+def _measure(
+    transport: httpx.BaseTransport, url: str, n: int, threads: int = 1
+) -> tuple[float, float]:
+    """Wall and CPU ms per call over ``n`` calls (each answer checked), called as the
+    HTTP executor calls its transport: an ``httpx.Request`` to ``handle_request``,
+    from ``threads`` threads at once (as a web or worker process's threads do)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    done: list[int] = []
+    workers = [
+        threading.Thread(target=_calls, args=(transport, url, n // threads, done))
+        for _ in range(threads)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    n = n // threads * threads
+    if sum(done) != n:
+        raise SystemExit("a calling thread failed (see above)")
     return (time.perf_counter() - wall) * 1000 / n, (time.process_time() - cpu) * 1000 / n
 
 
@@ -89,6 +109,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=5000, help="calls per transport and round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="threads calling at once")
     parser.add_argument("--old", help="a file whose PinnedTransport is measured too")
     args = parser.parse_args()
     port = _free_port()
@@ -108,8 +129,11 @@ def main() -> int:
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in clients}
         for _ in range(args.rounds):
             for name, client in clients.items():
-                results[name].append(_measure(client, url, args.n))
-        print(f"N={args.n} x {args.rounds} rounds, one keep-alive connection, median of rounds\n")
+                results[name].append(_measure(client, url, args.n, args.threads))
+        print(
+            f"N={args.n} x {args.rounds} rounds, {args.threads} thread(s), one keep-alive "
+            "connection per thread, median of rounds\n"
+        )
         print("| transport | wall ms/call | CPU ms/call |")
         print("|---|---:|---:|")
         for name, runs in results.items():
