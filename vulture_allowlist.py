@@ -47,6 +47,7 @@ teardown  # toolhub.tracing: turns traces off again between tests (tests/executi
 ops_class  # Django's database backend reads it
 prepare_threshold  # psycopg's connection attribute, set on each new connection
 cursor_factory  # psycopg's connection attribute (the database executor keeps the plain cursors)
+connect_unix_socket  # httpcore.NetworkBackend's method (the HTTP executor's pinned backend)
 
 # Hooks Django's forms and admin call by name.
 bound_data

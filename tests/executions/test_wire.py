@@ -1,4 +1,5 @@
-"""The HTTP executor's wire: keep-alive reuse, dead connections, and what is never sent.
+"""The HTTP executor's transport (httpcore pools pinned to the checked addresses):
+keep-alive reuse, dead connections, and what is never sent.
 
 A raw socket server on 127.0.0.1 answers as each test scripts it, so the cases
 a well-behaved server never produces (hanging up between requests, closing
@@ -8,6 +9,8 @@ without an answer, interim answers) are exercised for real.
 from __future__ import annotations
 
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -16,19 +19,23 @@ import httpx
 import pytest
 
 from executions import egress
-from executions.executors.wire import PinnedTransport
+from executions.executors.http.pool import PinnedTransport
 
 
 class ScriptedServer:
     """Accepts connections; ``answer(request_bytes, n_on_connection)`` returns bytes or None (hang up)."""
 
-    def __init__(self, answer: Callable[[bytes, int], bytes | None]) -> None:
+    def __init__(
+        self, answer: Callable[[bytes, int], bytes | None], host: str = "127.0.0.1"
+    ) -> None:
         self.answer = answer
+        self.host = host
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, 0))
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.connections = 0
+        self.hangups = 0  # connections the client closed
         self.requests: list[bytes] = []
         self._threads: list[threading.Thread] = []
         self._stop = False
@@ -55,6 +62,7 @@ class ScriptedServer:
                     except OSError:
                         return
                     if not data:
+                        self.hangups += 1
                         return
                     buffer += data
                 head, _, buffer = buffer.partition(b"\r\n\r\n")
@@ -81,7 +89,7 @@ class ScriptedServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
 
 def ok(body: bytes = b'{"ok":true}', *extra: bytes) -> bytes:
@@ -97,8 +105,8 @@ def scripted(settings):
     settings.TOOLHUB_EGRESS_ALLOW = ["127.0.0.1/32"]
     servers: list[ScriptedServer] = []
 
-    def start(answer) -> ScriptedServer:
-        server = ScriptedServer(answer)
+    def start(answer, host: str = "127.0.0.1") -> ScriptedServer:
+        server = ScriptedServer(answer, host)
         servers.append(server)
         return server
 
@@ -122,7 +130,7 @@ def test_keep_alive_reuses_one_connection(scripted, client):
     assert len(server.requests) == 3
 
 
-def test_chunked_and_close_delimited_bodies(scripted, client):
+def test_chunked_bodies_keep_the_connection_and_connection_close_is_honoured(scripted, client):
     def answer(head, n):
         if b"/chunked" in head:
             return (
@@ -152,17 +160,16 @@ def test_a_connection_the_server_closed_while_idle_is_not_used(scripted, client)
 def test_a_dead_reused_connection_is_retried_once_for_get_only(scripted):
     # The server reads the second request of a connection, then hangs up without answering.
     server = scripted(lambda head, n: ok() if n == 1 else None)
+    # The kept connection is alive (not readable) when it is taken from the pool: the
+    # server hangs up only once it has read the request.
     transport = PinnedTransport()
     with httpx.Client(transport=transport, timeout=5) as c:
         assert c.get(server.url + "/a").status_code == 200
-        # Make the idle check miss the hang-up, as when it happens just after the check.
-        transport_connection = next(iter(transport._idle.values()))[0]
-        transport_connection.closed_by_peer = lambda: False
         assert c.get(server.url + "/b").status_code == 200  # resent once on a new connection
         assert [r.split(b" ")[1] for r in server.requests] == [b"/a", b"/b", b"/b"]
+        assert server.connections == 2
 
         assert c.get(server.url + "/c").status_code == 200  # a fresh connection again
-        next(iter(transport._idle.values()))[0].closed_by_peer = lambda: False
         before = len(server.requests)
         with pytest.raises(httpx.RemoteProtocolError, match="without answering"):
             c.post(server.url + "/d", content=b"x")
@@ -212,13 +219,34 @@ def test_header_injection_is_refused_before_anything_is_sent(scripted, client, h
     assert server.requests == []
 
 
-def test_an_interim_answer_is_refused_clearly(scripted, client):
-    server = scripted(lambda head, n: b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + ok())
-    with pytest.raises(httpx.RemoteProtocolError, match="interim response 103"):
+@pytest.mark.parametrize("interim", [b"102 Processing", b"103 Early Hints"])
+def test_an_interim_answer_is_never_taken_for_the_answer(scripted, client, interim):
+    # RFC 9110 15.2: a client must parse 1xx answers it did not expect and go on to the final one.
+    server = scripted(lambda head, n: b"HTTP/1.1 %s\r\nLink: </a>\r\n\r\n" % interim + ok())
+    for _ in range(2):
+        response = client.get(server.url + "/a")
+        assert response.status_code == 200
+        assert response.content == b'{"ok":true}'
+        assert "link" not in response.headers
+    assert server.connections == 1  # the framing held: the connection was kept
+
+
+def test_a_protocol_switch_nobody_asked_for_is_refused_clearly(scripted, client):
+    server = scripted(
+        lambda head, n: (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n"
+            b"Connection: Upgrade\r\n\r\n" + ok()
+        )
+    )
+    # h11 refuses the switch (no upgrade was proposed); nothing after it is read as an answer.
+    with pytest.raises(httpx.RemoteProtocolError, match="invalid response"):
         client.get(server.url + "/a")
+    with pytest.raises(httpx.RemoteProtocolError, match="invalid response"):
+        client.get(server.url + "/a")
+    assert server.connections == 2  # the refused connection is never reused
 
 
-def test_100_continue_is_skipped(scripted, client):
+def test_a_100_continue_before_the_answer_is_skipped(scripted, client):
     server = scripted(lambda head, n: b"HTTP/1.1 100 Continue\r\n\r\n" + ok())
     assert client.get(server.url + "/a").json() == {"ok": True}
 
@@ -232,13 +260,13 @@ def test_a_truncated_body_is_a_protocol_error(scripted, client):
     assert server.connections == 1
 
 
-def test_latin1_header_values_survive(scripted, client):
+def test_latin1_header_values_reach_the_response_unchanged(scripted, client):
     server = scripted(lambda head, n: ok(b"{}", b"X-Name: caf\xe9"))
     response = client.get(server.url + "/a")
     assert response.headers.raw[-1] == (b"X-Name", b"caf\xe9")
 
 
-def test_head_and_no_content_keep_the_connection(scripted, client):
+def test_head_and_no_content_answers_keep_the_connection(scripted, client):
     def answer(head, n):
         if head.startswith(b"HEAD"):
             return b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n"
@@ -251,14 +279,105 @@ def test_head_and_no_content_keep_the_connection(scripted, client):
     assert server.connections == 1
 
 
-def test_idle_connections_of_other_origins_are_closed_once_expired(scripted):
+def test_the_pool_of_an_address_set_no_call_uses_any_more_is_closed(scripted, settings):
+    settings.TOOLHUB_EGRESS_ALLOW = ["127.0.0.0/8"]
     first = scripted(lambda head, n: ok())
-    second = scripted(lambda head, n: ok())
+    second = scripted(lambda head, n: ok(), host="127.0.0.2")
     transport = PinnedTransport(keepalive_expiry=0.2)
     with httpx.Client(transport=transport, timeout=5) as c:
         assert c.get(first.url + "/a").status_code == 200
-        kept = next(iter(transport._idle.values()))[0]
         time.sleep(0.3)
-        assert c.get(second.url + "/a").status_code == 200  # its check-in sweeps the pool
-        assert kept.sock.fileno() == -1  # closed
-        assert len(transport._idle) == 1
+        assert first.hangups == 0  # kept alive until something sweeps
+        assert c.get(second.url + "/a").status_code == 200  # its call sweeps the pools
+        deadline = time.monotonic() + 2
+        while first.hangups == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert first.hangups == 1  # closed, not left open until 127.0.0.1 is called again
+        assert second.hangups == 0  # the pool in use is kept
+        assert c.get(first.url + "/a").status_code == 200
+        assert first.connections == 2
+
+
+def test_a_refused_header_value_is_never_quoted_in_the_error(scripted, client):
+    # h11 would refuse it too, but quoting it: the value may be a credential.
+    server = scripted(lambda head, n: ok())
+    with pytest.raises(httpx.LocalProtocolError) as info:
+        client.get(server.url + "/a", headers={"Authorization": "Bearer sk-live-42\r\nX: 1"})
+    assert "sk-live-42" not in str(info.value)
+    assert "Authorization" in str(info.value)
+    assert server.requests == []
+
+
+class TLSServer:
+    """One TLS listener on 127.0.0.1 with a certificate for ``name``; records the SNI sent."""
+
+    def __init__(self, directory, name: str) -> None:
+        self.cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+             "-nodes", "-keyout", str(key), "-out", str(self.cert), "-days", "1",
+             "-subj", f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context.load_cert_chain(self.cert, key)
+        self.server_names: list[str | None] = []
+        self.context.sni_callback = lambda sock, server_name, ctx: self.server_names.append(
+            server_name
+        )
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+                with self.context.wrap_socket(conn, server_side=True) as tls:
+                    while b"\r\n\r\n" not in tls.recv(65536):
+                        pass
+                    tls.sendall(ok(b'{"tls":true}', b"Connection: close"))
+            except ssl.SSLError:
+                continue
+            except OSError:
+                return
+
+
+@pytest.fixture
+def resolved_once(settings, monkeypatch):
+    """``upstream.test`` resolves to 127.0.0.1 (allowed); every lookup of it is counted."""
+    settings.TOOLHUB_EGRESS_ALLOW = ["127.0.0.1/32"]
+    real, lookups = socket.getaddrinfo, []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host == "upstream.test":
+            lookups.append(host)
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return lookups
+
+
+def test_tls_goes_to_the_checked_address_and_still_sends_and_verifies_the_name(
+    tmp_path, resolved_once
+):
+    server = TLSServer(tmp_path, "upstream.test")
+    wrong = TLSServer(tmp_path, "other.test")
+    trusted = ssl.create_default_context(cafile=server.cert)
+    trusted.load_verify_locations(wrong.cert)
+    try:
+        with httpx.Client(transport=PinnedTransport(ssl_context=trusted), timeout=5) as c:
+            response = c.get(f"https://upstream.test:{server.port}/a")
+            assert response.json() == {"tls": True}
+            assert server.server_names == ["upstream.test"]  # SNI: the name, not the address
+            assert resolved_once == ["upstream.test"]  # resolved by the egress check only
+            # A trusted certificate for another name is refused.
+            with pytest.raises(httpx.ConnectError, match=r"(?i)certificate|hostname"):
+                c.get(f"https://upstream.test:{wrong.port}/a")
+            assert wrong.server_names == ["upstream.test"]
+    finally:
+        server.sock.close()
+        wrong.sock.close()

@@ -45,8 +45,10 @@ with a truncated result.
 
 The package, one concept a module: ``values`` (constants, the failure, values as
 wire text), ``configs`` (the keys), ``auth``, ``request`` (building one request),
-``transport`` (the pinned pool), ``sending`` (redirects), ``response`` (reading and
-interpreting the body), ``executor``.
+``pinned`` (httpcore's network backend, connecting only to checked addresses),
+``pool`` (the transport: httpcore pools per checked address set), ``transport``
+(the process-wide transport and default headers), ``sending`` (redirects),
+``response`` (reading and interpreting the body), ``executor``.
 """
 
 from executions.executors.http.configs import CONFIGS, HeaderFromInput

@@ -33,12 +33,12 @@ from executions.executors.http.values import (
     _PLACEHOLDER,
     AUTH_TYPES,
     DEFAULT_API_KEY_HEADER,
+    HEADER_NAME,
     METHODS,
     _Failure,
     _header_text_problem,
     _scalar,
 )
-from executions.executors.wire import HEADER_NAME
 
 
 def _header_name(value: Any) -> str:

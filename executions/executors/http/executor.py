@@ -10,8 +10,7 @@ from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.executors.http.request import _prepare
 from executions.executors.http.response import interpret
 from executions.executors.http.sending import send
-from executions.executors.http.values import _Failure
-from executions.executors.wire import IDEMPOTENT_METHODS
+from executions.executors.http.values import IDEMPOTENT_METHODS, _Failure
 from executions.redaction import redact, redact_text, with_encoded_forms
 
 

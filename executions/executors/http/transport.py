@@ -9,8 +9,8 @@ import threading
 
 import httpx
 
+from executions.executors.http.pool import PinnedTransport
 from executions.executors.http.values import USER_AGENT
-from executions.executors.wire import PinnedTransport
 from toolhub import tracing
 
 

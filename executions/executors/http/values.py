@@ -20,6 +20,11 @@ DEFAULT_API_KEY_HEADER = "X-API-Key"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+# Methods a server may receive twice without harm: the executor retries only
+# these, and the transport resends only these after a hang-up.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+# An HTTP token (RFC 9110): what a method or a header name may be made of.
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 # Header names that carry credentials; never forwarded to another origin.
 _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
