@@ -14,7 +14,7 @@ from registry.models import Guard, GuardAction, GuardKind, GuardStage
 from registry.services import guards as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
-from toolhub.api.serializers import StrictSerializer
+from toolhub.api.serializers import JSONObjectField, StrictSerializer
 from toolhub.exceptions import PermissionDenied
 
 
@@ -54,7 +54,7 @@ class GuardUpdateSerializer(StrictSerializer):
     )
     action = serializers.ChoiceField(choices=GuardAction.choices)
     order = serializers.IntegerField(min_value=0, max_value=1_000_000, default=100)
-    config = serializers.JSONField(
+    config = JSONObjectField(
         required=False, default=dict, help_text="The kind's settings (docs/governance.md)."
     )
     is_active = serializers.BooleanField(required=False, default=True)

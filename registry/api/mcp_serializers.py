@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from registry.models import MCPServer
 from registry.models.mcp import MCPTransport
+from registry.models.mcp.server import mcp_server_name_validator
 from registry.services.mcp import mcp_server_tools
 from toolhub.api.serializers import StrictSerializer
 
@@ -66,7 +67,7 @@ class MCPServerInputSerializer(StrictSerializer):
     read back masked, and a masked value sent back keeps the stored one.
     """
 
-    name = serializers.CharField(max_length=40)
+    name = serializers.CharField(max_length=40, validators=[mcp_server_name_validator])
     description = serializers.CharField(allow_blank=True, required=False)
     transport = serializers.ChoiceField(choices=MCPTransport.choices)
     url = serializers.CharField(allow_blank=True, max_length=2000, required=False)
