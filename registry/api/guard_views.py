@@ -96,7 +96,7 @@ class GuardListView(BaseAPIView):
         return self.paginate(qs.order_by("order", "name"), GuardOutputSerializer)
 
     @extend_schema(
-        request=GuardInputSerializer, responses={201: GuardOutputSerializer, **errors(404)}
+        request=GuardInputSerializer, responses={201: GuardOutputSerializer, **errors(404, 409)}
     )
     def post(self, request):
         _check_platform_admin(request.user)
@@ -127,11 +127,15 @@ class GuardDetailView(BaseAPIView):
         )
         return Response(GuardOutputSerializer(guard).data)
 
-    @extend_schema(request=GuardUpdateSerializer, responses=GuardOutputSerializer)
+    @extend_schema(
+        request=GuardUpdateSerializer, responses={200: GuardOutputSerializer, **errors(409)}
+    )
     def put(self, request, guard_id):
         return self._update(request, guard_id, partial=False)
 
-    @extend_schema(request=GuardUpdateSerializer, responses=GuardOutputSerializer)
+    @extend_schema(
+        request=GuardUpdateSerializer, responses={200: GuardOutputSerializer, **errors(409)}
+    )
     def patch(self, request, guard_id):
         return self._update(request, guard_id, partial=True)
 
