@@ -281,3 +281,36 @@ def test_the_schemathesis_config_names_operations_the_document_has(document):
         for path, item in document["paths"].items()
         if path in ("/api/v1/executions", "/api/v1/audit")
     )
+
+
+def test_counts_stored_in_an_integer_column_are_documented_up_to_its_largest_value(
+    document, staff_client
+):
+    largest = 2**31 - 1
+    limits = component(document, "RateLimitInputRequest")["properties"]
+    tools = component(document, "ToolInputRequest")["properties"]
+    servers = component(document, "MCPServerInputRequest")["properties"]
+    for schema in (
+        limits["max_requests"],
+        tools["cache_ttl_seconds"],
+        tools["max_response_bytes"],
+        component(document, "ParameterInputRequest")["properties"]["position"],
+    ):
+        assert schema["maximum"] == largest
+    assert Draft4Validator(tools["max_concurrency"]).is_valid(None)
+    assert not Draft4Validator(servers["max_concurrency"]).is_valid(largest + 1)
+    body = {"max_requests": largest + 1, "time_window_seconds": 60}
+    response = staff_client.post(f"{API}/rate-limits", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "max_requests"
+
+
+def test_a_rejection_is_documented_with_the_reason_it_needs(document):
+    body = request_body(document, "post", "/approvals/{approval_id}/reject")
+    assert body["required"] is True
+    validator = Draft4Validator(component(document, "RejectionRequest"))
+    assert not validator.is_valid({}) and not validator.is_valid({"reason": "   "})
+    assert validator.is_valid({"reason": "not today"})
+    approve = request_body(document, "post", "/approvals/{approval_id}/approve")
+    assert Draft4Validator(component(document, "DecisionRequest")).is_valid({})
+    assert not approve.get("required")

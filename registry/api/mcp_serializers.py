@@ -8,6 +8,7 @@ from registry.models import MCPServer
 from registry.models.mcp import MCPTransport
 from registry.models.mcp.server import mcp_server_name_validator
 from registry.services.mcp import mcp_server_tools
+from toolhub.api.params import MAX_DB_INT
 from toolhub.api.serializers import StrictSerializer
 
 
@@ -81,7 +82,9 @@ class MCPServerInputSerializer(StrictSerializer):
     tools_allowed = serializers.ListField(child=StrictCharField(), required=False)
     tools_denied = serializers.ListField(child=StrictCharField(), required=False)
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
-    max_concurrency = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_concurrency = serializers.IntegerField(
+        min_value=1, max_value=MAX_DB_INT, allow_null=True, required=False
+    )
     is_enabled = serializers.BooleanField(required=False)
     sync_interval_minutes = serializers.IntegerField(
         min_value=0, max_value=7 * 24 * 60, required=False

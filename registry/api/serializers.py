@@ -18,6 +18,7 @@ from registry.models.tools import (
     parameter_name_validator,
     tool_name_validator,
 )
+from toolhub.api.params import MAX_DB_INT
 from toolhub.api.serializers import (
     AnyCaseChoiceField,
     AnyJSONField,
@@ -158,7 +159,9 @@ class ParameterInputSerializer(StrictSerializer):
         help_text=DEFAULT_VALUE_HELP,
     )
     json_schema = JSONObjectField(required=False, default=dict)
-    position = serializers.IntegerField(min_value=0, required=False)  # absent: after the others
+    position = serializers.IntegerField(
+        min_value=0, max_value=MAX_DB_INT, required=False
+    )  # absent: after the others
 
     def validate(self, attrs):
         """``default_value`` (text) becomes ``default``, read per the parameter's type. The
@@ -214,9 +217,13 @@ class ToolInputSerializer(StrictSerializer):
     is_active = serializers.BooleanField(required=False)
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_retries = serializers.IntegerField(min_value=0, max_value=10, required=False)
-    cache_ttl_seconds = serializers.IntegerField(min_value=0, required=False)
-    max_concurrency = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    max_response_bytes = serializers.IntegerField(min_value=1024, required=False)
+    cache_ttl_seconds = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT, required=False)
+    max_concurrency = serializers.IntegerField(
+        min_value=1, max_value=MAX_DB_INT, required=False, allow_null=True
+    )
+    max_response_bytes = serializers.IntegerField(
+        min_value=1024, max_value=MAX_DB_INT, required=False
+    )
     requires_approval = serializers.BooleanField(required=False)
     approval_condition = JSONObjectField(
         required=False, help_text="A JSON-Schema fragment; {} for no condition."
