@@ -27,6 +27,7 @@ PaginatedListExtension
 map_serializer
 document_errors  # drf-spectacular postprocessing hook (settings), takes ``generator``
 document_parameters  # drf-spectacular postprocessing hook (settings)
+document_request_bodies  # drf-spectacular postprocessing hook (settings)
 match_subclasses  # drf-spectacular extension option
 generator
 content_negotiation_class

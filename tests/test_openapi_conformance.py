@@ -8,8 +8,11 @@ refuses, or one it forbids that the API takes.
 from __future__ import annotations
 
 import re
+import tomllib
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from jsonschema import Draft4Validator
 
@@ -192,3 +195,122 @@ def test_a_status_list_with_an_empty_entry_is_refused_as_documented(document, st
     assert staff_client.get(f"{API}/executions", {"status": "queued, running"}).status_code == 200
     response = staff_client.get(f"{API}/executions", {"status": "queued,,running"})
     assert response.status_code == 400
+
+
+def request_body(document: dict, method: str, path: str) -> dict:
+    return document["paths"][f"{API}{path}"][method]["requestBody"]
+
+
+@pytest.mark.parametrize(
+    "name, field",
+    [
+        ("ToolInputRequest", "name"),
+        ("ParameterInputRequest", "name"),
+        ("ConfigInputRequest", "config_key"),
+        ("AgentInputRequest", "name"),
+        ("MCPServerInputRequest", "name"),
+    ],
+)
+def test_names_and_keys_are_documented_with_the_pattern_the_api_checks(document, name, field):
+    schema = component(document, name)["properties"][field]
+    assert schema["pattern"]
+    assert not Draft4Validator(schema).is_valid("a b")
+    assert Draft4Validator(schema).is_valid("a_b")
+
+
+def test_a_parameter_name_the_document_refuses_is_refused_naming_it(document, staff_client):
+    assert not Draft4Validator(component(document, "ParameterInputRequest")).is_valid({"name": "0"})
+    body = {"name": "t", "type": "http", "parameters": [{"name": "0"}]}
+    response = staff_client.post(f"{API}/tools", body, format="json")
+    assert response.status_code == 400
+    assert [d["field"] for d in response.json()["error"]["details"]] == ["parameters[0].name"]
+
+
+def test_a_role_permission_is_documented_as_app_label_dot_codename(document, staff_client):
+    item = component(document, "RoleInputRequest")["properties"]["permissions"]["items"]
+    assert not Draft4Validator(item).is_valid("00")
+    assert Draft4Validator(item).is_valid("registry.view_audit")
+    response = staff_client.post(
+        f"{API}/roles", {"name": "r", "permissions": ["00"]}, format="json"
+    )
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    "value", [True, False, [], "", 0], ids=["true", "false", "empty-list", "empty-text", "zero"]
+)
+def test_an_approval_condition_or_guard_config_that_is_not_an_object_is_refused_as_documented(
+    document, staff_client, value
+):
+    condition = component(document, "ToolInputRequest")["properties"]["approval_condition"]
+    config = component(document, "GuardInputRequest")["properties"]["config"]
+    assert not Draft4Validator(condition).is_valid(value)
+    assert not Draft4Validator(config).is_valid(value)
+    body = {"name": "t", "type": "http", "approval_condition": value}
+    response = staff_client.post(f"{API}/tools", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "approval_condition"
+    body = {"name": "g", "kind": "pii", "action": "redact", "config": value}
+    response = staff_client.post(f"{API}/guards", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "config"
+
+
+def test_a_token_with_both_an_expiry_date_and_a_number_of_days_breaks_the_document(document):
+    validator = Draft4Validator(component(document, "TokenInputRequest"))
+    assert not validator.is_valid({"expires_at": "2999-01-01T00:00:00Z", "expires_in_days": 3})
+    assert validator.is_valid({"expires_at": None, "expires_in_days": 3})
+    assert validator.is_valid({"expires_in_days": 3})
+
+
+def test_an_execution_request_without_a_body_breaks_the_document(document, staff_client):
+    assert request_body(document, "post", "/executions")["required"] is True
+    response = staff_client.post(f"{API}/executions")
+    assert response.status_code == 400
+
+
+def test_the_schemathesis_config_names_operations_the_document_has(document):
+    config = tomllib.loads((Path(settings.BASE_DIR) / "schemathesis.toml").read_text())
+    documented = {
+        f"{method.upper()} {path}" for path, item in document["paths"].items() for method in item
+    }
+    named = [name for entry in config["operations"] for name in entry["include-name"]]
+    assert named and set(named) <= documented
+    assert all(
+        "cursor" in (p["name"] for p in item["get"].get("parameters", []))
+        for path, item in document["paths"].items()
+        if path in ("/api/v1/executions", "/api/v1/audit")
+    )
+
+
+def test_counts_stored_in_an_integer_column_are_documented_up_to_its_largest_value(
+    document, staff_client
+):
+    largest = 2**31 - 1
+    limits = component(document, "RateLimitInputRequest")["properties"]
+    tools = component(document, "ToolInputRequest")["properties"]
+    servers = component(document, "MCPServerInputRequest")["properties"]
+    for schema in (
+        limits["max_requests"],
+        tools["cache_ttl_seconds"],
+        tools["max_response_bytes"],
+        component(document, "ParameterInputRequest")["properties"]["position"],
+    ):
+        assert schema["maximum"] == largest
+    assert Draft4Validator(tools["max_concurrency"]).is_valid(None)
+    assert not Draft4Validator(servers["max_concurrency"]).is_valid(largest + 1)
+    body = {"max_requests": largest + 1, "time_window_seconds": 60}
+    response = staff_client.post(f"{API}/rate-limits", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "max_requests"
+
+
+def test_a_rejection_is_documented_with_the_reason_it_needs(document):
+    body = request_body(document, "post", "/approvals/{approval_id}/reject")
+    assert body["required"] is True
+    validator = Draft4Validator(component(document, "RejectionRequest"))
+    assert not validator.is_valid({}) and not validator.is_valid({"reason": "   "})
+    assert validator.is_valid({"reason": "not today"})
+    approve = request_body(document, "post", "/approvals/{approval_id}/approve")
+    assert Draft4Validator(component(document, "DecisionRequest")).is_valid({})
+    assert not approve.get("required")

@@ -333,3 +333,29 @@ def test_schema_answers_json_when_asked_and_is_valid_openapi():
 def test_an_agent_without_a_webhook_matches_its_documented_shape(schema):
     agent = schema["components"]["schemas"]["AgentOutput"]["properties"]["webhook_url"]
     assert agent.get("type") == "string" and "oneOf" not in agent
+
+
+def test_a_guard_name_in_use_is_a_documented_409(schema, staff_client):
+    body = {"name": "no-pii", "kind": "pii", "action": "redact"}
+    first = staff_client.post(f"{API}/guards", body, format="json")
+    assert first.status_code == 201, first.content
+    other = staff_client.post(f"{API}/guards", {**body, "name": "other"}, format="json")
+    calls = [
+        ("POST", f"{API}/guards", body),
+        ("PUT", f"{API}/guards/{other.json()['id']}", body),
+        ("PATCH", f"{API}/guards/{other.json()['id']}", {"name": "no-pii"}),
+    ]
+    for method, url, sent in calls:
+        response = staff_client.generic(method, url, json.dumps(sent), "application/json")
+        assert response.status_code == 409, (method, response.content)
+        assert response.json()["error"]["code"] == "guard_name_taken"
+        assert_documented(schema, method, url, response)
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [("PATCH", "/agents/{agent_id}"), ("DELETE", "/agents/{agent_id}/tokens/{token_id}")],
+)
+def test_changes_that_could_leave_no_platform_admin_document_their_409(schema, method, path):
+    # registry/services/platform_admins.py refuses them with 409 last_platform_admin.
+    assert "409" in schema["paths"][API + path][method.lower()]["responses"]

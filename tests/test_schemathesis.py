@@ -11,9 +11,12 @@ not be. Seeded and bounded, so it runs the same way each time and fits in CI.
 from __future__ import annotations
 
 import io
+import tomllib
+from pathlib import Path
 
 import pytest
 import schemathesis
+from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
 from django.core import signals
 from django.core.management import call_command
@@ -22,9 +25,9 @@ from django.test import override_settings
 from hypothesis import HealthCheck, settings
 
 from executions.python_sync import python_tools_sync
-from registry.models import Tool
+from registry.models import Agent, Guard, MCPServer, Tool, ToolParameter, Toolset
 from registry.services import access as access_services
-from tests.factories import make_token, make_user
+from tests.factories import ToolFactory, make_token, make_user
 from toolhub.celery import app as celery_app
 from toolhub.wsgi import application
 
@@ -35,33 +38,48 @@ MAX_EXAMPLES = 3
 WSGI_HOST = "localhost"  # the Host schemathesis's WSGI client sends
 AGENT_TOOLS = ("text_stats", "unit_convert", "calculator", "african_country_directory")
 
-# Bodies whose validity depends on rows or on one another in ways OpenAPI cannot state:
-# a schema-valid body may still be refused (400, naming the field) on these alone.
-SEMANTIC_RULES = [
-    ("POST", "/api/v1/agents"),  # owner: the username of an existing person
-    ("POST", "/api/v1/roles"),  # permissions: existing app_label.codename rights
-    ("POST", "/api/v1/mcp-servers"),  # url or command, as the transport needs
-    ("PUT", "/api/v1/mcp-servers/{server_id}"),
-    ("PATCH", "/api/v1/mcp-servers/{server_id}"),
-    ("POST", "/api/v1/tools/import"),  # content: a catalog file or an OpenAPI document
-    ("GET", "/api/v1/stats"),  # to: later than from
-]
+# Rows the module's catalog holds under fixed ids, so that generated requests reach the
+# views' logic (a made-up id is only ever a 404): each path parameter gets one of these,
+# or a generated value, deterministically.
+KNOWN_IDS = {
+    "tool_id": "5c4e7a1d-0000-4000-8000-000000000001",
+    "parameter_id": "5c4e7a1d-0000-4000-8000-000000000002",
+    "agent_id": "5c4e7a1d-0000-4000-8000-000000000003",
+    "guard_id": "5c4e7a1d-0000-4000-8000-000000000004",
+    "server_id": "5c4e7a1d-0000-4000-8000-000000000005",
+    "toolset_id": "5c4e7a1d-0000-4000-8000-000000000006",
+}
 
-CONFIG = schemathesis.Config.from_dict(
-    {
-        "seed": 20240601,
-        "generation": {"mode": "all", "max-examples": MAX_EXAMPLES, "deterministic": True},
-        "phases": {"examples": {"enabled": True}, "coverage": {"enabled": True}},
-        "operations": [
-            {
-                "include-method": method,
-                "include-path": path,
-                "checks": {"positive_data_acceptance": {"enabled": False}},
-            }
-            for method, path in SEMANTIC_RULES
-        ],
-    }
-)
+
+def suite_config() -> schemathesis.Config:
+    """The repository's schemathesis.toml (what the document cannot state), seeded and
+    bounded, with the known rows offered to path parameters."""
+    data = tomllib.loads((Path(django_settings.BASE_DIR) / "schemathesis.toml").read_text())
+    data["seed"] = 20240601
+    data["generation"] = {"mode": "all", "max-examples": MAX_EXAMPLES, "deterministic": True}
+    data["phases"] = {"examples": {"enabled": True}, "coverage": {"enabled": True}}
+    checks = data.setdefault("checks", {})
+    for name in ("status_code_conformance", "response_schema_conformance"):
+        checks.setdefault(name, {})["enabled"] = True
+    for name, value in KNOWN_IDS.items():
+        data["parameters"][f"path.{name}"] = {"dictionary": name, "probability": 0.5}
+        data.setdefault("dictionaries", {})[name] = {"values": [value]}
+    return schemathesis.Config.from_dict(data)
+
+
+def known_rows(*, owner) -> None:
+    """A tool with a parameter, an agent, a guard, an MCP server and a toolset, at KNOWN_IDS."""
+    tool = ToolFactory(id=KNOWN_IDS["tool_id"], name="st_known", type="http")
+    ToolParameter.objects.create(id=KNOWN_IDS["parameter_id"], tool=tool, name="text")
+    agent = access_services.agent_create(actor=None, name="st-known", owner=owner)
+    Agent.objects.filter(pk=agent.pk).update(id=KNOWN_IDS["agent_id"])
+    Guard.objects.create(
+        id=KNOWN_IDS["guard_id"], name="st-guard", kind="pii", stage="after", action="redact"
+    )
+    MCPServer.objects.create(
+        id=KNOWN_IDS["server_id"], name="st-upstream", url="http://127.0.0.1:9/mcp"
+    )
+    Toolset.objects.create(id=KNOWN_IDS["toolset_id"], name="st", slug="st").tools.add(tool)
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +98,7 @@ def tokens(django_db_setup, django_db_blocker) -> dict[str, str]:
         )
         for tool in Tool.objects.filter(name__in=AGENT_TOOLS):
             access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+        known_rows(owner=owner)
         yield {"agent": make_token(agent.user), "platform_admin": make_token(admin)}
         transaction.set_rollback(True)
 
@@ -115,16 +134,9 @@ def _wsgi_app_in_test_transaction(settings):
 
 
 with override_settings(ALLOWED_HOSTS=[WSGI_HOST]):
-    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application, config=CONFIG)
-
-
-@schema.hook("map_query")
-def _no_generated_cursor(context, query):
-    """A cursor is a token the server hands out (a page's next link): one made up is
-    refused (400, naming it), as a made-up id is not found."""
-    if query:
-        query.pop("cursor", None)
-    return query
+    schema = schemathesis.openapi.from_wsgi(
+        "/api/schema/?format=json", application, config=suite_config()
+    )
 
 
 @schema.parametrize()

@@ -326,6 +326,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "toolhub.api.openapi.document_errors",
         "toolhub.api.openapi.document_parameters",
+        "toolhub.api.openapi_bodies.document_request_bodies",
     ],
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -57,6 +58,19 @@ class DecisionSerializer(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
+REASON_NEEDED = "Required when rejecting."
+
+
+class RejectionSerializer(StrictSerializer):
+    """A rejection needs a reason: something besides spaces (approval_decide says so too)."""
+
+    reason = serializers.CharField(
+        max_length=2000,
+        validators=[RegexValidator(r"\S", REASON_NEEDED)],
+        error_messages={"required": REASON_NEEDED, "blank": REASON_NEEDED},
+    )
+
+
 class ApprovalListView(BaseAPIView):
     known_query_params = None
 
@@ -88,6 +102,7 @@ class ApprovalDetailView(BaseAPIView):
 
 class ApprovalDecisionView(BaseAPIView):
     approve = True
+    decision_serializer = DecisionSerializer
 
     @extend_schema(request=DecisionSerializer, responses={200: ApprovalSerializer, **errors(409)})
     def post(self, request, approval_id):
@@ -95,7 +110,7 @@ class ApprovalDecisionView(BaseAPIView):
         refusal = decision_refusal(request.user, approval)
         if refusal:  # refuse before looking at the body
             raise PermissionDenied(refusal.message, code=refusal.code)
-        data = DecisionSerializer(data=request.data)
+        data = self.decision_serializer(data=request.data)
         data.is_valid(raise_exception=True)
         approval = approval_decide(
             actor=request.user,
@@ -109,3 +124,8 @@ class ApprovalDecisionView(BaseAPIView):
 
 class ApprovalRejectView(ApprovalDecisionView):
     approve = False
+    decision_serializer = RejectionSerializer
+
+    @extend_schema(request=RejectionSerializer, responses={200: ApprovalSerializer, **errors(409)})
+    def post(self, request, approval_id):
+        return super().post(request, approval_id)

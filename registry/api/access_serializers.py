@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import Group
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from registry.api.mcp_serializers import StrictCharField
 from registry.models import Action, Agent, ApiToken, ToolGrant
+from registry.models.access import agent_name_validator
 from toolhub.api.serializers import StrictSerializer
 
 
@@ -30,10 +32,16 @@ class RoleOutputSerializer(serializers.ModelSerializer):
         )
 
 
+# The form of a permission's label; which labels a role may hold the service decides.
+permission_label_validator = RegexValidator(r"^[^.]+\.[^.]+$", "Not app_label.codename.")
+
+
 class RoleInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=150)
     description = serializers.CharField(allow_blank=True, required=False, default="")
-    permissions = serializers.ListField(child=serializers.CharField(), required=False)
+    permissions = serializers.ListField(
+        child=serializers.CharField(validators=[permission_label_validator]), required=False
+    )
 
 
 class AgentOutputSerializer(serializers.ModelSerializer):
@@ -100,7 +108,7 @@ def webhook_secret_field() -> serializers.CharField:
 
 
 class AgentInputSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[agent_name_validator])
     owner = serializers.CharField(
         help_text="Username (or numeric id) of the person who owns the agent."
     )
@@ -143,6 +151,7 @@ class TokenCreatedSerializer(TokenOutputSerializer):
 
 
 class TokenInputSerializer(StrictSerializer):
+    exclusive_fields = (("expires_at", "expires_in_days"),)  # what ``validate`` enforces
     name = serializers.CharField(max_length=100, allow_blank=True, required=False, default="")
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     expires_in_days = serializers.IntegerField(min_value=1, max_value=3650, required=False)

@@ -87,7 +87,10 @@ class AgentDetailView(AgentAccessMixin):
     def get(self, request, agent_id):
         return Response(s.AgentOutputSerializer(self.get_agent(agent_id)).data)
 
-    @extend_schema(request=s.AgentUpdateSerializer, responses=s.AgentOutputSerializer)
+    @extend_schema(
+        request=s.AgentUpdateSerializer,
+        responses={200: s.AgentOutputSerializer, **errors(409)},  # the last platform admin
+    )
     def patch(self, request, agent_id):
         agent = self.get_agent(agent_id)
         require_platform_admin(request.user)
@@ -140,7 +143,7 @@ class AgentTokenListView(AgentAccessMixin):
 
 class AgentTokenDetailView(AgentAccessMixin):
     @extend_schema(
-        responses={200: s.TokenOutputSerializer},
+        responses={200: s.TokenOutputSerializer, **errors(409)},  # the last platform admin
         description="Revokes the token; answers it, revoked.",
     )
     def delete(self, request, agent_id, token_id):

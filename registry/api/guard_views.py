@@ -15,7 +15,7 @@ from registry.policy import policy_check
 from registry.services import guards as services
 from toolhub.api.openapi import errors, page_parameters, paginated
 from toolhub.api.params import query_uuid
-from toolhub.api.serializers import StrictSerializer
+from toolhub.api.serializers import JSONObjectField, StrictSerializer
 
 
 class GuardOutputSerializer(serializers.ModelSerializer):
@@ -54,7 +54,7 @@ class GuardUpdateSerializer(StrictSerializer):
     )
     action = serializers.ChoiceField(choices=GuardAction.choices)
     order = serializers.IntegerField(min_value=0, max_value=1_000_000, default=100)
-    config = serializers.JSONField(
+    config = JSONObjectField(
         required=False, default=dict, help_text="The kind's settings (docs/governance.md)."
     )
     is_active = serializers.BooleanField(required=False, default=True)
@@ -91,7 +91,7 @@ class GuardListView(BaseAPIView):
         return self.paginate(qs.order_by("order", "name"), GuardOutputSerializer)
 
     @extend_schema(
-        request=GuardInputSerializer, responses={201: GuardOutputSerializer, **errors(404)}
+        request=GuardInputSerializer, responses={201: GuardOutputSerializer, **errors(404, 409)}
     )
     def post(self, request):
         policy_check(actor=request.user, action="guard.write")
@@ -122,11 +122,15 @@ class GuardDetailView(BaseAPIView):
         )
         return Response(GuardOutputSerializer(guard).data)
 
-    @extend_schema(request=GuardUpdateSerializer, responses=GuardOutputSerializer)
+    @extend_schema(
+        request=GuardUpdateSerializer, responses={200: GuardOutputSerializer, **errors(409)}
+    )
     def put(self, request, guard_id):
         return self._update(request, guard_id, partial=False)
 
-    @extend_schema(request=GuardUpdateSerializer, responses=GuardOutputSerializer)
+    @extend_schema(
+        request=GuardUpdateSerializer, responses={200: GuardOutputSerializer, **errors(409)}
+    )
     def patch(self, request, guard_id):
         return self._update(request, guard_id, partial=True)
 

@@ -15,7 +15,7 @@ from registry.models.limits import RateLimitScope
 from registry.policy import policy_check
 from registry.services import limits as services
 from toolhub.api.openapi import errors, page_parameters, paginated
-from toolhub.api.params import query_uuid
+from toolhub.api.params import MAX_DB_INT, query_uuid
 from toolhub.api.serializers import StrictSerializer
 
 
@@ -52,7 +52,7 @@ class RateLimitInputSerializer(StrictSerializer):
         },
     )
     scope = serializers.ChoiceField(choices=RateLimitScope.choices, default=RateLimitScope.AGENT)
-    max_requests = serializers.IntegerField(min_value=1)
+    max_requests = serializers.IntegerField(min_value=1, max_value=MAX_DB_INT)
     time_window_seconds = serializers.IntegerField(min_value=1, max_value=31 * 24 * 3600)
     is_active = serializers.BooleanField(required=False, default=True)
     description = serializers.CharField(

@@ -6,7 +6,9 @@ from rest_framework import serializers
 
 from registry.models import MCPServer
 from registry.models.mcp import MCPTransport
+from registry.models.mcp.server import mcp_server_name_validator
 from registry.services.mcp import mcp_server_tools
+from toolhub.api.params import MAX_DB_INT
 from toolhub.api.serializers import StrictSerializer
 
 
@@ -66,7 +68,7 @@ class MCPServerInputSerializer(StrictSerializer):
     read back masked, and a masked value sent back keeps the stored one.
     """
 
-    name = serializers.CharField(max_length=40)
+    name = serializers.CharField(max_length=40, validators=[mcp_server_name_validator])
     description = serializers.CharField(allow_blank=True, required=False)
     transport = serializers.ChoiceField(choices=MCPTransport.choices)
     url = serializers.CharField(allow_blank=True, max_length=2000, required=False)
@@ -80,7 +82,9 @@ class MCPServerInputSerializer(StrictSerializer):
     tools_allowed = serializers.ListField(child=StrictCharField(), required=False)
     tools_denied = serializers.ListField(child=StrictCharField(), required=False)
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
-    max_concurrency = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_concurrency = serializers.IntegerField(
+        min_value=1, max_value=MAX_DB_INT, allow_null=True, required=False
+    )
     is_enabled = serializers.BooleanField(required=False)
     sync_interval_minutes = serializers.IntegerField(
         min_value=0, max_value=7 * 24 * 60, required=False

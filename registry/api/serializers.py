@@ -10,7 +10,15 @@ from rest_framework import serializers
 
 from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter
-from registry.models.tools import JSONType, ParameterKind, ToolType
+from registry.models.tools import (
+    JSONType,
+    ParameterKind,
+    ToolType,
+    config_key_validator,
+    parameter_name_validator,
+    tool_name_validator,
+)
+from toolhub.api.params import MAX_DB_INT
 from toolhub.api.serializers import (
     AnyCaseChoiceField,
     AnyJSONField,
@@ -136,7 +144,7 @@ class ToolDetailOutputSerializer(ToolOutputSerializer):
 
 
 class ParameterInputSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=64)
+    name = serializers.CharField(max_length=64, validators=[parameter_name_validator])
     parameter_type = AnyCaseChoiceField(choices=ParameterKind.choices, default=ParameterKind.INPUT)
     type = AnyCaseChoiceField(choices=JSONType.choices, default=JSONType.STRING)
     required = serializers.BooleanField(default=False)
@@ -150,8 +158,10 @@ class ParameterInputSerializer(StrictSerializer):
         write_only=True,
         help_text=DEFAULT_VALUE_HELP,
     )
-    json_schema = serializers.JSONField(required=False, default=dict)
-    position = serializers.IntegerField(min_value=0, required=False)  # absent: after the others
+    json_schema = JSONObjectField(required=False, default=dict)
+    position = serializers.IntegerField(
+        min_value=0, max_value=MAX_DB_INT, required=False
+    )  # absent: after the others
 
     def validate(self, attrs):
         """``default_value`` (text) becomes ``default``, read per the parameter's type. The
@@ -193,13 +203,13 @@ class ParameterUpdateSerializer(ParameterInputSerializer):
 
 
 class ConfigInputSerializer(StrictSerializer):
-    config_key = serializers.CharField(max_length=100)
+    config_key = serializers.CharField(max_length=100, validators=[config_key_validator])
     config_value = AnyJSONField()
     is_secret = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
 class ToolInputSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=64)
+    name = serializers.CharField(max_length=64, validators=[tool_name_validator])
     description = serializers.CharField(allow_blank=True, required=False, default="")
     type = AnyCaseChoiceField(choices=ToolType.choices)
     version = serializers.CharField(max_length=32, required=False)
@@ -207,11 +217,17 @@ class ToolInputSerializer(StrictSerializer):
     is_active = serializers.BooleanField(required=False)
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_retries = serializers.IntegerField(min_value=0, max_value=10, required=False)
-    cache_ttl_seconds = serializers.IntegerField(min_value=0, required=False)
-    max_concurrency = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    max_response_bytes = serializers.IntegerField(min_value=1024, required=False)
+    cache_ttl_seconds = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT, required=False)
+    max_concurrency = serializers.IntegerField(
+        min_value=1, max_value=MAX_DB_INT, required=False, allow_null=True
+    )
+    max_response_bytes = serializers.IntegerField(
+        min_value=1024, max_value=MAX_DB_INT, required=False
+    )
     requires_approval = serializers.BooleanField(required=False)
-    approval_condition = serializers.JSONField(required=False)
+    approval_condition = JSONObjectField(
+        required=False, help_text="A JSON-Schema fragment; {} for no condition."
+    )
     approval_ttl_seconds = serializers.IntegerField(
         min_value=60, max_value=30 * 24 * 3600, required=False
     )

@@ -16,6 +16,10 @@ tool_name_validator = RegexValidator(
     "Use 1 to 64 characters: letters, digits, '_' or '-'.",
     code="invalid_name",
 )
+parameter_name_validator = RegexValidator(
+    r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$",
+    "Start with a letter or '_'; then letters, digits, '_', '.' or '-'.",
+)
 config_key_validator = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,100}$",
     "Use 1 to 100 characters: letters, digits, '_', '.' or '-'.",
@@ -195,12 +199,7 @@ class ToolParameter(models.Model):
     tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="parameters")
     name = models.CharField(
         max_length=64,
-        validators=[
-            RegexValidator(
-                r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$",
-                "Start with a letter or '_'; then letters, digits, '_', '.' or '-'.",
-            )
-        ],
+        validators=[parameter_name_validator],
     )
     parameter_type = models.CharField(
         max_length=8, choices=ParameterKind.choices, default=ParameterKind.INPUT

@@ -18,6 +18,9 @@ _FALSE = {"false", "0", "no"}
 # number beyond it is no id of any row, and sending it to the database fails.
 MIN_DB_INTEGER = -(2**63)
 MAX_DB_INTEGER = 2**63 - 1
+# The largest value of an integer column (PositiveIntegerField): a serializer field stored
+# in one documents it as its maximum, so the document never offers a number the row refuses.
+MAX_DB_INT = 2**31 - 1
 _MAX_ID_DIGITS = len(str(MAX_DB_INTEGER))
 
 

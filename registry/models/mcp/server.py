@@ -15,6 +15,11 @@ from registry import crypto
 from registry.models.mcp.stdio_env import ENV_VAR_PATTERN
 
 MCP_SERVER_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,40}$"
+mcp_server_name_validator = RegexValidator(
+    MCP_SERVER_NAME_PATTERN,
+    "Use 1 to 40 characters: letters, digits, '_' or '-'.",
+    code="invalid_name",
+)
 
 
 class MCPTransport(models.TextChoices):
@@ -52,13 +57,7 @@ class MCPServer(models.Model):
     name = models.CharField(
         max_length=40,
         unique=True,
-        validators=[
-            RegexValidator(
-                MCP_SERVER_NAME_PATTERN,
-                "Use 1 to 40 characters: letters, digits, '_' or '-'.",
-                code="invalid_name",
-            )
-        ],
+        validators=[mcp_server_name_validator],
         help_text="Namespace of the server's tools: they are named <name>__<tool>.",
     )
     description = models.TextField(blank=True)
