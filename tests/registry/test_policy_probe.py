@@ -6,10 +6,14 @@ definitions" and "Set rate limits" (no platform-admin right), as in the API tabl
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from executions.services.admission import resolve_caller
 from executions.services.governance import RateLimited, rate_limit_admit
+from registry import access
+from registry.importers.run import import_content
 from registry.models import RateLimitRule, Tool
 from registry.services import access as access_services
 from registry.services import limits as limit_services
@@ -176,3 +180,93 @@ def test_an_agent_cannot_reset_its_own_rate_limit_by_retuning_calls_and_window(e
         return  # refusing the edit is one way to hold
     with pytest.raises(RateLimited):
         rate_limit_admit(caller=caller, tool=Tool.objects.get(pk=tool.pk))
+
+
+def _mine(role, name: str) -> Tool:
+    tool = tool_services.tool_create(
+        actor=None,
+        name=name,
+        type="http",
+        configs=[{"config_key": "base_url", "config_value": "https://mine.example"}],
+    )
+    _manage(role, tool)
+    return tool
+
+
+def _calls_of(host: str) -> list[Tool]:
+    return [
+        t
+        for t in Tool.objects.all()
+        if any(host in str(c.plain_value) for c in t.configs.filter(config_key="base_url"))
+    ]
+
+
+PAYMENTS_SPEC = json.dumps(
+    {
+        "openapi": "3.1.0",
+        "paths": {"/refunds": {"post": {"operationId": "refund", "summary": "Refund"}}},
+    }
+)
+
+
+def test_a_manager_cannot_have_an_openapi_import_adopt_its_tool(editor, staff_user):
+    """The import finds its earlier tools by two metadata keys any editor may write:
+    a manager's tool marked with them becomes the imported operation, grants and all."""
+    role, user = editor
+    mine = _mine(role, "probe_mine")
+    try:
+        tool_services.tool_update(
+            actor=user,
+            tool=mine,
+            data={
+                "tool_metadata": {
+                    "openapi_namespace": "payments",
+                    "openapi_operation": "POST /refunds",
+                }
+            },
+        )
+    except PermissionDenied:
+        pass  # refusing the marks is one way to hold
+    report = import_content(
+        PAYMENTS_SPEC,
+        actor=staff_user,
+        base_url="https://payments.internal.example",
+        namespace="payments",
+    )
+    assert report.ok, report.text()
+    refunds = _calls_of("payments.internal.example")
+    assert refunds, "the import wrote no tool for POST /refunds"
+    assert not any(access.can(user, "execute", t) for t in refunds), (
+        "the manager may call the imported refund operation nobody granted it"
+    )
+
+
+def test_a_manager_cannot_have_a_catalog_import_adopt_its_tool_by_name(editor, staff_user):
+    """A catalog import updates the tool of the same name: a manager's tool renamed to a
+    name an admin is about to import becomes that tool, grants and all."""
+    role, user = editor
+    mine = _mine(role, "probe_mine2")
+    tool_services.tool_update(actor=user, tool=mine, data={"name": "crm_delete_contact"})
+    catalog = json.dumps(
+        {
+            "tools": [
+                {
+                    "name": "crm_delete_contact",
+                    "type": "http",
+                    "description": "Delete a CRM contact",
+                    "configs": {
+                        "base_url": "https://crm.internal.example",
+                        "endpoint": "/contacts/delete",
+                        "method": "POST",
+                    },
+                }
+            ]
+        }
+    )
+    report = import_content(catalog, actor=staff_user)
+    assert report.ok, report.text()
+    crm = _calls_of("crm.internal.example")
+    assert crm, "the import wrote no crm tool"
+    assert not any(access.can(user, "execute", t) for t in crm), (
+        "the manager may call the imported CRM tool nobody granted it"
+    )
