@@ -12,8 +12,12 @@ from datetime import timedelta
 import pytest
 
 from executions.models import Approval, Execution
+from executions.services.admission import GuardDenied
+from executions.services.pipeline import execution_request
 from executions.services.runner import execution_run
+from registry.services import guards as guard_services
 from registry.services.audit_chain import audit_seal_all, audit_verify
+from tests.executions.conftest import echo_caller
 from tests.executions.test_admitted_fields import waiting
 from tests.registry.test_audit_chain import tamper
 
@@ -64,3 +68,27 @@ def test_a_call_queued_in_the_database_while_it_waited_for_approval_fails_verifi
     report = audit_verify()
     assert not report.ok
     assert str(pk) in report.problem.message
+
+
+def test_a_worker_refuses_a_call_denied_at_admission_and_queued_in_the_database(
+    upstream, allow_loopback, eager_tasks
+):
+    """Admission refused the call (a guard denied it): no later row state makes it run."""
+    caller = echo_caller(upstream, "denied", "echo_denied")
+    guard_services.guard_create(
+        actor=None,
+        tool=caller["tool"],
+        name="deny-etc",
+        kind="arguments",
+        action="deny",
+        config={"condition": {"properties": {"path": {"pattern": "^etc"}}, "required": ["path"]}},
+    )
+    with pytest.raises(GuardDenied):
+        execution_request(
+            user=caller["agent"].user, tool_ref="echo_denied", arguments={"path": "etc"}
+        )
+    denied = Execution.objects.get(tool=caller["tool"])
+    assert denied.status == "denied"
+    _queue_without_approval(denied.pk)
+    execution_run(execution_id=denied.pk)
+    assert upstream.requests == [], "a call the guard denied reached the upstream"
