@@ -17,6 +17,7 @@ from registry.importers.run import import_content
 from registry.models import RateLimitRule, Tool
 from registry.services import access as access_services
 from registry.services import limits as limit_services
+from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
 from tests.registry.test_policy import _agent, _manage
 from toolhub.exceptions import PermissionDenied
@@ -270,3 +271,26 @@ def test_a_manager_cannot_have_a_catalog_import_adopt_its_tool_by_name(editor, s
     assert not any(access.can(user, "execute", t) for t in crm), (
         "the manager may call the imported CRM tool nobody granted it"
     )
+
+
+def test_a_manager_cannot_hold_a_name_in_an_mcp_servers_namespace_by_taking_it_first(
+    editor, staff_user
+):
+    """``<server>__…`` names are the server's tools': a manager's tool renamed into that
+    namespace before the server is registered keeps passing for one of them (and the
+    sync pushes the real one to a suffixed name)."""
+    role, user = editor
+    mine = _mine(role, "probe_mine3")
+    tool_services.tool_update(actor=user, tool=mine, data={"name": "billing__refund"})
+    mcp_services.mcp_server_create(
+        actor=staff_user,
+        name="billing",
+        transport="streamable_http",
+        url="http://127.0.0.1:9/mcp",
+    )
+    squatters = [
+        t.name
+        for t in Tool.objects.filter(name__startswith="billing__")
+        if (t.tool_metadata or {}).get("mcp_server") != "billing"
+    ]
+    assert squatters == [], f"tools outside server 'billing' named in its namespace: {squatters}"
