@@ -41,10 +41,13 @@ ADMITTED_FIELDS = (
     "trace_id",
     "client_address",
     "created_at",
+    # Set only when admission answers from the cache: an open call never has one.
+    "cached_from_id",
 )
 
-# Foreign keys that deleting the user or role clears (SET_NULL): the row may hold None.
-_CLEARABLE = frozenset({"principal_id", "role_id", "agent_owner_id"})
+# Foreign keys that deleting the user or role (or retention, the cached-from call)
+# clears (SET_NULL): the row may hold None.
+_CLEARABLE = frozenset({"principal_id", "role_id", "agent_owner_id", "cached_from_id"})
 
 # What events written before ``admitted`` existed recorded of these, under other keys.
 _EARLIER_KEYS = {

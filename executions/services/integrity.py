@@ -13,6 +13,7 @@ rewritten to match.
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 from django.core.files.storage import default_storage
 
@@ -24,6 +25,7 @@ from executions.services.records import (
     round_trips,
     sealed_digest,
 )
+from executions.services.run_evidence import run_permitted
 
 INTEGRITY_ERROR = "integrity_error"
 _EXECUTION = "executions.execution"
@@ -68,9 +70,9 @@ def _arguments_differ(execution: Execution, recorded: dict) -> bool:
     )
 
 
-def admission_record(execution_id) -> dict | None:
-    """What the first authentic event of the call recorded (its admission, unless
-    retention removed that one); None when there is none."""
+def authentic_afters(execution_id):
+    """What each authentic event of the call recorded (its ``after``), oldest first:
+    one indexed read, each MAC checked only when it is reached."""
     from registry.models import AuditEvent
     from registry.services.audit_auth import MAC_FIELDS, signing_keys
 
@@ -82,8 +84,13 @@ def admission_record(execution_id) -> dict | None:
     keyed = bool(signing_keys())
     for row in events:
         if _mac_holds(row, keyed):  # a row inserted behind ToolHub's back never binds
-            return row["after"] or {}
-    return None
+            yield row["after"] or {}
+
+
+def admission_record(execution_id) -> dict | None:
+    """What the first authentic event of the call recorded (its admission, unless
+    retention removed that one); None when there is none."""
+    return next(authentic_afters(execution_id), None)
 
 
 def _mac_holds(row: dict, keyed: bool) -> bool:
@@ -106,8 +113,10 @@ def authentic_events(event_ids: list[int]) -> set[int]:
 
 
 def claim_refusal(execution: Execution) -> str | None:
-    """Why a worker must not run ``execution`` as read (None: it carries what was admitted)."""
-    recorded = admission_record(execution.pk)
+    """Why a worker must not run ``execution`` as read (None: it carries what was
+    admitted, and its admission or a person's approval let it run)."""
+    events = authentic_afters(execution.pk)
+    recorded = next(events, None)
     if recorded is None:
         return (
             "The call has no authentic admission event to check its arguments against; "
@@ -118,6 +127,11 @@ def claim_refusal(execution: Execution) -> str | None:
         return (
             f"The call's {' and '.join(changed)} no longer match what its admission event "
             "recorded: it was altered in the database after it was admitted, and was not run."
+        )
+    if not run_permitted(itertools.chain([recorded], events)):
+        return (
+            "No authentic event lets the call run: its admission did not queue it and no "
+            "approval of it is recorded. It was queued in the database, and was not run."
         )
     return None
 

@@ -29,6 +29,7 @@ from executions.services.records import (
     input_hash,
     round_trips,
 )
+from executions.services.run_evidence import unpermitted_run
 from registry.canonical import time_form
 
 # The target type of the records these checks name (the admin flags their pages).
@@ -116,6 +117,7 @@ def altered_executions(chunk: int = 2000):
                 _finished_record_problem(execution, *history[-1])
                 or _admission_problem(execution, history)
                 or _approval_problem(execution, history, approved)
+                or unpermitted_run(execution, history)
             )
             if problem is not None:
                 yield problem
