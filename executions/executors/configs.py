@@ -101,6 +101,10 @@ class ConfigKey:
     # How the tool's credentials are sent (the scheme, the header carrying them):
     # held like ``destination`` on a tool that holds secrets.
     sends_credentials: bool = False
+    # What the tool runs or where (the program, the statement, the server, the URL and
+    # method): only platform admins change it (``registry.policy``, "what runs"). The one
+    # place this is declared; the registry reads it through ``registry.hooks.config_spec``.
+    target: bool = False
 
 
 class ExecutorConfigs:

@@ -89,13 +89,21 @@ CONFIGS = ExecutorConfigs(
             _server,
             plain_check=_no_plain_server_secrets,
             destination=True,
+            target=True,
         ),
-        ConfigKey("remote_tool_name", "the tool's name on its MCP server", text, destination=True),
+        ConfigKey(
+            "remote_tool_name",
+            "the tool's name on its MCP server",
+            text,
+            destination=True,
+            target=True,
+        ),
         ConfigKey(
             "server_id",
             "the id (a UUID) of a registered MCP server",
             _server_id,
             destination=True,
+            target=True,
         ),
     ],
 )

@@ -79,6 +79,7 @@ CONFIGS = ExecutorConfigs(
             "function",
             "the name a Python tool is registered under (letters, digits, _ and -; at most 64)",
             _function_name,
+            target=True,
         ),
         ConfigKey("module", "a dotted Python module path (recorded, never imported)", _module_path),
     ],

@@ -22,14 +22,17 @@ def rule_snapshot(rule: RateLimitRule) -> dict:
 
 
 def _loosens(before: dict, after: dict) -> bool:
-    """Whether a rule lets more calls through than it did: switched off, more calls,
-    a shorter window, or counted for other callers (another scope)."""
+    """Whether a rule may let more calls through than it did: switched off, more calls,
+    counted for other callers (another scope), or any other window. Counters are kept
+    per rule, scope and window start (``executions.services.governance``): a new
+    window, even a longer one, starts from zero, so only fewer calls in the same
+    window is a tightening."""
     if not before["is_active"]:
         return False
     return (
         not after["is_active"]
         or after["max_requests"] > before["max_requests"]
-        or after["time_window_seconds"] < before["time_window_seconds"]
+        or after["time_window_seconds"] != before["time_window_seconds"]
         or after["scope"] != before["scope"]
     )
 

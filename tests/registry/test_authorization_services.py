@@ -83,7 +83,7 @@ def services_world(governed_world):
         parameters=[{"name": "q"}],
         configs=[
             {"config_key": "base_url", "config_value": "https://svc.example"},
-            {"config_key": "method", "config_value": "GET"},
+            {"config_key": "timeout_seconds", "config_value": 10},
         ],
     )
     py = tool_services.tool_create(actor=None, name="svc_py", type="python")
@@ -139,7 +139,7 @@ WRITES = {
         actor=a, parameter=_u(w).parameters.get()
     ),
     "config_set.plain": lambda w, a: tool_services.config_set(
-        actor=a, tool=_u(w), config_key="method", config_value="POST"
+        actor=a, tool=_u(w), config_key="timeout_seconds", config_value=20
     ),
     "config_set.base_url": lambda w, a: tool_services.config_set(
         actor=a, tool=_u(w), config_key="base_url", config_value="https://elsewhere.example"
@@ -154,7 +154,7 @@ WRITES = {
         actor=a, config=w["PY"].configs.get(config_key="function")
     ),
     "config_delete.plain": lambda w, a: tool_services.config_delete(
-        actor=a, config=_u(w).configs.get(config_key="method")
+        actor=a, config=_u(w).configs.get(config_key="timeout_seconds")
     ),
     "grant_create": lambda w, a: access_services.grant_create(
         actor=a, role=w["roles"]["nobody"], action="read", tool=_u(w)

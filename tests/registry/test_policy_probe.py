@@ -247,7 +247,10 @@ def test_a_manager_cannot_have_a_catalog_import_adopt_its_tool_by_name(editor, s
     name an admin is about to import becomes that tool, grants and all."""
     role, user = editor
     mine = _mine(role, "probe_mine2")
-    tool_services.tool_update(actor=user, tool=mine, data={"name": "crm_delete_contact"})
+    try:
+        tool_services.tool_update(actor=user, tool=mine, data={"name": "crm_delete_contact"})
+    except PermissionDenied:
+        pass  # refusing the rename is one way to hold
     catalog = json.dumps(
         {
             "tools": [
@@ -281,7 +284,10 @@ def test_a_manager_cannot_hold_a_name_in_an_mcp_servers_namespace_by_taking_it_f
     sync pushes the real one to a suffixed name)."""
     role, user = editor
     mine = _mine(role, "probe_mine3")
-    tool_services.tool_update(actor=user, tool=mine, data={"name": "billing__refund"})
+    try:
+        tool_services.tool_update(actor=user, tool=mine, data={"name": "billing__refund"})
+    except PermissionDenied:
+        pass  # refusing the reserved name is one way to hold
     mcp_services.mcp_server_create(
         actor=staff_user,
         name="billing",

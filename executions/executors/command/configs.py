@@ -211,6 +211,7 @@ CONFIGS = ExecutorConfigs(
             _argv,
             # Which program runs: a tool holding secrets would hand them to another.
             destination=True,
+            target=True,
         ),
         ConfigKey(
             "end_of_options",
@@ -219,6 +220,7 @@ CONFIGS = ExecutorConfigs(
             _end_of_options,
             default=False,
             destination=True,
+            target=True,
         ),
         ConfigKey(
             "dash_values_at",
@@ -227,8 +229,14 @@ CONFIGS = ExecutorConfigs(
             _positions,
             default=frozenset(),
             destination=True,
+            target=True,
         ),
-        ConfigKey("stdin", "the name of the input written to standard input", _parameter_name),
+        ConfigKey(
+            "stdin",
+            "the name of the input written to standard input",
+            _parameter_name,
+            target=True,
+        ),
         ConfigKey(
             "env",
             f"a JSON object of environment variables {ENV_SETTING} allows, with string values",
@@ -236,6 +244,7 @@ CONFIGS = ExecutorConfigs(
             default={},
             plain_check=_env_plain_check,
             sends_credentials=True,
+            target=True,
         ),
         ConfigKey(
             "workspace_files",

@@ -134,18 +134,21 @@ CONFIGS = ExecutorConfigs(
             check=_check_connection_string,
             plain_check=_no_plain_password,
             destination=True,
+            target=True,
         ),
         ConfigKey(
             "connection_alias",
             f"a connection name from {ALIASES_SETTING}",
             text,
             destination=True,
+            target=True,
         ),
         ConfigKey(
             "query_template",
             "one SQL statement with :name or %(name)s placeholders",
             text,
             check=_check_query_template,
+            target=True,  # the statement run with the operator's connection
         ),
         ConfigKey(
             "read_only",
@@ -153,6 +156,7 @@ CONFIGS = ExecutorConfigs(
             parse_read_only,
             True,
             check=_check_read_only,
+            target=True,  # whether that statement may write
         ),
         ConfigKey("timeout_seconds", "a positive number of seconds", positive_number),
         ConfigKey("max_rows", "a positive whole number", positive_integer, DEFAULT_MAX_ROWS),

@@ -217,6 +217,7 @@ CONFIGS = ExecutorConfigs(
             check=_check_url,
             plain_check=_no_plain_url_password,
             destination=True,
+            target=True,
         ),
         ConfigKey(
             "endpoint",
@@ -225,8 +226,15 @@ CONFIGS = ExecutorConfigs(
             check=_check_url,
             plain_check=_no_plain_url_password,
             destination=True,
+            target=True,
         ),
-        ConfigKey("method", f"one of {choice_words(METHODS)}", one_of(METHODS, upper=True), "GET"),
+        ConfigKey(
+            "method",
+            f"one of {choice_words(METHODS)}",
+            one_of(METHODS, upper=True),
+            "GET",
+            target=True,  # GET or DELETE of the same URL are different operations
+        ),
         ConfigKey("timeout_seconds", "a positive number of seconds", positive_number),
         ConfigKey(
             "headers",

@@ -39,6 +39,22 @@ from toolhub.exceptions import Conflict
 # Tools
 
 
+def _check_create_identity(actor, name: str, metadata: Any) -> None:
+    """A new tool may not pass for an imported or synced one: a reserved name
+    (``<namespace>__<tool>``) or the metadata importers and syncs find theirs by."""
+    if policy.reserved_name(None, str(name)):
+        policy.policy_check(actor=actor, action="tool.reserved_name", fields=["name"])
+    marks = (
+        sorted(set(metadata or {}) & set(policy.WHAT_RUNS_METADATA))
+        if isinstance(metadata, dict)
+        else []
+    )
+    if marks:
+        policy.policy_check(
+            actor=actor, action="tool.what_runs", fields=[f"tool_metadata.{k}" for k in marks]
+        )
+
+
 @transaction.atomic
 def tool_create(
     *,
@@ -58,6 +74,7 @@ def tool_create(
         # What a Python tool runs is a registered function, perhaps another tool's,
         # whose approval and limits live on that tool: naming it is a platform admin's.
         policy.policy_check(actor=actor, action="tool.what_runs", fields=["type"])
+    _check_create_identity(actor, name, fields.get("tool_metadata"))
     metadata = fields.get("tool_metadata")
     if type == "command" and (metadata is None or isinstance(metadata, dict)):
         # A command runs a program: it fails closed unless its creator says otherwise.

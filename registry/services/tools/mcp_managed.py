@@ -57,7 +57,7 @@ def check_tool_change(actor, tool: Tool, data: dict) -> None:
         actor=actor,
         tool=tool,
         actions=policy.tool_field_actions(tool, data),
-        loosens=policy.approval_loosens(tool, data),
+        loosens=policy.tool_change_loosens(tool, data),
     )
 
 
@@ -85,9 +85,11 @@ def check_config_change(actor, tool: Tool, config_key: str, *, creating: bool = 
     policy.check_actions(actor=actor, tool=tool, actions=actions)
 
 
-def check_parameter_change(actor, tool: Tool) -> None:
-    """``registry.policy`` for adding, changing or removing a parameter of ``tool``."""
-    policy.check_actions(actor=actor, tool=tool, actions=policy.parameter_actions(tool))
+def check_parameter_change(actor, tool: Tool, names=()) -> None:
+    """``registry.policy`` for adding, changing or removing parameters ``names`` of ``tool``
+    (a parameter a "what runs" config names as ``{placeholder}`` is what runs)."""
+    actions = policy.parameter_actions(tool, {str(n) for n in names if n})
+    policy.check_actions(actor=actor, tool=tool, actions=actions)
 
 
 def _carries_secrets(tool: Tool, changing: str | None) -> bool:

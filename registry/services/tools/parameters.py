@@ -65,7 +65,7 @@ def parameter_create(
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
     if not _creating:  # the tool's creation was checked (registry.policy)
-        check_parameter_change(actor, tool)
+        check_parameter_change(actor, tool, [data.get("name")])
     if "position" not in data and not _creating:
         # Added one at a time, parameters keep the order they were added in.
         last = (
@@ -96,7 +96,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
     if unknown:
         raise TypeError(f"unknown parameter fields: {sorted(unknown)}")
     param = ToolParameter.objects.select_for_update().select_related("tool").get(pk=parameter.pk)
-    check_parameter_change(actor, param.tool)
+    check_parameter_change(actor, param.tool, [param.name, data.get("name")])
     before = parameter_snapshot(param)
     for field, value in data.items():
         setattr(param, field, value)
@@ -125,7 +125,7 @@ def parameter_update(*, actor, parameter: ToolParameter, data: dict[str, Any]) -
 
 @transaction.atomic
 def parameter_delete(*, actor, parameter: ToolParameter) -> None:
-    check_parameter_change(actor, parameter.tool)
+    check_parameter_change(actor, parameter.tool, [parameter.name])
     snapshot = parameter_snapshot(parameter)
     target_repr, target_id = str(parameter), str(parameter.pk)
     parameter.delete()
