@@ -639,5 +639,8 @@ LOGGING = {
         # The MCP SDK logs every stateless request's end at INFO ("Terminating session").
         "mcp.server.streamable_http": {"level": "WARNING"},
         "mcp.server.streamable_http_manager": {"level": "WARNING"},
+        # httpcore (the HTTP executor's transport) traces each exchange at DEBUG with the
+        # upstream's headers, which may echo a credential: never below WARNING.
+        "httpcore": {"level": "WARNING"},
     },
 }
