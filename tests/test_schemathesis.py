@@ -20,6 +20,7 @@ from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
 from django.core import signals
 from django.core.management import call_command
+from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, transaction
 from django.test import override_settings
 from hypothesis import HealthCheck, settings
@@ -29,7 +30,11 @@ from registry.models import Agent, Guard, MCPServer, Tool, ToolParameter, Toolse
 from registry.services import access as access_services
 from tests.factories import ToolFactory, make_token, make_user
 from toolhub.celery import app as celery_app
-from toolhub.wsgi import application
+
+# Django's WSGI application, as toolhub.wsgi serves it, but without that module's setup of a
+# serving process (its bounded connection pool), which would change this test process's
+# database settings for every test collected with it.
+application = get_wsgi_application()
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

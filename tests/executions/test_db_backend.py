@@ -175,3 +175,12 @@ def test_a_change_between_requests_is_seen_by_the_next_one(caller, warm_connecti
     status, body = wsgi_call(caller["token"])
     assert status.startswith("401"), body
     assert "inactive" in json.dumps(body).lower(), body
+
+
+def test_the_test_process_keeps_djangos_connection_per_thread():
+    """Only a serving process (toolhub.asgi, toolhub.wsgi, a Celery worker) puts the bounded
+    pool in place; a test module that imports one of them at collection would switch every
+    test of the run to the pool (a connection closed at each request's end)."""
+    database = connection.settings_dict
+    assert "pool" not in database.get("OPTIONS", {})
+    assert database["CONN_MAX_AGE"] != 0
