@@ -63,15 +63,15 @@ def test_manage_lets_them_edit_the_tool_and_its_configs_audited(world):
         {
             "configs-TOTAL_FORMS": int(data["configs-TOTAL_FORMS"]) + 1,
             "configs-1-tool": tool.pk,
-            "configs-1-config_key": "method",
-            "configs-1-value": "POST",
+            "configs-1-config_key": "timeout_seconds",
+            "configs-1-value": "7",
         }
     )
     response = client.post(url, data)
     assert response.status_code == 302, response.content.decode()[:3000]
     tool.refresh_from_db()
     assert tool.description == "edited by its owner"
-    assert ToolConfig.objects.get(tool=tool, config_key="method").plain_value == "POST"
+    assert ToolConfig.objects.get(tool=tool, config_key="timeout_seconds").plain_value == 7
     actors = set(AuditEvent.objects.filter(id__gt=before).values_list("actor_name", flat=True))
     assert actors == {"tool-owner"}
 
