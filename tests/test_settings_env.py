@@ -16,6 +16,13 @@ from toolhub import env
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def _settings_names_kept_apart(monkeypatch):
+    """The helpers record every name they read (``env.SETTINGS_NAMES``, which the compose test
+    checks against the deployment docs); the made-up names read here go to a copy."""
+    monkeypatch.setattr(env, "SETTINGS_NAMES", set(env.SETTINGS_NAMES))
+
+
 SHOW_SETTINGS = (
     "import django; django.setup(); from django.conf import settings; "
     "print(settings.DEBUG, settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"

@@ -27,7 +27,6 @@ from toolhub.db import pool
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
 tracing.setup()  # before the application loads its middleware; nothing when OTEL_* is unset
 django_wsgi = get_wsgi_application()  # sets Django up before the mounts import
-pool.configure_process("web")
 
 from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402
@@ -50,6 +49,10 @@ class MountRouter:
         return self.default
 
     async def __call__(self, scope, receive, send):
+        # A serving process: its bounded pool is put in place at the first event (the
+        # lifespan's start, or the first request), before any connection; importing this
+        # module changes no setting. Once per process.
+        pool.configure_process("web")
         if scope["type"] == "lifespan":
             await self.lifespan(receive, send)
             return

@@ -18,6 +18,7 @@ client, the server is down) is an ``OperationalError``: the caller is answered
 from __future__ import annotations
 
 import logging
+import threading
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
@@ -75,14 +76,28 @@ def release() -> None:
     connection.close()
 
 
+_configured: set[str] = set()
+_configuring = threading.Lock()
+
+
 def configure_process(kind: str, pool_size: int | None = None) -> None:
     """Put this serving process's pool in place: ``pool_size`` connections at most
     (``TOOLHUB_DB_POOL``'s otherwise), named ``toolhub-<kind>`` (pg_stat_activity's
     ``application_name``, unless DATABASE_URL names one).
 
     Called by the web and worker processes before their first connection (the pool
-    is built at the first). Other processes (commands, scripts) keep Django's
-    connection per thread."""
+    is built at the first): the web entry points call it on their first request or
+    lifespan event, so importing them (a test, a script) changes nothing. Other
+    processes (commands, scripts) keep Django's connection per thread. Once per process."""
+    if kind in _configured:
+        return
+    with _configuring:
+        if kind not in _configured:
+            _configure(kind, pool_size)
+            _configured.add(kind)
+
+
+def _configure(kind: str, pool_size: int | None) -> None:
     database = settings.DATABASES["default"]
     options = database.setdefault("OPTIONS", {})
     if options.get("application_name") == DEFAULT_APPLICATION_NAME:
