@@ -20,9 +20,11 @@ UPDATE bumps). A new token needs no bump (unknown tokens are never kept); token
 ``last_used_at``, ``last_login`` and an MCP server's sync status are written on
 ordinary requests and change no decision.
 
-Migrations keep their own copies of what they installed at the time; this module
-is the current truth, and a migration that changes a watched table's columns
-changes it here too.
+Migrations 0007, 0010 and 0017 keep their own copies of what they installed at the
+time; this module is the current truth, and a migration that changes a watched
+table's columns changes it here too. Migration 0023 installs this module's set, so
+such a change must keep a migrate from scratch working (the trigger tests migrate a
+new database on both backends, so a break shows there).
 """
 
 from __future__ import annotations
