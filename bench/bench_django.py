@@ -22,6 +22,7 @@ import io
 import json
 import os
 import pstats
+import re
 import statistics
 import sys
 import time
@@ -164,6 +165,9 @@ def _print_queries(title: str, queries: list[tuple[str, float]]) -> None:
 
 def _print_profile(title: str, profiler: cProfile.Profile, calls: int, top: int) -> None:
     print(f"\n### {title} (cProfile over {calls} calls; times are totals for all calls)")
+    if dump := os.environ.get("BENCH_PSTATS"):
+        # For comparing two revisions call by call (pstats files, one per measurement).
+        profiler.dump_stats(f"{dump}.{re.sub(r'[^a-z]+', '-', title.lower()).strip('-')}")
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
     # ToolHub's own functions first (paths kept so the filter can see the app directories).
