@@ -36,6 +36,15 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
 
 import django  # noqa: E402
 
+if os.environ.get("BENCH_SERVING_POOL") and len(sys.argv) > 1 and sys.argv[1] == "profile":
+    # As a web process serves (BENCH_SERVING_POOL=1): its bounded connection pool, where the
+    # revision has one; revisions without it keep a connection per thread.
+    try:
+        from toolhub.db import pool as _pool
+
+        _pool.configure_process("web")
+    except ImportError:
+        pass
 django.setup()
 
 
@@ -227,7 +236,7 @@ def profile(args) -> None:
 
     # 2. Admission only (wait=false), the task is not sent: what the web side costs by itself.
     queued: list[str] = []
-    with mock.patch.object(pipeline, "enqueue", lambda execution, tool: None):
+    with mock.patch.object(pipeline, "enqueue", lambda execution, tool: True):
         for _ in range(5):
             queued.append(call(False)["id"])
         with QueryRecorder() as web_admit:
