@@ -9,15 +9,16 @@ from celery.signals import celeryd_after_setup
 from django.conf import settings
 
 from executions.mcp_sync import mcp_servers_resync_due
-from executions.services import runner, webhooks
+from executions.services import runner, task_queue, webhooks
 from executions.services.approvals import approvals_expire
 from toolhub import context
 
 logger = logging.getLogger(__name__)
 
 
+# Sent by these names from executions.services.task_queue (which cannot import this module).
 @shared_task(
-    name="executions.run",
+    name=task_queue.RUN_TASK,
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
@@ -42,7 +43,7 @@ WEBHOOK_RETRY_SECONDS = (10, 60, 300)
 
 
 @shared_task(
-    name="executions.deliver_webhook",
+    name=task_queue.WEBHOOK_TASK,
     bind=True,
     ignore_result=True,
     max_retries=len(WEBHOOK_RETRY_SECONDS),

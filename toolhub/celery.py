@@ -13,6 +13,7 @@ from celery.signals import (
     worker_process_init,
     worker_process_shutdown,
 )
+from django.conf import settings
 
 from toolhub import tracing
 from toolhub.env import env_int
@@ -27,14 +28,12 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf["CELERY_DB_REUSE_MAX"] = env_int("TOOLHUB_WORKER_DB_REUSE_MAX", 1000, minimum=0)
 app.autodiscover_tasks()
 
-# The periodic housekeeping tasks (sealing every 2 s, the reaper, approval expiry):
-# their services log when they do something; Celery's own "sent", "received" and
-# "succeeded" lines for them would be three INFO lines every two seconds.
-HOUSEKEEPING_TASKS = ("registry.seal_audit", "executions.reap", "executions.expire_approvals")
-
 
 class QuietHousekeeping(logging.Filter):
-    """Drop Celery's routine INFO lines about the housekeeping tasks (warnings pass)."""
+    """Drop Celery's routine INFO lines about the periodic housekeeping tasks
+    (``settings.TOOLHUB_HOUSEKEEPING_TASKS``: sealing every 2 s, the reaper, approval
+    expiry); warnings pass. Celery's own "sent", "received" and "succeeded" lines for
+    them would be three INFO lines every two seconds."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno > logging.INFO:
@@ -43,7 +42,7 @@ class QuietHousekeeping(logging.Filter):
             message = record.getMessage()
         except Exception:
             return True
-        return not any(name in message for name in HOUSEKEEPING_TASKS)
+        return not any(name in message for name in settings.TOOLHUB_HOUSEKEEPING_TASKS)
 
 
 for _name in ("celery.beat", "celery.worker.strategy", "celery.app.trace"):
@@ -76,8 +75,6 @@ def _size_worker_connections(sender=None, **kwargs) -> None:
     the prefork (or solo) pool, which runs one task at a time; times ``--concurrency``
     for pools that run tasks in threads of one process. Runs before the fork, before
     any connection (docs/operations.md "Database connections")."""
-    from django.conf import settings
-
     from toolhub.db import pool
 
     kind = getattr(getattr(sender, "pool_cls", None), "__module__", "")

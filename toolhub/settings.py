@@ -393,6 +393,14 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_int("TOOLHUB_MCP_RESYNC_CHECK_INTERVAL", 60, minimum=10),
     },
 }
+# The periodic tasks above that run every few seconds and say nothing new: Celery's
+# routine INFO lines about them are dropped (toolhub/celery.py) and they start no trace
+# (toolhub/tracing.py). Their services log when they do something.
+TOOLHUB_HOUSEKEEPING_TASKS = (
+    "registry.seal_audit",
+    "executions.reap",
+    "executions.expire_approvals",
+)
 
 # Largest upstream response kept (as an artifact) for one execution; the row keeps
 # at most the tool's max_response_bytes of it.

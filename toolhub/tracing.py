@@ -30,6 +30,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 _enabled = False
@@ -114,10 +115,10 @@ def _quiet_sampler(base):
     """``base``, except that the periodic housekeeping tasks (every 2 s) start no trace."""
     from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
-    from toolhub.celery import HOUSEKEEPING_TASKS
-
     quiet = frozenset(
-        f"{kind}/{task}" for task in HOUSEKEEPING_TASKS for kind in ("run", "apply_async")
+        f"{kind}/{task}"
+        for task in settings.TOOLHUB_HOUSEKEEPING_TASKS
+        for kind in ("run", "apply_async")
     )
 
     class QuietHousekeeping(Sampler):

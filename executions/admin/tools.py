@@ -1,4 +1,11 @@
-"""The tool and agent admins, extended with the test run and links to their records."""
+"""The site's admins for tools and agents: the registry's, composed with what the
+executions app adds to their pages (a tool's test run and command sandbox, the
+links to a tool's or an agent's executions).
+
+The registry declares ``ToolAdmin`` and ``AgentAdmin`` without registering them
+(it cannot import this app); each is registered here once, so no admin replaces
+another's (docs/development.md, "Hooks").
+"""
 
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ from executions.admin.executions import executions_changelist_url
 from executions.models import EntryPoint
 from executions.services.pipeline import execution_request
 from registry import access
-from registry.admin.access import AgentAdmin
+from registry.admin.agents import AgentAdmin
 from registry.admin.audit import object_audit_url
 from registry.admin.tools import ToolAdmin
 from registry.formats import secret_parameters
@@ -109,6 +116,7 @@ def activity_links(*, executions_url: str, audit_url: str):
     )
 
 
+@admin.register(Tool)
 class ToolAdminWithTestRun(ToolAdmin):
     """The tool admin plus a 'Test run' page that calls the same pipeline as the API."""
 
@@ -195,10 +203,7 @@ class ToolAdminWithTestRun(ToolAdmin):
         return TemplateResponse(request, "admin/registry/tool/test_run.html", context)
 
 
-admin.site.unregister(Tool)
-admin.site.register(Tool, ToolAdminWithTestRun)
-
-
+@admin.register(Agent)
 class AgentAdminWithActivity(AgentAdmin):
     """The agent admin plus links to the agent's executions and audit events."""
 
@@ -212,7 +217,3 @@ class AgentAdminWithActivity(AgentAdmin):
             executions_url=executions_changelist_url(agent=obj.pk),
             audit_url=object_audit_url(obj),
         )
-
-
-admin.site.unregister(Agent)
-admin.site.register(Agent, AgentAdminWithActivity)

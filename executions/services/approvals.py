@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
-from executions.services import dispatch, integrity, notify, transitions
+from executions.services import integrity, notify, task_queue, transitions
 from registry import access
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
@@ -203,7 +203,7 @@ def _apply_decision(actor, approval: Approval, approve: bool, reason: str, now) 
     execution = moved or Execution.objects.get(pk=approval.execution_id)
     if approve and moved is not None:
         tool = execution.tool
-        transaction.on_commit(lambda: dispatch.enqueue(execution, tool))
+        transaction.on_commit(lambda: task_queue.enqueue(execution, tool))
     return execution
 
 
@@ -340,7 +340,7 @@ def approval_for(user, approval_id) -> Approval:
 
 
 def _webhook(execution: Execution) -> None:
-    dispatch.notify_agent(execution)
+    task_queue.notify_agent(execution)
 
 
 __all__ = [

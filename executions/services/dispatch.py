@@ -1,10 +1,7 @@
 """Where an admitted call runs: here, on a worker while the caller waits, or on a worker.
 
-The only module that knows Celery. Tasks are sent by name (``executions.run``,
-``executions.deliver_webhook``) so no service imports ``executions.tasks``: the
-tasks import the services, never the other way round. ``send_task`` ignores
-``task_always_eager``, so in-process (embedded) the registered task is applied
-instead; its own ``apply_async`` runs it in this thread then.
+The call is sent to the workers through ``task_queue`` (the only module that sends
+tasks); when the broker does not take it, it ends ``failed`` here.
 """
 
 from __future__ import annotations
@@ -12,24 +9,19 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError as KombuOperationalError
 
 from executions import telemetry
 from executions.models import Execution, ExecutionStatus
-from executions.services import notify, runner, transitions, webhooks
-from executions.services.runner import total_budget_seconds
+from executions.services import notify, runner, transitions
+from executions.services.budget import total_budget_seconds
+from executions.services.task_queue import enqueue, tasks_run_here
 from registry.models import Tool
 from toolhub import tracing
-from toolhub.celery import app
 from toolhub.db import pool
 from toolhub.exceptions import ToolHubError
 
 logger = logging.getLogger(__name__)
-RUN_TASK = "executions.run"
-WEBHOOK_TASK = "executions.deliver_webhook"
-BROKER_ERRORS = (KombuOperationalError, OSError)
 QUEUE_UNAVAILABLE_MESSAGE = (
     "The task queue (broker) could not take the call; it was not run. Retry later."
 )
@@ -40,16 +32,6 @@ class QueueUnavailable(ToolHubError):
 
     status_code = 503
     code = "queue_unavailable"
-
-
-def tasks_run_here() -> bool:
-    return bool(app.conf.task_always_eager)
-
-
-def _send(name: str, **options) -> None:
-    """Publish the task registered as ``name`` (applied here when tasks run in-process)."""
-    task = app.tasks[name]
-    task.apply_async(**options)
 
 
 def runs_inline(tool: Tool, wait: float | bool | None) -> bool:
@@ -83,62 +65,6 @@ def wait_limit(tool: Tool, wait: float | bool) -> float:
     if wait is True:
         return budget
     return max(0.0, min(float(wait), budget))
-
-
-def enqueue(execution: Execution, tool: Tool) -> bool:
-    """Publish the task that runs ``execution``; False when the broker did not take it
-    (in time: settings.TOOLHUB_REDIS_TIMEOUT). Never raises for an unreachable broker."""
-    budget = total_budget_seconds(tool)
-    try:
-        _send(
-            RUN_TASK,
-            args=[str(execution.pk), execution.request_id],
-            queue=tool.type,
-            soft_time_limit=budget + 5,
-            time_limit=budget + 15,
-        )
-    except BROKER_ERRORS as exc:
-        logger.warning(
-            "broker unreachable (%s): execution %s not sent to the workers",
-            type(exc).__name__,
-            execution.pk,
-        )
-        return False
-    return True
-
-
-def requeue(execution: Execution, tool: Tool, countdown: float) -> bool:
-    """Send a call waiting for a concurrency slot back to the workers in ``countdown``
-    seconds; False when tasks run in-process (nobody else would pick it up)."""
-    if tasks_run_here():
-        return False
-    _send(
-        RUN_TASK,
-        args=[str(execution.pk), execution.request_id],
-        queue=tool.type,
-        countdown=countdown,
-    )
-    return True
-
-
-def notify_agent(execution: Execution) -> None:
-    """Queue the webhook after commit when the call's agent has one."""
-    agent = execution.agent
-    if agent is None or not agent.webhook_url:
-        return
-    transaction.on_commit(lambda: _queue_delivery(execution))
-
-
-def _queue_delivery(execution: Execution) -> None:
-    """Publish the delivery task; a broker that cannot take it (in time) costs the
-    webhook, recorded as failed, never the request that ended the call."""
-    try:
-        app.tasks[WEBHOOK_TASK].delay(str(execution.pk))
-    except BROKER_ERRORS as exc:
-        logger.warning("webhook for execution %s not queued: %s", execution.pk, exc)
-        webhooks.delivery_audit(
-            execution, ok=False, attempt=0, problem=f"not queued: {exc.__class__.__name__}"
-        )
 
 
 def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None:

@@ -29,7 +29,7 @@ from executions.services.admission import (
     admission_decide,
     resolve_caller,
 )
-from executions.services.dispatch import QueueUnavailable, enqueue
+from executions.services.dispatch import QueueUnavailable
 from executions.services.recording import admitted_record, admitted_write, refusal_write
 from executions.services.refusal_secrets import (
     problems_without_secrets,
@@ -37,6 +37,7 @@ from executions.services.refusal_secrets import (
     without_secret_values,
     without_secrets,
 )
+from executions.services.task_queue import enqueue
 from registry import access, snapshot
 from toolhub import tracing
 from toolhub.exceptions import Conflict, PermissionDenied

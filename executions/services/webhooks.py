@@ -5,7 +5,7 @@ The body is JSON; ``X-ToolHub-Signature: t=<unix time>,v1=<hex>`` where
 over the raw body and rejects old timestamps. Delivery goes through the
 egress guard and is pinned to the checked address. A connection error, a
 timeout or a 429/5xx answer is tried again (10 s, 1 min, 5 min: the task's
-retries, queued by ``dispatch.notify_agent``); the final outcome is an audit event on the agent
+retries, queued by ``task_queue.notify_agent``); the final outcome is an audit event on the agent
 (``webhook.delivered`` / ``webhook.failed``). Nothing of it affects the execution.
 """
 

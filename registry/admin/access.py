@@ -1,8 +1,9 @@
 """Agents, roles, tokens and grants in the admin. Every change goes through the access services.
 
 Each has its own module (``registry.admin.agents``, ``api_tokens``, ``roles``,
-``grants``); importing this module registers them and keeps the names callers
-import from ``registry.admin.access``."""
+``grants``); importing this module registers them (the agent admin is registered by
+``executions.admin.tools``) and keeps the names callers import from
+``registry.admin.access``."""
 
 from registry.admin.agents import (
     AgentAdmin,

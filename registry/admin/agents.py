@@ -123,8 +123,10 @@ class AgentViewForm(forms.ModelForm):
         fields = ["name", "owner", "description", "is_active", "webhook_url"]
 
 
-@admin.register(Agent)
 class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
+    """Agents, their roles, webhook and tokens. Not registered here:
+    ``executions.admin.tools`` registers it with links to the agent's executions."""
+
     form = AgentForm
     list_display = ["name", "owner", "is_active", "role_names", "created_at"]
     list_filter = ["is_active", "user__groups"]

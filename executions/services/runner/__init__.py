@@ -8,25 +8,22 @@ only a row that still carries the call its admission event recorded
 ``executions_reap`` ends executions a dead worker left ``running`` and
 re-queues admitted ones whose task was lost before it started.
 
-One module per part: ``dispatcher`` (the task queue, given at start-up),
-``budget`` (how long a call may take), ``slots`` (concurrency slots and the
-claim's fields), ``claim`` (a queued row to ``running``, or waiting for a slot),
-``attempts`` (the retry loop and the executor call), ``finish`` (the outcome
-written once), ``run`` (one claimed call from executor to outcome) and
-``reaper``. The names callers use are re-exported here.
+One module per part: ``slots`` (concurrency slots and the claim's fields),
+``claim`` (a queued row to ``running``, or waiting for a slot), ``attempts``
+(the retry loop and the executor call), ``finish`` (the outcome written once),
+``run`` (one claimed call from executor to outcome) and ``reaper``. The names
+callers use are re-exported here. The runner sends tasks (a re-queue, an agent's
+webhook) through ``executions.services.task_queue``, which is below it; how long a
+call may take is ``executions.services.budget``.
 """
 
-from executions.services.runner.budget import total_budget_seconds
 from executions.services.runner.claim import execution_run
-from executions.services.runner.dispatcher import Dispatcher, dispatcher_register
 from executions.services.runner.finish import fail_internal
 from executions.services.runner.reaper import executions_reap
 from executions.services.runner.run import run_claimed
 from executions.services.runner.slots import mark_running, release_slots, take_slots
 
 __all__ = [
-    "Dispatcher",
-    "dispatcher_register",
     "execution_run",
     "executions_reap",
     "fail_internal",
@@ -34,5 +31,4 @@ __all__ = [
     "release_slots",
     "run_claimed",
     "take_slots",
-    "total_budget_seconds",
 ]

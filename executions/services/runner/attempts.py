@@ -15,8 +15,8 @@ from executions.jsonsafe import json_safe
 from executions.models import Execution
 from executions.redaction import redact, redact_text, with_encoded_forms
 from executions.services import run_configs
+from executions.services.budget import total_budget_seconds
 from executions.services.pinned_calls import pinned_hash
-from executions.services.runner.budget import total_budget_seconds
 from executions.services.sealed_inputs import sealed_read
 from registry.models import Tool
 from toolhub import tracing

@@ -10,9 +10,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from executions.models import Execution, ExecutionStatus
-from executions.services import integrity, notify, transitions
+from executions.services import integrity, notify, task_queue, transitions
 from executions.services.pinned_calls import DEFINITION_CHANGED
-from executions.services.runner.dispatcher import dispatcher
 from executions.services.runner.run import run_claimed
 from executions.services.runner.slots import mark_running, release_slots, take_slots
 from registry import snapshot
@@ -139,7 +138,7 @@ def _wait_for_slot(execution: Execution, tool: Tool) -> Execution | None:
     # Try again soon at first, then less often: 0.2 s, growing with the wait to 2 s.
     waited = (now - (execution.queued_at or execution.created_at)).total_seconds()
     pause = min(SLOT_RETRY_MAX_SECONDS, max(SLOT_RETRY_SECONDS, waited / 10))
-    if dispatcher().requeue(execution, tool, pause):
+    if task_queue.requeue(execution, tool, pause):
         return None
     # In-process (embedded): nobody else will pick it up, so wait here.
     time.sleep(pause)

@@ -11,10 +11,9 @@ from django.utils import timezone
 from executions.executors.base import ErrorType, ExecutorResult
 from executions.jsonsafe import storable_text
 from executions.models import Approval, Execution, ExecutionStatus
-from executions.services import guarding, notify, outputs, transitions
+from executions.services import guarding, notify, outputs, task_queue, transitions
 from executions.services.governance import store_result
 from executions.services.pinned_calls import DEFINITION_CHANGED
-from executions.services.runner.dispatcher import dispatcher
 from registry import snapshot
 from registry.models import Tool
 
@@ -111,7 +110,7 @@ def finish(
             guarding.may_have_waited(tool, execution)
             and Approval.objects.filter(execution=execution).exists()
         ):
-            dispatcher().notify_agent(execution)
+            task_queue.notify_agent(execution)
     else:
         execution.refresh_from_db()
     if notify_waiters:

@@ -10,8 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from executions.models import Execution, ExecutionStatus
-from executions.services import notify, transitions
-from executions.services.runner.dispatcher import dispatcher
+from executions.services import notify, task_queue, transitions
 
 logger = logging.getLogger(__name__)
 REQUEUE_AFTER_SECONDS = 60
@@ -49,7 +48,7 @@ def executions_reap(*, now=None) -> dict[str, int]:
         .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
         .select_related("tool")
     ):
-        if not dispatcher().enqueue(execution, execution.tool):
+        if not task_queue.enqueue(execution, execution.tool):
             break  # the broker does not answer: the next round tries again
         Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
             queued_at=now

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from executions.models import Execution, ExecutionStatus
 from executions.services import concurrency
-from executions.services.runner.budget import REAP_GRACE_SECONDS, total_budget_seconds
+from executions.services.budget import REAP_GRACE_SECONDS, total_budget_seconds
 from registry.models import Tool
 
 WORKER_NAME = socket.gethostname()

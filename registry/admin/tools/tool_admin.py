@@ -22,7 +22,6 @@ from registry.models import Action, Tool
 from registry.policy import APPROVAL_FIELDS, policy_allows
 
 
-@admin.register(Tool)
 class ToolAdmin(
     ToolDisplayMixin,
     ToolWritesMixin,
@@ -35,7 +34,11 @@ class ToolAdmin(
     tools they may read and change those they may manage (a ``manage`` grant), as the
     API lets them, and change those ``registry.policy`` lets them (a ``manage`` grant and
     the right 'Edit tool definitions'). Creating and deleting tools and granting stay with
-    platform admins."""
+    platform admins.
+
+    Not registered here: ``executions.admin.tools`` registers it, composed with what the
+    executions app adds to a tool's page (the test run, its records, a command's sandbox),
+    so the site has one admin for ``Tool`` and nobody replaces another's."""
 
     form = ToolForm
     list_display = [

@@ -74,7 +74,8 @@ def duplicate_identities() -> Iterator[Problem]:
 _record_checks: list[Callable[[], Iterator[Problem]]] = []
 
 
-def record_check_register(check: Callable[[], Iterator[Problem]]) -> None:
-    """Install ``check() -> problems`` (records that no longer match their events)."""
-    if check not in _record_checks:
-        _record_checks.append(check)
+def record_check_register(*checks: Callable[[], Iterator[Problem]]) -> None:
+    """Install each ``check() -> problems`` (records that no longer match their events)."""
+    for check in checks:
+        if check not in _record_checks:
+            _record_checks.append(check)
