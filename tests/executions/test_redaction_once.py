@@ -203,7 +203,7 @@ KINDS = {
 
 
 @pytest.fixture
-def caller(owner, eager_tasks, reviewer_client):
+def caller(owner, reviewer_client):
     role = access_services.role_create(actor=None, name="once-callers")
     agent = access_services.agent_create(
         actor=None, name="agent-once", owner=owner, role_ids=[role.pk]
@@ -245,7 +245,9 @@ def assert_nowhere(caller, response, caplog) -> dict:
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_a_secret_the_tool_answers_with_is_redacted_everywhere(kind, caller, request, caplog):
+def test_a_secret_the_tool_answers_with_is_redacted_everywhere(
+    kind, caller, request, caplog, eager_tasks
+):
     make, arguments = KINDS[kind]
     echoes, _ = make(request)
     caplog.set_level(logging.DEBUG)
@@ -255,7 +257,9 @@ def test_a_secret_the_tool_answers_with_is_redacted_everywhere(kind, caller, req
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_a_secret_the_tool_fails_with_is_redacted_everywhere(kind, caller, request, caplog):
+def test_a_secret_the_tool_fails_with_is_redacted_everywhere(
+    kind, caller, request, caplog, eager_tasks
+):
     make, arguments = KINDS[kind]
     _, fails = make(request)
     caplog.set_level(logging.DEBUG)
@@ -280,7 +284,7 @@ class _RaisesAfterwards:
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_a_secret_in_an_executors_exception_is_redacted_everywhere(
-    kind, caller, request, caplog, monkeypatch
+    kind, caller, request, caplog, monkeypatch, eager_tasks
 ):
     make, arguments = KINDS[kind]
     echoes, _ = make(request)
@@ -290,3 +294,22 @@ def test_a_secret_in_an_executors_exception_is_redacted_everywhere(
     assert body["status"] == "failed" and body["error_type"] == "tool_error", body
     assert "[REDACTED]" in body["error_message"], body
     assert "executor crashed" in caplog.text  # logged, with the traceback redacted
+
+
+@pytest.mark.slow
+def test_a_worker_process_redacts_as_the_calling_process_does(caller, request, caplog, monkeypatch):
+    """The worker path: the same calls run by a Celery worker process hold the secret
+    nowhere either (its log lines are its own process's: not read here)."""
+    from executions.services.runner import run as runner_run
+    from tests.workers import celery_worker
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("run in the calling process, not by the worker")
+
+    monkeypatch.setattr(runner_run, "run_with_retries", not_here)
+    echoes, fails = http_tools(request)
+    with celery_worker():
+        answered = assert_nowhere(caller, run(caller, echoes, {}), caplog)
+        failed = assert_nowhere(caller, run(caller, fails, {}), caplog)
+    assert answered["status"] == "succeeded" and "[REDACTED]" in json.dumps(answered)
+    assert failed["status"] == "failed" and "[REDACTED]" in failed["error_message"]
