@@ -11,7 +11,8 @@ re-queues admitted ones whose task was lost before it started.
 One module per part: ``dispatcher`` (the task queue, given at start-up),
 ``budget`` (how long a call may take), ``slots`` (concurrency slots and the
 claim's fields), ``claim`` (a queued row to ``running``, or waiting for a slot),
-``attempts`` (the retry loop and the executor call), ``finish`` (the outcome
+``attempts`` (the retry loop and the executor call), ``redacting`` (every secret
+of the call removed once from what it returns and logs), ``finish`` (the outcome
 written once), ``run`` (one claimed call from executor to outcome) and
 ``reaper``. The names callers use are re-exported here.
 """
