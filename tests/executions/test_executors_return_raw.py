@@ -177,6 +177,7 @@ def test_the_runner_redacts_what_the_executor_resolved_and_keeps_a_login_out_of_
         (f"abc {base64.b64encode(SECRET.encode()).decode()[:9]}", False, "abc "),
         ("abc plain", False, "abc plain"),
     ],
+    ids=["its start at the end", "its end at the start", "its base64 cut", "none"],
 )
 def test_a_cut_text_loses_the_piece_of_a_secret_the_cut_left(text, at_start, kept):
     assert trim_partial_secrets(text, with_encoded_forms([SECRET]), at_start=at_start) == kept
