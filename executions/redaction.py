@@ -134,6 +134,21 @@ def _redact(value: Any, secrets: list[str]) -> Any:
     return root
 
 
+def trim_partial_secrets(text: str, secrets: Iterable[str], *, at_start: bool = False) -> str:
+    """``text``, which was cut, without the piece of a secret the cut left at its end (or,
+    ``at_start``, at its start): a redaction finds whole secrets, not their pieces.
+    ``secrets``: every form looked for (``with_encoded_forms``)."""
+    for secret in secrets:
+        for k in range(min(len(secret) - 1, len(text)), 0, -1):
+            if at_start and text.startswith(secret[-k:]):
+                text = text[k:]
+                break
+            if not at_start and text.endswith(secret[:k]):
+                text = text[:-k]
+                break
+    return text
+
+
 # Parts of a secret value that are secrets of their own: a response or an error
 # may quote one without the rest (an upstream echoing its path and query, a
 # database naming the database or an option it refused).

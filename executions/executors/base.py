@@ -6,6 +6,14 @@ of tool. Executors never raise for an upstream failure: they return
 ``ok=False`` with an ``error_type`` and say whether a retry could help
 (``retryable``). Retrying, timing out the whole call and recording are the
 pipeline's job.
+
+Executors never redact: their output, error message and metadata are returned
+as the tool gave them, with the secret values they resolved while running
+(``secrets_used``). The runner removes every secret of the call once, in every
+form, before anything is stored, logged, guarded or answered
+(``executions.services.runner.redacting``). An executor uses
+``call.secret_values`` only where it cuts a text (so that no piece of a secret
+is left at the cut) and to decide what it sends where.
 """
 
 from __future__ import annotations
@@ -14,8 +22,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from executions.redaction import redact_text
 
 
 class ErrorType:
@@ -44,7 +50,8 @@ class ToolCall:
     max_response_bytes: int = 1024 * 1024
     execution_id: str | None = None
     attempt: int = 1
-    # Values that must never appear in an output, an error or a log line.
+    # Every secret the runner knows the call uses (the runner removes them from what
+    # comes back; an executor needs them only to cut a text without splitting one).
     secret_values: tuple[str, ...] = ()
     # The hash of the tool's approved definition as its MCP server gives it (empty:
     # none pinned); the MCP executor refuses a call whose server shows another.
@@ -61,17 +68,24 @@ class ExecutorResult:
     upstream_status: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     latency_ms: float = 0.0
+    # Secret values the executor resolved while running the call, beyond
+    # ``call.secret_values`` (a header rendered from an input, credentials in a
+    # templated URL): the runner removes them with the others, everywhere.
+    secrets_used: tuple[str, ...] = ()
+    # Values kept out of the error message only (a database's login name: an output
+    # may rightly hold it, a refusal quoting it would tell the caller how to log in).
+    hidden_in_errors: tuple[str, ...] = ()
 
 
-def failure_since(started: float, secrets: list[str]) -> Callable[..., ExecutorResult]:
+def failure_since(started: float) -> Callable[..., ExecutorResult]:
     """A maker of failed results for a call that began at ``started`` (``perf_counter``):
-    the message with the call's secret values removed, the latency up to now."""
+    the message as it is (the runner redacts it), the latency up to now."""
 
     def failure(error_type: str, message: str, **extra: Any) -> ExecutorResult:
         return ExecutorResult(
             ok=False,
             error_type=error_type,
-            error_message=redact_text(message, secrets),
+            error_message=message,
             latency_ms=(time.perf_counter() - started) * 1000,
             **extra,
         )

@@ -14,9 +14,10 @@ through it, and the registry checks a config against it when it is saved.
 
 The output is ``{"content": [...], "structured": ..., "text": "..."}``. A tool
 result flagged ``isError`` is a failed call (``upstream_error``) whose message is
-the server's text. Secrets (the server's bearer token and ``call.secret_values``)
-are redacted from every output and message; the runner redacts them again, with
-their encoded and re-cased forms (``lent_secrets`` tells it the server's).
+the server's text. Nothing is redacted here: the runner removes the server's
+bearer token and environment (``lent_secrets`` tells it them before the call
+runs) and the call's other secrets, in their encoded and re-cased forms too,
+from the output, the message and the metadata.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from executions.mcp_client import (
     MCPTimeout,
     MCPToolError,
 )
-from executions.redaction import redact, redact_text
 
 _RETRYABLE_STATUSES = (408, 425, 429)
 
@@ -137,14 +137,8 @@ class MCPExecutor:
 
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.monotonic()
-        configs = call.configs or {}
-        secrets = [*call.secret_values, *mcp_client.spec_secrets(configs.get("server"))]
-        result = self._run(call, configs)
+        result = self._run(call, call.configs or {})
         result.latency_ms = (time.monotonic() - started) * 1000
-        if result.error_message:
-            result.error_message = redact_text(result.error_message, secrets)
-        result.output = redact(result.output, secrets)
-        result.metadata = redact(result.metadata, secrets)
         return result
 
     def _run(self, call: ToolCall, configs: Mapping[str, Any]) -> ExecutorResult:

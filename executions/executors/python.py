@@ -23,7 +23,8 @@ On expiry the result is ``timeout`` (not retryable). A sync function cannot be
 killed: it is abandoned and keeps running in its daemon thread until it returns
 (its result is discarded). An exception gives ``tool_error`` with
 ``"ExceptionType: message"``. The return value is made JSON-safe
-(:mod:`executions.jsonsafe`); secrets are redacted from outputs and messages.
+(:mod:`executions.jsonsafe`). Nothing is redacted here: the runner removes the
+call's secrets from the output and the message.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ from executions.executors.configs import (
 from executions.jsonsafe import json_safe
 from executions.python_tools import registry as default_registry
 from executions.python_tools.registry import TOOL_NAME_RE, RegisteredTool, ToolRegistry
-from executions.redaction import redact
 
 ASYNC_CANCEL_GRACE_SECONDS = 0.25  # time an async tool gets to handle its cancellation
 
@@ -165,8 +165,7 @@ class PythonExecutor:
 
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.perf_counter()
-        secrets = [s for s in call.secret_values if s]
-        failure = failure_since(started, secrets)
+        failure = failure_since(started)
 
         try:
             name = CONFIGS.read(call.configs, "function")
@@ -217,7 +216,7 @@ class PythonExecutor:
                 return self._timed_out(failure, entry, timeout, metadata)
             return failure(ErrorType.TOOL, f"{type(exc).__name__}: {exc}", metadata=metadata)
         try:
-            output = redact(json_safe(value), secrets)
+            output = json_safe(value)
         except Exception as exc:
             return failure(
                 ErrorType.TOOL,

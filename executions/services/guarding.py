@@ -1,7 +1,7 @@
 """After-guards at the runner's boundary: the one place an output is guarded.
 
-Every executor kind's output passes here once, after the tool's own secrets
-are removed from it (``runner.attempts.run_with_retries``) and before it is stored,
+Every executor kind's output passes here once, after every secret of the call
+is removed from it (``runner.redacting``, the one redaction) and before it is stored,
 cached or answered: redacted, withheld (the call fails ``guard_blocked``) or
 flagged, with every guard's decision returned for the record.
 """

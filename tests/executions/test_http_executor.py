@@ -15,6 +15,7 @@ from executions import egress
 from executions.executors import http as http_module
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.executors.http import HTTPExecutor, get_transport
+from tests.executions.boundary import run_at_the_boundary
 
 CANARY = "canary-5ecret-Zq81xP"
 
@@ -38,7 +39,9 @@ def call(
         max_response_bytes=max_bytes,
         secret_values=secrets,
     )
-    return HTTPExecutor().execute(tool_call)
+    # As the pipeline sees it: the executor returns the upstream's answer raw, and the
+    # runner's one redaction removes the call's secrets (tests/executions/boundary.py).
+    return run_at_the_boundary(HTTPExecutor(), tool_call)
 
 
 def dump(result: ExecutorResult) -> str:

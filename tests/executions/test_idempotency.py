@@ -17,7 +17,7 @@ from django.db import connection
 
 from executions.models import Execution
 from executions.services import runner
-from executions.services.runner import attempts
+from executions.services.runner import redacting
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.executions.conftest import echo_caller
@@ -72,7 +72,7 @@ def test_thirty_concurrent_requests_with_one_key_run_the_tool_once_even_when_it_
     def broken(*args, **kwargs):
         raise RuntimeError("failure after the tool ran")
 
-    monkeypatch.setattr(attempts, "redact", broken)
+    monkeypatch.setattr(redacting.CallSecrets, "result", broken)
     clients = [token_client(caller["agent"].user) for _ in range(30)]
     key = f"order-{uuid.uuid4().hex}"
     body = {"tool": "keyed_echo", "input_data": {"path": "echo"}, "wait": True}

@@ -20,6 +20,7 @@ from executions import mcp_client
 from executions.executors.base import ErrorType, ToolCall
 from executions.executors.mcp import MCPExecutor
 from executions.mcp_client import MCPConfigError, MCPServerSpec
+from tests.executions.boundary import run_at_the_boundary
 
 SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "mcp_server.py"
 TOKEN = f"canary-{uuid.uuid4().hex}"
@@ -132,7 +133,11 @@ def make_call(server: dict, tool: str, inputs: dict | None = None, **kw) -> Tool
 
 
 def run(server: dict, tool: str, inputs: dict | None = None, **kw):
-    return MCPExecutor(egress_check=allow_all).execute(make_call(server, tool, inputs, **kw))
+    """The call as the pipeline sees it: the executor's answer, redacted by the runner's
+    one redaction of the call's secrets (the server's token and environment included)."""
+    return run_at_the_boundary(
+        MCPExecutor(egress_check=allow_all), make_call(server, tool, inputs, **kw)
+    )
 
 
 # --------------------------------------------------------------------------- fixtures

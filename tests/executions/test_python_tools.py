@@ -30,6 +30,7 @@ from executions.python_tools.registry import (
     parse_docstring,
 )
 from registry.schema import schema_from_parameters
+from tests.executions.boundary import run_at_the_boundary
 
 
 class Color(enum.Enum):
@@ -464,7 +465,10 @@ def test_exception_is_tool_error_with_type_and_redaction(reg, executor):
     def boom(token: str) -> None:
         raise RuntimeError(f"upstream refused token {token}")
 
-    result = executor.execute(call("boom", {"token": "sk-live-123456"}, secrets=["sk-live-123456"]))
+    # The executor answers raw; the runner's one redaction removes the call's secrets.
+    result = run_at_the_boundary(
+        executor, call("boom", {"token": "sk-live-123456"}, secrets=["sk-live-123456"])
+    )
     assert not result.ok
     assert result.error_type == ErrorType.TOOL
     assert result.error_message == "RuntimeError: upstream refused token [REDACTED]"
@@ -476,7 +480,7 @@ def test_secret_values_are_redacted_from_output(reg, executor):
     def leak() -> dict:
         return {"key": "hunter2-secret", "list": ["hunter2-secret"]}
 
-    result = executor.execute(call("leak", secrets=["hunter2-secret"]))
+    result = run_at_the_boundary(executor, call("leak", secrets=["hunter2-secret"]))
     assert result.output == {"key": "[REDACTED]", "list": ["[REDACTED]"]}
 
 

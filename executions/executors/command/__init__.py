@@ -15,7 +15,7 @@ Configs (``CONFIGS`` declares them; the registry checks each on save):
 - ``stdin``: the name of the input written to standard input.
 - ``env``: variables ``TOOLHUB_COMMAND_ENV_VARS`` allows (never the loader's,
   an interpreter's, PATH, HOME, proxies); a secret config when it holds
-  credentials (its values are then redacted from every output).
+  credentials (the runner then removes its values from every output and message).
 - ``workspace_files``: relative path -> text (or exactly ``{name}``: an input),
   placed read-only in the workspace.
 - ``timeout_seconds`` (the tool's timeout, never more), ``memory_mb`` (512,

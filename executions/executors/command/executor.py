@@ -20,8 +20,10 @@ from executions.executors.command.configs import (
     placeholders,
 )
 from executions.executors.configs import ConfigError
+from executions.redaction import trim_partial_secrets, with_encoded_forms
 
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+STDERR_EXCERPT_CHARS = 2000
 
 
 class _Refused(Exception):
@@ -155,8 +157,7 @@ class CommandExecutor:
 
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.perf_counter()
-        secrets = [s for s in call.secret_values if s]
-        failure = failure_since(started, secrets)
+        failure = failure_since(started)
 
         try:
             argv = _argv(call.configs, call.inputs)
@@ -172,13 +173,23 @@ class CommandExecutor:
             outcome = sandbox.run(argv, stdin=stdin, env=env, files=files, limits=limits)
         except sandbox.SandboxUnavailable as exc:
             return failure(SANDBOX_UNAVAILABLE, f"command tools cannot run on this host: {exc}")
-        return self._result(outcome, limits, failure, started)
+        return self._result(outcome, limits, failure, started, call.secret_values)
 
     @staticmethod
-    def _result(outcome: sandbox.Outcome, limits: sandbox.Limits, failure, started):
+    def _result(outcome: sandbox.Outcome, limits: sandbox.Limits, failure, started, secrets):
+        # Returned raw (the runner redacts), but a stream cut at the output cap or by the
+        # kill at the deadline may end with the start of a secret: that piece is dropped.
+        cut = outcome.truncated or outcome.timed_out
+        forms = with_encoded_forms(secrets) if cut or outcome.exit_code != 0 else []
+        stdout, stderr = _decoded(outcome.stdout), _decoded(outcome.stderr)
+        if cut:
+            stdout, stderr = (
+                trim_partial_secrets(stdout, forms),
+                trim_partial_secrets(stderr, forms),
+            )
         output = {
-            "stdout": _decoded(outcome.stdout),
-            "stderr": _decoded(outcome.stderr),
+            "stdout": stdout,
+            "stderr": stderr,
             "exit_code": outcome.exit_code,
             "duration_ms": round(outcome.duration_ms, 1),
             "truncated": outcome.truncated,
@@ -196,7 +207,7 @@ class CommandExecutor:
             return failure(
                 ErrorType.TOOL,
                 f"the command {_exit_words(outcome.exit_code)}: "
-                f"{output['stderr'][-2000:].strip() or '(no stderr)'}",
+                f"{_stderr_excerpt(stderr, forms) or '(no stderr)'}",
                 output=output,
                 metadata=metadata,
             )
@@ -206,6 +217,14 @@ class CommandExecutor:
             metadata=metadata,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
+
+
+def _stderr_excerpt(stderr: str, forms: list[str]) -> str:
+    """The end of stderr for the error message, without the end of a secret the cut
+    may leave at its start."""
+    if len(stderr) <= STDERR_EXCERPT_CHARS:
+        return stderr.strip()
+    return trim_partial_secrets(stderr[-STDERR_EXCERPT_CHARS:], forms, at_start=True).strip()
 
 
 # Signals this sandbox's own limits send, and what they most likely mean here.

@@ -51,8 +51,10 @@ Errors: a write on a read-only tool -> ``read_only_violation``; the
 statement timeout -> ``timeout`` (not retryable: the same statement would
 run as long again; a locked SQLite file is retryable); cannot connect ->
 ``connection_error`` (retryable); any other SQL error -> ``tool_error`` with
-the driver's message. Every message is redacted of ``call.secret_values``,
-the connection string and its password.
+the driver's message. Nothing is redacted here: the runner removes the call's
+secrets, the connection string and its password (``lent_secrets``, and
+``secrets_used`` on the result) from the output and every message, and the
+connection's login name from messages (``hidden_in_errors``).
 
 A connection is opened per call and always closed. Pooling (psycopg_pool per
 connection string) is a later improvement.

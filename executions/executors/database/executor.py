@@ -1,4 +1,5 @@
-"""The database executor: one parameterised statement, every failure a result, secrets redacted."""
+"""The database executor: one parameterised statement, every failure a result, returned raw
+(the runner redacts the connection's secrets with the call's others)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from executions.executors.database.postgresql import run_postgresql
 from executions.executors.database.secrets import connection_secrets, connection_user
 from executions.executors.database.sqlite import run_sqlite
 from executions.executors.database.values import POSTGRESQL, _Failure
-from executions.redaction import redact, redact_text
 
 
 class DatabaseExecutor:
@@ -20,13 +20,15 @@ class DatabaseExecutor:
 
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.perf_counter()
-        secrets: list[str] = [s for s in call.secret_values if s]
-        hidden_in_errors: list[str] = []
+        # The connection's secrets (the runner knows them already: ``lent_secrets``), and
+        # its login name, kept out of error messages only.
+        secrets: tuple[str, ...] = ()
+        hidden_in_errors: tuple[str, ...] = ()
         metadata: dict[str, Any] = {}
         try:
             connection_string, trusted = _connection_string(call.configs)
-            secrets += connection_secrets(connection_string)
-            hidden_in_errors = [u for u in [connection_user(connection_string)] if u]
+            secrets = tuple(connection_secrets(connection_string))
+            hidden_in_errors = tuple(u for u in [connection_user(connection_string)] if u)
             opts = _options(call, connection_string, trusted)
             metadata = {
                 "engine": opts.dialect,
@@ -41,26 +43,29 @@ class DatabaseExecutor:
             return ExecutorResult(
                 ok=False,
                 error_type=failure.error_type,
-                error_message=redact_text(failure.message, secrets + hidden_in_errors),
+                error_message=failure.message,
                 retryable=failure.retryable,
                 metadata=metadata,
                 latency_ms=(time.perf_counter() - started) * 1000,
+                secrets_used=secrets,
+                hidden_in_errors=hidden_in_errors,
             )
         except Exception as exc:  # an executor never raises: report the unexpected
             return ExecutorResult(
                 ok=False,
                 error_type=ErrorType.TOOL,
-                error_message=redact_text(
-                    f"{type(exc).__name__}: {exc}", secrets + hidden_in_errors
-                ),
+                error_message=f"{type(exc).__name__}: {exc}",
                 metadata=metadata,
                 latency_ms=(time.perf_counter() - started) * 1000,
+                secrets_used=secrets,
+                hidden_in_errors=hidden_in_errors,
             )
         return ExecutorResult(
             ok=True,
-            output=redact(output, secrets),
+            output=output,
             metadata=metadata,
             latency_ms=(time.perf_counter() - started) * 1000,
+            secrets_used=secrets,
         )
 
     # ------------------------------------------------------------------ PostgreSQL

@@ -18,6 +18,11 @@ Configs (``call.configs``):
   the input is sent as that header instead of in the query/body, and its value
   is treated as a secret of this call.
 
+Nothing is redacted here: the result is returned as the upstream gave it, with
+the secrets the call resolved (``ExecutorResult.secrets_used``: headers rendered
+from inputs, credentials in a templated URL); ``lent_secrets`` tells the runner
+the authentication's before the call runs, and the runner removes them all.
+
 ``CONFIGS`` declares these keys and their values once: the executor reads them
 through it, and the registry checks a config against it when it is saved.
 
@@ -51,6 +56,7 @@ wire text), ``configs`` (the keys), ``auth``, ``request`` (building one request)
 ``response`` (reading and interpreting the body), ``executor``.
 """
 
+from executions.executors.http.auth import lent_secrets
 from executions.executors.http.configs import CONFIGS, HeaderFromInput
 from executions.executors.http.executor import HTTPExecutor
 from executions.executors.http.response import _retry_after
@@ -66,4 +72,5 @@ __all__ = [
     "_retry_after",
     "close_transport",
     "get_transport",
+    "lent_secrets",
 ]

@@ -11,6 +11,18 @@ from executions.executors.http.configs import HeaderFromInput, _config
 from executions.executors.http.values import _Failure, _header_value, _scalar
 
 
+def lent_secrets(configs: Mapping[str, Any]) -> list[str]:
+    """What the tool's authentication sends (its token, key or password, and the
+    basic-auth token made of them), for the runner's redaction: known before the call
+    runs, so an executor that fails in any way leaves none of it behind."""
+    secrets: list[str] = []
+    try:
+        _auth_headers(configs or {}, secrets)
+    except _Failure:
+        pass  # the call fails the same way; what was read before is still its
+    return secrets
+
+
 def _auth_headers(configs: Mapping[str, Any], secrets: list[str]) -> list[tuple[str, str]]:
     auth_type = _config(configs, "auth_type")
     if auth_type == "none":

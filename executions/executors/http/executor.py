@@ -1,4 +1,5 @@
-"""The HTTP executor: prepare, send, interpret; every failure a result, every secret redacted."""
+"""The HTTP executor: prepare, send, interpret; every failure a result, returned raw with
+the secrets it resolved (the runner redacts them)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from executions.executors.http.request import _prepare
 from executions.executors.http.response import interpret
 from executions.executors.http.sending import send
 from executions.executors.http.values import IDEMPOTENT_METHODS, _Failure
-from executions.redaction import redact, redact_text, with_encoded_forms
 
 
 class HTTPExecutor:
@@ -19,7 +19,8 @@ class HTTPExecutor:
 
     def execute(self, call: ToolCall) -> ExecutorResult:
         started = time.perf_counter()
-        secrets: list[str] = [str(s) for s in call.secret_values if s is not None]
+        given = [str(s) for s in call.secret_values if s is not None]
+        secrets = list(given)  # and those the call resolves: rendered headers, URL credentials
         metadata: dict[str, Any] = {}
         method = str(call.configs.get("method") or "GET").strip().upper()
         idempotent = method in IDEMPOTENT_METHODS
@@ -40,17 +41,7 @@ class HTTPExecutor:
             )
         result.metadata = {**metadata, **result.metadata}
         result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
-        return self._redacted(result, secrets)
-
-    @staticmethod
-    def _redacted(result: ExecutorResult, secrets: list[str]) -> ExecutorResult:
-        variants = with_encoded_forms(secrets)
-        if not variants:
-            return result
-        result.output = redact(result.output, variants)
-        if result.error_message is not None:
-            result.error_message = redact_text(result.error_message, variants)
-        result.metadata = redact(result.metadata, variants)
+        result.secrets_used = tuple(dict.fromkeys(s for s in secrets[len(given) :] if s))
         return result
 
     def _run(self, call: ToolCall, secrets: list[str], metadata: dict[str, Any]) -> ExecutorResult:

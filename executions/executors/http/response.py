@@ -8,7 +8,6 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -22,17 +21,7 @@ from executions.executors.http.values import (
     _Failure,
     _timeout_failure,
 )
-from executions.redaction import redact_text, with_encoded_forms
-
-
-def _trim_partial_secret(text: str, secrets: Iterable[str]) -> str:
-    """Cut the end of a truncated text when it ends with the beginning of a secret."""
-    for secret in secrets:
-        for k in range(min(len(secret) - 1, len(text)), 0, -1):
-            if text.endswith(secret[:k]):
-                text = text[:-k]
-                break
-    return text
+from executions.redaction import trim_partial_secrets, with_encoded_forms
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -86,19 +75,22 @@ def interpret(
     secrets: list[str],
     metadata: dict[str, Any],
 ) -> ExecutorResult:
-    """The call's result: ``{"status_code", "data", "headers"}``, a failure from HTTP 400 on."""
+    """The call's result: ``{"status_code", "data", "headers"}``, a failure from HTTP 400 on.
+    Nothing is redacted here (the runner does it); ``secrets`` keep a cut from
+    splitting one and a body holding one from being encoded past recognition."""
     status = response.status_code
-    variants = with_encoded_forms(secrets)
-    text, data, data_encoding = _body_data(response, body, truncated, variants)
+    text, data, data_encoding = _body_data(response, body, truncated, secrets)
     _record_response(response, body, truncated, metadata)
     output = {"status_code": status, "data": data, "headers": _response_headers(response)}
     if data_encoding:
         output["data_encoding"] = data_encoding
     if status < 400:
         return ExecutorResult(ok=True, output=output, upstream_status=status)
-    excerpt = redact_text(text, variants) if text else "(empty body)"
+    excerpt = text or "(empty body)"
     if len(excerpt) > ERROR_EXCERPT_CHARS:
-        excerpt = _trim_partial_secret(excerpt[:ERROR_EXCERPT_CHARS], variants) + "…"
+        excerpt = (
+            trim_partial_secrets(excerpt[:ERROR_EXCERPT_CHARS], with_encoded_forms(secrets)) + "…"
+        )
     reason = f" {response.reason_phrase}" if response.reason_phrase else ""
     raise _Failure(
         ErrorType.UPSTREAM,
@@ -110,14 +102,14 @@ def interpret(
 
 
 def _body_data(
-    response: httpx.Response, body: bytes, truncated: bool, variants: list[str]
+    response: httpx.Response, body: bytes, truncated: bool, secrets: list[str]
 ) -> tuple[str, Any, str | None]:
     """The body as text, as ``data`` (JSON, text, base64 or None) and data's encoding."""
     text, undecodable = _decoded(body, response, truncated)
     if truncated:
-        text = _trim_partial_secret(text, variants)
+        text = trim_partial_secrets(text, with_encoded_forms(secrets))
     data: Any = text if text else None
-    if undecodable and not truncated and not _holds_secret(body, variants):
+    if undecodable and not truncated and not _holds_secret(body, with_encoded_forms(secrets)):
         # Not text in its charset (an image, a PDF): kept whole as base64, not mangled
         # with replacement characters. A body holding a secret stays text, redacted.
         return text, base64.b64encode(body).decode("ascii"), "base64"

@@ -10,11 +10,12 @@ re-queues admitted ones whose task was lost before it started.
 
 One module per part: ``slots`` (concurrency slots and the claim's fields),
 ``claim`` (a queued row to ``running``, or waiting for a slot), ``attempts``
-(the retry loop and the executor call), ``finish`` (the outcome written once),
-``run`` (one claimed call from executor to outcome) and ``reaper``. The names
-callers use are re-exported here. The runner sends tasks (a re-queue, an agent's
-webhook) through ``executions.services.task_queue``, which is below it; how long a
-call may take is ``executions.services.budget``.
+(the retry loop and the executor call), ``redacting`` (every secret of the call
+removed once from what it returns and logs), ``finish`` (the outcome written
+once), ``run`` (one claimed call from executor to outcome) and ``reaper``. The
+names callers use are re-exported here. The runner sends tasks (a re-queue, an
+agent's webhook) through ``executions.services.task_queue``, which is below it;
+how long a call may take is ``executions.services.budget``.
 """
 
 from executions.services.runner.claim import execution_run

@@ -1,5 +1,5 @@
-"""The executor called under the call's budget, retried on retryable failures; the
-tool's secrets are removed from what comes back (the runner's one redaction)."""
+"""The executor called under the call's budget, retried on retryable failures; every
+secret the call used is removed from what comes back, once (``redacting``)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from django.conf import settings
 from executions import telemetry
 from executions.executors import get_executor, lent_secrets
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
-from executions.jsonsafe import json_safe
 from executions.models import Execution
-from executions.redaction import redact, redact_text, with_encoded_forms
 from executions.services import run_configs
 from executions.services.budget import total_budget_seconds
 from executions.services.pinned_calls import pinned_hash
+from executions.services.runner.redacting import CallSecrets
 from executions.services.sealed_inputs import sealed_read
 from registry.models import Tool
 from toolhub import tracing
@@ -38,23 +37,36 @@ def _backoff(attempt: int, result: ExecutorResult) -> float | None:
     return default
 
 
+class _Unprepared(Exception):
+    """The call's configuration could not be loaded; ``secrets``: those known by then."""
+
+    def __init__(self, exc: Exception, secrets: CallSecrets):
+        super().__init__(str(exc))
+        self.secrets = secrets
+
+
 def _prepare(execution: Execution, spec):
-    """The sealed inputs, configs, secrets to remove and executor of one call."""
+    """The sealed inputs, configs, secrets and executor of one call."""
     tool = spec.tool
-    sealed = sealed_read(execution.sealed_secrets)
-    configs, secret_configs = spec.runtime(run_configs.configs_for)
-    # Every secret the call uses, whatever the executor: the tool's, the caller's
-    # and those its configs resolve to (an MCP server's token, a database alias).
-    lent = lent_secrets(tool.type, configs)
-    secrets = tuple(
-        dict.fromkeys(
+    secrets = CallSecrets()
+    try:
+        sealed = sealed_read(execution.sealed_secrets)
+        secrets = CallSecrets(run_configs.secret_values([], sealed.secrets))
+        configs, secret_configs = spec.runtime(run_configs.configs_for)
+        # Every secret the call uses, whatever the executor: the tool's, the caller's
+        # and those its configs resolve to (an MCP server's token, a database alias).
+        lent = lent_secrets(tool.type, configs)
+        secrets = CallSecrets(
             [*run_configs.secret_values(secret_configs, sealed.secrets), *run_configs.texts(lent)]
         )
-    )
-    return sealed, configs, secrets, get_executor(tool.type)
+        return sealed, configs, secrets, get_executor(tool.type)
+    except Exception as exc:
+        raise _Unprepared(exc, secrets) from exc
 
 
-def _tool_call(execution: Execution, tool: Tool, configs, inputs, secrets, attempt) -> ToolCall:
+def _tool_call(
+    execution: Execution, tool: Tool, configs, inputs, secrets: CallSecrets, attempt
+) -> ToolCall:
     return ToolCall(
         tool_name=tool.name,
         tool_type=tool.type,
@@ -66,7 +78,7 @@ def _tool_call(execution: Execution, tool: Tool, configs, inputs, secrets, attem
         max_response_bytes=max(tool.max_response_bytes, settings.TOOLHUB_MAX_ARTIFACT_BYTES),
         execution_id=str(execution.pk),
         attempt=attempt,
-        secret_values=secrets,
+        secret_values=secrets.values,
         pinned_definition_hash=pinned_hash(tool),
     )
 
@@ -76,10 +88,12 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
     started = time.monotonic()
     try:
         sealed, configs, secrets, executor = _prepare(execution, spec)
-    except Exception as exc:  # configuration that cannot even be loaded
-        logger.warning("execution %s: cannot prepare: %s", execution.pk, exc.__class__.__name__)
+    except _Unprepared as unprepared:  # configuration that cannot even be loaded
+        cause = unprepared.__cause__
+        logger.warning("execution %s: cannot prepare: %s", execution.pk, type(cause).__name__)
+        message = unprepared.secrets.text(str(unprepared))[:500]
         return (
-            ExecutorResult(ok=False, error_type=ErrorType.CONFIG, error_message=str(exc)[:500]),
+            ExecutorResult(ok=False, error_type=ErrorType.CONFIG, error_message=message),
             0,
             0.0,
         )
@@ -102,24 +116,22 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
                 result.error_message += f" (the upstream asks to retry after {retry_after:g} s)"
             break
         time.sleep(pause)
-    forms = with_encoded_forms(secrets)
-    result.output = redact(json_safe(result.output), forms)
-    if result.error_message:
-        result.error_message = redact_text(result.error_message, forms)
-    return result, attempt, (time.monotonic() - started) * 1000
+    # The one redaction: nothing of the result is read before it (the retry above
+    # reads only its flags), and everything after it reads the redacted result.
+    return secrets.result(result), attempt, (time.monotonic() - started) * 1000
 
 
-def _execute(executor, call: ToolCall, secrets: tuple[str, ...]) -> ExecutorResult:
+def _execute(executor, call: ToolCall, secrets: CallSecrets) -> ExecutorResult:
     """One attempt: the executor's result (an executor that raises has failed the call)."""
     with tracing.span("toolhub.executor", telemetry.call_attributes(call)) as current:
         try:
             result = executor.execute(call)
         except Exception as exc:  # an executor bug must still end the execution
-            logger.exception("execution %s: executor crashed", call.execution_id)
+            secrets.log_crash(logger, "execution %s: executor crashed", call.execution_id, exc=exc)
+            # Its text as it is: it is redacted with the rest of the result, whole
+            # (a cut before the redaction could leave a piece of a secret).
             result = ExecutorResult(
-                ok=False,
-                error_type=ErrorType.TOOL,
-                error_message=redact_text(f"{exc.__class__.__name__}: {exc}", secrets)[:2000],
+                ok=False, error_type=ErrorType.TOOL, error_message=f"{type(exc).__name__}: {exc}"
             )
         current.set_attributes(telemetry.result_attributes(result))
         if not result.ok:
