@@ -36,7 +36,7 @@ from tests.workers import _database_url, celery_worker, require_broker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the server reads what the test writes
 
-# toolhub.settings: TOOLHUB_DB_POOL_SIZE's default, the documented bound per web process.
+# toolhub.settings.database: TOOLHUB_DB_POOL_SIZE's default, the documented bound per web process.
 DOCUMENTED_WEB_BOUND = 10
 SERVER_NAME = "toolhub-server-under-test"
 LIMITED_ROLE = "toolhub_test_limited"
