@@ -15,7 +15,8 @@ from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.models import Agent, ApiToken
 from registry.services import access as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import parse_id
 from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
 

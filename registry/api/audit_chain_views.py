@@ -9,7 +9,7 @@ from registry import access
 from registry.api.base import BaseAPIView
 from registry.services.audit_chain import audit_verify
 from registry.services.audit_head import audit_head
-from toolhub.api.openapi import errors
+from toolhub.api.openapi.errors import errors
 from toolhub.api.params import query_bool
 from toolhub.exceptions import PermissionDenied
 

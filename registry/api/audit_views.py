@@ -24,7 +24,9 @@ from registry.exports import (
 )
 from registry.models import AuditEvent
 from registry.services import access as access_services
-from toolhub.api.openapi import DATE_OR_DATETIME, errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.inputs import DATE_OR_DATETIME
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import query_datetime, query_id, reject_unknown
 from toolhub.exceptions import PermissionDenied

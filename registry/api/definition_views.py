@@ -20,7 +20,7 @@ from registry.drift import mcp_server_drift, tool_definition_state
 from registry.models import Action, Tool
 from registry.policy import policy_check
 from registry.services import pinning
-from toolhub.api.openapi import errors
+from toolhub.api.openapi.errors import errors
 from toolhub.api.serializers import StrictSerializer
 from toolhub.exceptions import PermissionDenied
 

@@ -11,7 +11,8 @@ from registry.api import access_serializers as s
 from registry.api.base import BaseAPIView
 from registry.api.serializers import ToolOutputSerializer
 from registry.models import Action
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_choice
 from toolhub.exceptions import NotFound
 

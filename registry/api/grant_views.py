@@ -14,7 +14,8 @@ from registry.api.base import BaseAPIView
 from registry.models import Action, Tool, ToolGrant
 from registry.policy import policy_check
 from registry.services import access as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_choice, query_id, query_uuid, reject_unknown
 from toolhub.exceptions import NotFound
 

@@ -18,7 +18,8 @@ from registry.models import MCPServer
 from registry.policy import policy_check
 from registry.services import mcp as services
 from toolhub.api.exceptions import error_body
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.exceptions import NotFound
 
 

@@ -11,7 +11,8 @@ from registry.api import access_serializers as s
 from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.services import access as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.exceptions import NotFound
 
 

@@ -11,7 +11,8 @@ from registry.api.base import BaseAPIView
 from registry.models import Tool, Toolset
 from registry.policy import policy_check
 from registry.services import toolsets as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.serializers import StrictSerializer
 from toolhub.exceptions import NotFound, PermissionDenied
 

@@ -13,7 +13,8 @@ from registry.models import Action, Tool, ToolConfig, ToolParameter
 from registry.models.tools import ParameterKind, ToolType
 from registry.policy import policy_check
 from registry.services import tools as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_bool, query_choice, reject_unknown
 from toolhub.exceptions import NotFound, PermissionDenied
 

@@ -52,9 +52,9 @@ SPECTACULAR_SETTINGS = {
     # The error body as a component, and the errors every operation can answer.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "toolhub.api.openapi.document_errors",
-        "toolhub.api.openapi.document_parameters",
-        "toolhub.api.openapi_bodies.document_request_bodies",
+        "toolhub.api.openapi.errors.document_errors",
+        "toolhub.api.openapi.inputs.document_parameters",
+        "toolhub.api.openapi.inputs.document_request_bodies",
     ],
 }
 
