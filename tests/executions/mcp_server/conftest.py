@@ -140,6 +140,18 @@ async def mcp_client(url: str, token: str | None, mode: str = "legacy", transpor
         yield client
 
 
+async def all_tools(client) -> tuple[list, int]:
+    """Every tool the server lists, following cursors; and how many pages it took."""
+    tools, cursor, pages = [], None, 0
+    while True:
+        page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+        tools += page.tools
+        pages += 1
+        cursor = page.next_cursor
+        if not cursor:
+            return tools, pages
+
+
 def rpc(url: str, token: str | None, method: str, params=None, *, rpc_id=1, headers=None):
     """One raw JSON-RPC POST; the answer and the JSON-RPC messages it carried."""
     sent = {"Accept": "application/json, text/event-stream", **(headers or {})}
