@@ -1,6 +1,6 @@
 """Admission: whether one call may run, decided before anything is written.
 
-Steps, in order (DESIGN.md): who calls (the role asked for must be the
+Steps, in order (docs/execution.md): who calls (the role asked for must be the
 caller's, 403) → resolve the tool among those the caller may read, by name, id
 or a name a discovery format listed it under (404; two such tools: 409) →
 active (409) → ``execute`` permission (403) → not quarantined (409
