@@ -185,7 +185,10 @@ def seed(rng: random.Random) -> dict:
     from django.contrib.auth.models import Permission
 
     from registry.models import Tool
-    from registry.services.access import agent_create, grant_create, role_create, token_issue
+    from registry.services.agents import agent_create
+    from registry.services.grants import grant_create
+    from registry.services.roles import role_create
+    from registry.services.tokens import token_issue
     from registry.services.tools import tool_create
 
     User = get_user_model()

@@ -16,7 +16,7 @@ from executions.admin.executions import executions_changelist_url
 from executions.models import EntryPoint
 from executions.services.pipeline import execution_request
 from registry import access
-from registry.admin.access import AgentAdmin
+from registry.admin.agents import AgentAdmin
 from registry.admin.audit import object_audit_url
 from registry.admin.tools import ToolAdmin
 from registry.formats import secret_parameters

@@ -14,7 +14,8 @@ from registry.api import access_serializers as s
 from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.models import Agent, ApiToken
-from registry.services import access as services
+from registry.services import agents as agent_services
+from registry.services import tokens as token_services
 from toolhub.api.openapi.errors import errors
 from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import parse_id
@@ -79,7 +80,7 @@ class AgentListView(AgentAccessMixin):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         values["owner"] = _find_user(values["owner"])
-        agent = services.agent_create(actor=request.user, **values)
+        agent = agent_services.agent_create(actor=request.user, **values)
         return Response(s.AgentOutputSerializer(_agent_qs().get(pk=agent.pk)).data, status=201)
 
 
@@ -100,7 +101,7 @@ class AgentDetailView(AgentAccessMixin):
         values = dict(data.validated_data)
         if "owner" in values:
             values["owner"] = _find_user(values["owner"])
-        services.agent_update(actor=request.user, agent=agent, data=values)
+        agent_services.agent_update(actor=request.user, agent=agent, data=values)
         return Response(s.AgentOutputSerializer(_agent_qs().get(pk=agent.pk)).data)
 
     @extend_schema(
@@ -109,7 +110,7 @@ class AgentDetailView(AgentAccessMixin):
     def delete(self, request, agent_id):
         agent = self.get_agent(agent_id)
         require_platform_admin(request.user)
-        services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
+        agent_services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
         return Response(status=204)
 
 
@@ -134,7 +135,7 @@ class AgentTokenListView(AgentAccessMixin):
         expires_at = values.get("expires_at")
         if values.get("expires_in_days"):
             expires_at = timezone.now() + timedelta(days=values["expires_in_days"])
-        token, raw = services.token_issue(
+        token, raw = token_services.token_issue(
             actor=request.user, user=agent.user, name=values.get("name", ""), expires_at=expires_at
         )
         body = s.TokenOutputSerializer(token).data
@@ -153,5 +154,5 @@ class AgentTokenDetailView(AgentAccessMixin):
         token = ApiToken.objects.filter(pk=token_id, user=agent.user).first()
         if token is None:
             raise NotFound("Token not found.", code="token_not_found")
-        token = services.token_revoke(actor=request.user, token=token)
+        token = token_services.token_revoke(actor=request.user, token=token)
         return Response(s.TokenOutputSerializer(token).data)

@@ -23,7 +23,7 @@ from registry.exports import (
     export_format,
 )
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
 from toolhub.api.openapi.errors import errors
 from toolhub.api.openapi.inputs import DATE_OR_DATETIME
 from toolhub.api.openapi.pages import page_parameters, paginated
@@ -82,7 +82,7 @@ def filter_audit_events(queryset, params, *, also=()):
     if params.get("actor"):
         # An agent acts as its user "agent.<name>"; executions name it by its own name.
         name = params["actor"]
-        agent_user = f"{access_services.AGENT_USERNAME_PREFIX}{name}"
+        agent_user = f"{agent_services.AGENT_USERNAME_PREFIX}{name}"
         queryset = queryset.filter(Q(actor_name=name) | Q(actor_name=agent_user))
     actor_id = query_id(params, "actor_id", what="a user id")
     if actor_id is not None:

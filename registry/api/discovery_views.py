@@ -19,10 +19,6 @@ from toolhub.exceptions import NotFound
 # Discovery
 
 
-def discovery_queryset(qs):
-    return selectors.tool_discovery_list(qs)
-
-
 class RegistryMeView(BaseAPIView):
     known_query_params = ("format",)
 

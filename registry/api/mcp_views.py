@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from registry.api.access_views import require_admin_or_reviewer
+from registry.api.admin_checks import require_admin_or_reviewer
 from registry.api.base import BaseAPIView
 from registry.api.mcp_serializers import MCPServerInputSerializer, MCPServerOutputSerializer
 from registry.models import MCPServer

@@ -10,7 +10,7 @@ from registry import access
 from registry.api import access_serializers as s
 from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
-from registry.services import access as services
+from registry.services import roles as role_services
 from toolhub.api.openapi.errors import errors
 from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.exceptions import NotFound
@@ -38,7 +38,7 @@ class RoleListView(BaseAPIView):
         require_platform_admin(request.user)
         data = s.RoleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        role = services.role_create(actor=request.user, **data.validated_data)
+        role = role_services.role_create(actor=request.user, **data.validated_data)
         return Response(s.RoleOutputSerializer(_role_qs().get(pk=role.pk)).data, status=201)
 
 
@@ -61,12 +61,14 @@ class RoleDetailView(BaseAPIView):
         require_platform_admin(request.user)
         data = s.RoleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        role = services.role_update(actor=request.user, role=role, data=dict(data.validated_data))
+        role = role_services.role_update(
+            actor=request.user, role=role, data=dict(data.validated_data)
+        )
         return Response(s.RoleOutputSerializer(_role_qs().get(pk=role.pk)).data)
 
     @extend_schema(responses={204: None, **errors(409)})
     def delete(self, request, role_id):
         role = self.get_role(role_id)
         require_platform_admin(request.user)
-        services.role_delete(actor=request.user, role=role)
+        role_services.role_delete(actor=request.user, role=role)
         return Response(status=204)

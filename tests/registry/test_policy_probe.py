@@ -15,7 +15,7 @@ from executions.services.governance import RateLimited, rate_limit_admit
 from registry import access
 from registry.importers.run import import_content
 from registry.models import RateLimitRule, Tool
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
@@ -162,7 +162,7 @@ def test_an_agent_cannot_reset_its_own_rate_limit_by_retuning_calls_and_window(e
         configs=[{"config_key": "base_url", "config_value": "https://limited2.example"}],
     )
     _manage(role, tool)
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     rule = limit_services.rate_limit_create(
         actor=None, tool=tool, scope="agent", max_requests=5, time_window_seconds=600
     )

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from registry import access
 from registry.models import Action, Agent, AuditEvent, Tool, ToolGrant
-from registry.services import access as access_services
+from registry.services import roles as role_services
 from tests.factories import ToolFactory, make_user
 
 pytestmark = pytest.mark.django_db
@@ -44,8 +44,8 @@ def test_creates_both_roles_with_their_rights():
 
     assert "platform-admin: created" in output and "reviewer: created" in output
     admin_role, reviewer_role = (Group.objects.get(name=n) for n in ("platform-admin", "reviewer"))
-    assert labels(admin_role) >= set(access_services.PLATFORM_ADMIN_PERMISSIONS)
-    assert labels(reviewer_role) >= set(access_services.REVIEWER_PERMISSIONS)
+    assert labels(admin_role) >= set(role_services.PLATFORM_ADMIN_PERMISSIONS)
+    assert labels(reviewer_role) >= set(role_services.REVIEWER_PERMISSIONS)
     assert set(ToolGrant.objects.values_list("role__name", "action", "tool")) == {
         ("platform-admin", "manage", None),
         ("reviewer", "read", None),
@@ -109,7 +109,7 @@ def test_existing_role_gets_back_a_missing_permission_and_keeps_extras():
 
 def test_role_made_by_hand_is_completed():
     """A 'platform-admin' an operator made without rights gets its permissions and grant."""
-    role = access_services.role_create(actor=None, name="platform-admin", description="ours")
+    role = role_services.role_create(actor=None, name="platform-admin", description="ours")
     person = make_user("ada")
     person.groups.add(role)
     assert not access.is_platform_admin(person)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.contrib import admin
 
 from registry import access
-from registry.admin.access import ToolGrantInline
 from registry.admin.forms import ToolForm
+from registry.admin.grants import ToolGrantInline
 from registry.admin.mixins import GuardedChangeListMixin, ServiceErrorsMixin
 from registry.admin.tools.actions import ToolActionsMixin
 from registry.admin.tools.display import ToolDisplayMixin
