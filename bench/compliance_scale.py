@@ -918,7 +918,7 @@ def load_catalog(rng) -> dict:
     from django.contrib.auth.models import Group
 
     from registry.models import Agent, Tool
-    from registry.models.access import ToolGrant
+    from registry.models.grants import ToolGrant
 
     User = get_user_model()
     tools_all = {}

@@ -126,7 +126,7 @@ def test_the_reference_cites_paths_and_names_the_scan_can_find():
     assert not _resolves("registry.no_such_module.name")
     assert _resolves("toolhub.asgi:application")
     assert "toolhub.retention" in _names_in_source()  # a PostgreSQL setting, inside SQL
-    assert "registry.access" not in _names_in_source()  # docstrings are not the code
+    assert "registry.authorization" not in _names_in_source()  # docstrings are not the code
     assert Permission._meta.label_lower in _django_labels()
 
 

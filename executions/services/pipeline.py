@@ -37,7 +37,8 @@ from executions.services.refusal_secrets import (
     without_secret_values,
     without_secrets,
 )
-from registry import access, snapshot
+from registry import authorization as access
+from registry import snapshot
 from toolhub import tracing
 from toolhub.exceptions import Conflict, PermissionDenied
 

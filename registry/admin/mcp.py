@@ -20,7 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from registry import access, crypto
+from registry import authorization, crypto
 from registry.admin.forms import AdminJSONField
 from registry.admin.mixins import (
     GuardedChangeListMixin,
@@ -315,7 +315,7 @@ class MCPServerAdmin(
         return [path("import/", view, name="registry_tool_import"), *urls]
 
     def import_view(self, request):
-        if not access.is_platform_admin(request.user):
+        if not authorization.is_platform_admin(request.user):
             raise PermissionDenied
         report = None
         if request.method == "POST":

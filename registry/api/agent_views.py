@@ -9,8 +9,8 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from registry import access
-from registry.api import access_serializers as s
+from registry import authorization
+from registry.api import agent_serializers as s
 from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.models import Agent, ApiToken
@@ -49,7 +49,7 @@ class AgentAccessMixin(BaseAPIView):
     def visible_agents(self):
         user = self.request.user
         qs = _agent_qs()
-        if access.is_platform_admin(user) or access.is_reviewer(user):
+        if authorization.is_platform_admin(user) or authorization.is_reviewer(user):
             return qs
         # People see the agents they own; an agent sees itself.
         return qs.filter(owner=user) | qs.filter(user=user)
@@ -62,7 +62,7 @@ class AgentAccessMixin(BaseAPIView):
 
     def check_token_admin(self, agent: Agent) -> None:
         user = self.request.user
-        if not (access.is_platform_admin(user) or agent.owner_id == user.pk):
+        if not (authorization.is_platform_admin(user) or agent.owner_id == user.pk):
             raise PermissionDenied("Only platform admins and the agent's owner manage its tokens.")
 
 
@@ -121,7 +121,7 @@ class AgentTokenListView(AgentAccessMixin):
     )
     def get(self, request, agent_id):
         agent = self.get_agent(agent_id)
-        if not access.is_reviewer(request.user):
+        if not authorization.is_reviewer(request.user):
             self.check_token_admin(agent)
         return self.paginate(agent.user.api_tokens.order_by("-created_at"), s.TokenOutputSerializer)
 

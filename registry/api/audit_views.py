@@ -14,7 +14,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 
-from registry import access
+from registry import authorization
 from registry.api.base import BaseAPIView
 from registry.exports import (
     AUDIT_COLUMNS,
@@ -54,7 +54,7 @@ AUDIT_FILTER_PARAMETERS = [
 
 
 def require_audit_reader(user) -> None:
-    if not (access.is_reviewer(user) or access.is_platform_admin(user)):
+    if not (authorization.is_reviewer(user) or authorization.is_platform_admin(user)):
         raise PermissionDenied("Only reviewers and platform admins may read the audit log.")
 
 

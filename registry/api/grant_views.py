@@ -8,7 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from registry.api import access_serializers as s
+from registry.api import grant_serializers as s
 from registry.api.admin_checks import require_admin_or_reviewer
 from registry.api.base import BaseAPIView
 from registry.models import Action, Tool, ToolGrant

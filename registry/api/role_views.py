@@ -6,8 +6,8 @@ from django.contrib.auth.models import Group
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from registry import access
-from registry.api import access_serializers as s
+from registry import authorization
+from registry.api import role_serializers as s
 from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.services import roles as role_services
@@ -27,8 +27,10 @@ class RoleListView(BaseAPIView):
     @extend_schema(parameters=page_parameters(), responses=paginated(s.RoleOutputSerializer))
     def get(self, request):
         qs = _role_qs().order_by("name")
-        if not (access.is_platform_admin(request.user) or access.is_reviewer(request.user)):
-            qs = qs.filter(pk__in=access.role_ids_of(request.user))
+        if not (
+            authorization.is_platform_admin(request.user) or authorization.is_reviewer(request.user)
+        ):
+            qs = qs.filter(pk__in=authorization.role_ids_of(request.user))
         return self.paginate(qs, s.RoleOutputSerializer)
 
     @extend_schema(
@@ -45,7 +47,7 @@ class RoleListView(BaseAPIView):
 class RoleDetailView(BaseAPIView):
     def get_role(self, role_id) -> Group:
         role = _role_qs().filter(pk=role_id).first()
-        if role is None or not access.may_ask_about_role(self.request.user, role):
+        if role is None or not authorization.may_ask_about_role(self.request.user, role):
             raise NotFound("Role not found.", code="role_not_found")
         return role
 

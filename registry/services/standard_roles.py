@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import Group, Permission
 from django.db import IntegrityError, transaction
 
-from registry.access import CODENAMES
+from registry.authorization import CODENAMES
 from registry.models import Action
 from registry.services import grants as grant_services
 from registry.services import roles as role_services

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from executions.models import Approval, Execution
-from executions.services.records import input_hash
+from executions.services.execution_audit import input_hash
 from registry.models import AuditEvent
 from registry.services import agents as agent_services
 from registry.services import grants as grant_services

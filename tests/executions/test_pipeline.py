@@ -631,7 +631,7 @@ def test_inline_wait_runs_in_the_web_process_without_a_worker(world, eager_tasks
 
 @pytest.mark.parametrize("inline", [True, False])
 def test_each_audit_event_hashes_the_row_as_stored(world, settings, inline):
-    from executions.services.records import execution_content_hash
+    from executions.services.execution_audit import execution_content_hash
 
     settings.TOOLHUB_INLINE_WAIT = frozenset({"http"} if inline else ())
     # A cost finer than the column's scale: hashed as the row stores it.
@@ -681,7 +681,7 @@ def test_text_no_record_can_hold_is_refused_or_mended_never_a_500(world, upstrea
 @pytest.mark.parametrize("value", [1e16, -0.0, 1.5e-7, 12345678901234567890, 1.0])
 def test_the_content_hash_of_an_output_is_the_stored_rows(world, value):
     from executions.executors.base import ExecutorResult
-    from executions.services.records import execution_content_hash
+    from executions.services.execution_audit import execution_content_hash
     from executions.services.runner.finish import finish
 
     tool = world["tool"]

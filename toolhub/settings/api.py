@@ -44,7 +44,7 @@ SPECTACULAR_SETTINGS = {
         "ToolTypeEnum": "registry.models.tools.ToolType",
         "JSONTypeEnum": "registry.models.tools.JSONType",
         "ParameterKindEnum": "registry.models.tools.ParameterKind",
-        "ActionEnum": "registry.models.access.Action",
+        "ActionEnum": "registry.models.grants.Action",
         "GuardActionEnum": "registry.models.guards.GuardAction",
         "GuardStageEnum": "registry.models.guards.GuardStage",
         "GuardKindEnum": "registry.models.guards.GuardKind",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from registry import access
+from registry import authorization
 from registry.admin.forms import ToolForm
 from registry.admin.grants import ToolGrantInline
 from registry.admin.mixins import GuardedChangeListMixin, ServiceErrorsMixin
@@ -105,22 +105,24 @@ class ToolAdmin(
         ),
     ]
 
-    # Per-tool rights (guardian object permissions through registry.access).
+    # Per-tool rights (guardian object permissions through registry.authorization).
 
     @staticmethod
     def _sees_all(request) -> bool:
-        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+        return authorization.is_platform_admin(request.user) or authorization.is_reviewer(
+            request.user
+        )
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
         if self._sees_all(request):
             return queryset
-        return access.restrict(queryset, request.user, Action.READ)
+        return authorization.restrict(queryset, request.user, Action.READ)
 
     def _reads_some(self, request) -> bool:
         return (
             request.user.is_staff
-            and access.restrict(Tool.objects.all(), request.user, Action.READ).exists()
+            and authorization.restrict(Tool.objects.all(), request.user, Action.READ).exists()
         )
 
     def has_module_permission(self, request):
@@ -131,7 +133,7 @@ class ToolAdmin(
             return True
         if obj is None:
             return self._reads_some(request)
-        return access.can(request.user, Action.READ, obj)
+        return authorization.can(request.user, Action.READ, obj)
 
     def has_change_permission(self, request, obj=None):
         if obj is None:
