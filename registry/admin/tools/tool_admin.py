@@ -19,6 +19,7 @@ from registry.admin.tools.inlines import (
 )
 from registry.admin.tools.writes import ToolWritesMixin
 from registry.models import Action, Tool
+from registry.models.tools import TOOL_CONTROL_FIELDS, TOOL_IDENTITY_FIELDS
 from registry.policy import APPROVAL_FIELDS, policy_allows
 
 
@@ -69,26 +70,8 @@ class ToolAdmin(
         "definition_review",
     ]
     fieldsets = [
-        (
-            None,
-            {"fields": ["name", "description", "type", "version", "is_active", "tool_metadata"]},
-        ),
-        (
-            "Execution controls",
-            {
-                "fields": [
-                    "timeout_seconds",
-                    "max_retries",
-                    "cache_ttl_seconds",
-                    "max_concurrency",
-                    "max_response_bytes",
-                    "requires_approval",
-                    "approval_condition",
-                    "approval_ttl_seconds",
-                    "failure_mode",
-                ]
-            },
-        ),
+        (None, {"fields": list(TOOL_IDENTITY_FIELDS)}),
+        ("Execution controls", {"fields": [*TOOL_CONTROL_FIELDS, "failure_mode"]}),
         ("Pinned definition", {"fields": ["definition_review"]}),
         (
             "Record",
