@@ -105,6 +105,7 @@ findings_truncated  # the integrity panel (a template) reads it
 clear_dns_cache
 close_transport
 permissions_by_label
+role_permission_choices  # what a role may carry: the oracle the role form's tests check against
 generic_representation  # the tests hold the fast to_representation equal to DRF's own
 
 # The operators' interface to guards (docs/governance.md, "Guards"): their functions

@@ -51,12 +51,15 @@ django.setup()
 def seed(args) -> None:
     from django.contrib.auth import get_user_model
 
-    from registry.services import access as access_services
+    from registry.services import agents as agent_services
+    from registry.services import grants as grant_services
+    from registry.services import roles as role_services
+    from registry.services import tokens as token_services
     from registry.services import tools as tool_services
 
     owner = get_user_model().objects.create_user(username="bench-owner", password=None)
-    role = access_services.role_create(actor=None, name="bench-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="bench-callers")
+    agent = agent_services.agent_create(
         actor=None, name="bench-agent", owner=owner, role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
@@ -71,8 +74,8 @@ def seed(args) -> None:
             {"config_key": "endpoint", "config_value": "/ping"},
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    _token, raw = access_services.token_issue(actor=None, user=agent.user, name="bench")
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    _token, raw = token_services.token_issue(actor=None, user=agent.user, name="bench")
     print(
         json.dumps(
             {

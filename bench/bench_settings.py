@@ -13,7 +13,7 @@ import json
 import os
 
 from toolhub.settings import *  # noqa: F403
-from toolhub.settings import inline_wait_kinds
+from toolhub.settings.execution import inline_wait_kinds
 
 for _name, _value in json.loads(os.environ.get("TOOLHUB_BENCH_OVERRIDES") or "{}").items():
     _path = _name.split(".")

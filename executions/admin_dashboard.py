@@ -20,7 +20,7 @@ from django.utils import timezone
 from executions import selectors, stats
 from executions.models import ExecutionStatus
 from executions.svg_charts import Series, line_chart, stacked_bars
-from registry import access
+from registry import authorization
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,11 @@ def may_view_dashboard(user) -> bool:
         user.is_authenticated
         and user.is_active
         and user.is_staff
-        and (user.is_superuser or access.is_reviewer(user) or access.is_platform_admin(user))
+        and (
+            user.is_superuser
+            or authorization.is_reviewer(user)
+            or authorization.is_platform_admin(user)
+        )
     )
 
 

@@ -26,8 +26,8 @@ class RegistryConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(_put_back_generation_triggers, sender=self)
-        from registry.access import is_platform_admin, is_reviewer
         from registry.api import schema  # noqa: F401  (registers the OpenAPI auth extension)
+        from registry.authorization import is_platform_admin, is_reviewer
         from toolhub.metrics import session_scrape_check_register
 
         # Reviewers and platform admins may read /metrics with their admin session.

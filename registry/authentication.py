@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from registry import access, snapshot
+from registry import authorization, snapshot
 from registry.models.tokens import ApiToken, hash_token
 
 # last_used_at is refreshed at most this often, so authentication does not
@@ -37,7 +37,7 @@ def _load(token_hash: str):
     if token is None:
         return None
     user = token.user
-    access.role_ids_of(user)  # reads the roles now, once, onto the shared user
+    authorization.role_ids_of(user)  # reads the roles now, once, onto the shared user
     return token, user, getattr(user, "agent", None)
 
 

@@ -21,7 +21,9 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from tests.factories import make_token, make_user
 
 EXPECT_SERVICES = os.environ.get("TOOLHUB_TEST_EXPECT_SERVICES", "").lower() == "true"
@@ -50,11 +52,11 @@ def token_client(user, **token_kwargs) -> APIClient:
 
 
 def make_role(name: str, permissions=(), all_tools_action: str | None = None) -> Group:
-    role = access_services.role_create(actor=None, name=name)
+    role = role_services.role_create(actor=None, name=name)
     if permissions:
-        role.permissions.add(*access_services.permissions_by_label(permissions))
+        role.permissions.add(*role_services.permissions_by_label(permissions))
     if all_tools_action:
-        access_services.grant_create(actor=None, role=role, action=all_tools_action)
+        grant_services.grant_create(actor=None, role=role, action=all_tools_action)
     return role
 
 
@@ -66,13 +68,13 @@ def anon_client() -> APIClient:
 @pytest.fixture
 def platform_admin_role(db) -> Group:
     return make_role(
-        "platform-admin", access_services.PLATFORM_ADMIN_PERMISSIONS, all_tools_action="manage"
+        "platform-admin", role_services.PLATFORM_ADMIN_PERMISSIONS, all_tools_action="manage"
     )
 
 
 @pytest.fixture
 def reviewer_role(db) -> Group:
-    return make_role("reviewer", access_services.REVIEWER_PERMISSIONS, all_tools_action="read")
+    return make_role("reviewer", role_services.REVIEWER_PERMISSIONS, all_tools_action="read")
 
 
 @pytest.fixture
@@ -139,7 +141,7 @@ def manager_user(tool_managers_role):
 
 def make_agent(owner, name: str, all_tools_action: str | None = None):
     role = make_role(f"{name}-role", all_tools_action=all_tools_action)
-    return access_services.agent_create(actor=None, name=name, owner=owner, role_ids=[role.pk])
+    return agent_services.agent_create(actor=None, name=name, owner=owner, role_ids=[role.pk])
 
 
 @pytest.fixture

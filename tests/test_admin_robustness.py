@@ -24,8 +24,11 @@ from executions.models import Execution
 from registry.admin.forms import MAX_JSON_DEPTH, AdminJSONField
 from registry.admin.mixins import GuardedChangeListMixin, KeyCheckedAutocompleteMixin
 from registry.models import AuditEvent, RateLimitRule, Tool
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
+from registry.services import roles as role_services
+from registry.services import tokens as token_services
 from registry.services import tools as tool_services
 from tests.factories import make_user
 from tests.registry.test_admin import change_form_data
@@ -216,8 +219,8 @@ def changelists():
 
 @pytest.fixture
 def some_rows(tool, superuser):
-    agent = access_services.agent_create(actor=None, name="row-agent", owner=superuser)
-    access_services.token_issue(actor=None, user=agent.user, name="t")
+    agent = agent_services.agent_create(actor=None, name="row-agent", owner=superuser)
+    token_services.token_issue(actor=None, user=agent.user, name="t")
     limit_services.rate_limit_create(
         actor=None, tool=tool, scope="agent", max_requests=1, time_window_seconds=60
     )
@@ -317,9 +320,9 @@ def test_every_changelist_is_guarded():
 
 @pytest.fixture
 def calls(tool, superuser):
-    callers = access_services.role_create(actor=None, name="callers")
-    other = access_services.role_create(actor=None, name="others")
-    agent = access_services.agent_create(
+    callers = role_services.role_create(actor=None, name="callers")
+    other = role_services.role_create(actor=None, name="others")
+    agent = agent_services.agent_create(
         actor=None, name="fx-bot", owner=superuser, role_ids=[callers.pk]
     )
     person = make_user("hank")
@@ -378,7 +381,7 @@ def test_the_role_filter_matches_the_apis_role_filter(admin_client, calls, staff
     assert shown_calls(admin_client, calls, role=str(others.pk)) == set()
     api = staff_client.get("/api/v1/executions", {"role": "callers"}).json()["results"]
     assert {e["id"] for e in api} == {str(calls["calls"]["agent_narrowed"].pk)}
-    access_services.role_update(actor=None, role=callers, data={"name": "callers-2"})
+    role_services.role_update(actor=None, role=callers, data={"name": "callers-2"})
     assert shown_calls(admin_client, calls, role="callers-2") == {"agent_narrowed"}
 
 
@@ -396,8 +399,8 @@ def shown_events(admin_client, url) -> set[int]:
 
 
 def test_the_audit_trail_of_a_tool_includes_its_parts(admin_client, tool):
-    role = access_services.role_create(actor=None, name="fx-users")
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    role = role_services.role_create(actor=None, name="fx-users")
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     rule = limit_services.rate_limit_create(
         actor=None, tool=tool, scope="agent", max_requests=1, time_window_seconds=60
     )
@@ -432,12 +435,12 @@ def test_the_audit_trail_of_a_tool_includes_its_parts(admin_client, tool):
 
 
 def test_the_audit_trail_of_an_agent_includes_its_tokens(admin_client, superuser):
-    agent = access_services.agent_create(actor=None, name="trail-bot", owner=superuser)
-    token, _ = access_services.token_issue(actor=None, user=agent.user, name="t1")
-    access_services.token_revoke(actor=None, token=token)
-    access_services.agent_update(actor=None, agent=agent, data={"description": "changed"})
-    other = access_services.agent_create(actor=None, name="other-bot", owner=superuser)
-    access_services.token_issue(actor=None, user=other.user, name="t2")
+    agent = agent_services.agent_create(actor=None, name="trail-bot", owner=superuser)
+    token, _ = token_services.token_issue(actor=None, user=agent.user, name="t1")
+    token_services.token_revoke(actor=None, token=token)
+    agent_services.agent_update(actor=None, agent=agent, data={"description": "changed"})
+    other = agent_services.agent_create(actor=None, name="other-bot", owner=superuser)
+    token_services.token_issue(actor=None, user=other.user, name="t2")
     expected = set(
         AuditEvent.objects.filter(target_type="registry.agent", target_id=str(agent.pk))
         .values_list("pk", flat=True)

@@ -389,7 +389,7 @@ def test_the_segmented_overlay_keeps_every_outbound_call_on_the_workers():
     assert all("networks" not in service for service in base["services"].values())
     assert all("networks" not in service for service in tls["services"].values())
     # Web runs no executor: a waiting call goes through the broker to a worker.
-    from toolhub.settings import inline_wait_kinds
+    from toolhub.settings.execution import inline_wait_kinds
 
     inline = segmented["services"]["web"]["environment"]["TOOLHUB_INLINE_WAIT"]
     assert inline_wait_kinds([inline]) == frozenset()

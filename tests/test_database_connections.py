@@ -27,7 +27,9 @@ from rest_framework.test import APIClient
 
 from executions.models import Execution, ExecutionStatus
 from executions.services import runner
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.factories import make_token
 from tests.servers.http_upstream import UpstreamServer
@@ -36,7 +38,7 @@ from tests.workers import _database_url, celery_worker, require_broker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the server reads what the test writes
 
-# toolhub.settings: TOOLHUB_DB_POOL_SIZE's default, the documented bound per web process.
+# toolhub.settings.database: TOOLHUB_DB_POOL_SIZE's default, the documented bound per web process.
 DOCUMENTED_WEB_BOUND = 10
 SERVER_NAME = "toolhub-server-under-test"
 LIMITED_ROLE = "toolhub_test_limited"
@@ -101,8 +103,8 @@ def upstream():
 def callers(db, upstream, owner):
     """An agent that may execute slow HTTP tools, one of which waits for approval."""
     require_broker()  # PostgreSQL and Redis shared with the server process
-    role = access_services.role_create(actor=None, name="pool-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="pool-callers")
+    agent = agent_services.agent_create(
         actor=None, name="pool-agent", owner=owner, role_ids=[role.pk]
     )
     tools = {}
@@ -123,7 +125,7 @@ def callers(db, upstream, owner):
             ],
             **extra,
         )
-        access_services.grant_create(actor=None, role=role, action="execute", tool=tools[name])
+        grant_services.grant_create(actor=None, role=role, action="execute", tool=tools[name])
     return {"token": make_token(agent.user), "tools": tools}
 
 

@@ -18,7 +18,9 @@ from executions.redaction import REDACTED, redact
 from executions.services.pipeline import InvalidArguments, execution_request
 from executions.validation import validate_arguments
 from registry.models import Tool
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.factories import make_user
@@ -98,8 +100,8 @@ def eager_tasks():
 def world(upstream, eager_tasks):
     python_tools_sync(actor=None)
     owner = make_user("owner-json")
-    role = access_services.role_create(actor=None, name="json-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="json-callers")
+    agent = agent_services.agent_create(
         actor=None, name="agent-json", owner=owner, role_ids=[role.pk]
     )
     http_tool = tool_services.tool_create(
@@ -121,7 +123,7 @@ def world(upstream, eager_tasks):
     tools = [http_tool, *Tool.objects.filter(name__in=["unit_convert", "text_stats"])]
     assert len(tools) == 3
     for tool in tools:
-        access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+        grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return {"client": token_client(agent.user), "agent": agent, "owner": owner}
 
 

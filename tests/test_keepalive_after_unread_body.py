@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_TOKEN = (
     "from django.contrib.auth import get_user_model; "
-    "from registry.services.access import token_issue; "
+    "from registry.services.tokens import token_issue; "
     "user = get_user_model().objects.create_user('keepalive-user'); "
     "print(token_issue(actor=None, user=user, name='t')[1])"
 )

@@ -21,9 +21,11 @@ from rest_framework.test import APIClient
 
 from executions.models import Approval, Execution
 from registry.models import ApiToken, AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.factories import make_token
 from tests.registry.test_authorization_matrix import GOVERNANCE_MATRIX, MATRIX, parse_matrix
@@ -110,7 +112,7 @@ def assert_documented(schema: dict, method: str, url: str, response) -> dict:
 
 @pytest.fixture
 def world(staff_user, owner):
-    role = access_services.role_create(actor=staff_user, name="readers")
+    role = role_services.role_create(actor=staff_user, name="readers")
     tool = tool_services.tool_create(
         actor=staff_user,
         name="documented_tool",
@@ -120,8 +122,8 @@ def world(staff_user, owner):
         configs=[{"config_key": "base_url", "config_value": "http://127.0.0.1:9"}],
     )
     tool_services.tool_create(actor=staff_user, name="other_tool", type="http")
-    access_services.grant_create(actor=staff_user, role=role, action="read", tool=tool)
-    agent = access_services.agent_create(
+    grant_services.grant_create(actor=staff_user, role=role, action="read", tool=tool)
+    agent = agent_services.agent_create(
         actor=staff_user, name="agent-doc", owner=owner, role_ids=[role.pk]
     )
     make_token(agent.user, name="first")

@@ -19,7 +19,8 @@ from django.urls import reverse
 
 from executions.models import Execution
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from toolhub.api.params import MAX_DB_INTEGER, parse_id
 
@@ -355,8 +356,8 @@ def test_audit_actor_id_must_be_an_id(reviewer_client, value):
 def test_permissions_role_id_must_be_an_id(staff_client, platform_admin_role, value):
     for bad in (value, "abc", "0"):
         assert_names(staff_client.get("/api/v1/permissions", {"role_id": bad}), "role_id")
-    role = access_services.role_create(actor=None, name="robust-role")
-    access_services.grant_create(actor=None, role=role, action="read")
+    role = role_services.role_create(actor=None, name="robust-role")
+    grant_services.grant_create(actor=None, role=role, action="read")
     response = staff_client.get("/api/v1/permissions", {"role_id": str(role.pk)})
     assert response.status_code == 200
     assert {row["role_id"] for row in response.json()["results"]} == {role.pk}
@@ -367,7 +368,7 @@ def test_permissions_role_id_must_be_an_id(staff_client, platform_admin_role, va
 def test_execution_role_filter_reads_non_ascii_digits_as_a_name(
     reviewer_client, tool, reviewer_user
 ):
-    role = access_services.role_create(actor=None, name="robust-callers")
+    role = role_services.role_create(actor=None, name="robust-callers")
     Execution.objects.create(
         tool=tool, tool_name=tool.name, tool_type="http", principal=reviewer_user, role=role
     )
@@ -381,7 +382,7 @@ def test_execution_role_filter_reads_non_ascii_digits_as_a_name(
 
 
 def test_admin_execution_role_filter_with_a_huge_or_non_ascii_id(admin_client, one_execution):
-    role = access_services.role_create(actor=None, name="robust-admin-role")
+    role = role_services.role_create(actor=None, name="robust-admin-role")
     one_execution.role = role
     one_execution.save(update_fields=["role"])
     shown = admin_client.get(f"{EXECUTIONS_ADMIN}?role={role.pk}")

@@ -27,7 +27,9 @@ from hypothesis import HealthCheck, settings
 
 from executions.python_sync import python_tools_sync
 from registry.models import Agent, Guard, MCPServer, Tool, ToolParameter, Toolset
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from tests.factories import ToolFactory, make_token, make_user
 from toolhub.celery import app as celery_app
 
@@ -76,7 +78,7 @@ def known_rows(*, owner) -> None:
     """A tool with a parameter, an agent, a guard, an MCP server and a toolset, at KNOWN_IDS."""
     tool = ToolFactory(id=KNOWN_IDS["tool_id"], name="st_known", type="http")
     ToolParameter.objects.create(id=KNOWN_IDS["parameter_id"], tool=tool, name="text")
-    agent = access_services.agent_create(actor=None, name="st-known", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="st-known", owner=owner)
     Agent.objects.filter(pk=agent.pk).update(id=KNOWN_IDS["agent_id"])
     Guard.objects.create(
         id=KNOWN_IDS["guard_id"], name="st-guard", kind="pii", stage="after", action="redact"
@@ -97,12 +99,12 @@ def tokens(django_db_setup, django_db_blocker) -> dict[str, str]:
         admin = make_user("st-admin", is_staff=True)
         admin.groups.add(Group.objects.get(name="platform-admin"))
         owner = make_user("st-owner")
-        role = access_services.role_create(actor=None, name="st-callers")
-        agent = access_services.agent_create(
+        role = role_services.role_create(actor=None, name="st-callers")
+        agent = agent_services.agent_create(
             actor=None, name="st-agent", owner=owner, role_ids=[role.pk]
         )
         for tool in Tool.objects.filter(name__in=AGENT_TOOLS):
-            access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+            grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
         known_rows(owner=owner)
         yield {"agent": make_token(agent.user), "platform_admin": make_token(admin)}
         transaction.set_rollback(True)

@@ -25,7 +25,9 @@ import pytest
 
 from executions.models import Execution, ExecutionStatus
 from executions.services import runner
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.factories import make_token, make_user
 from tests.servers.black_hole import black_hole
@@ -73,8 +75,8 @@ def caller(db):
     """A token with ``execute`` on an HTTP tool (the call never gets as far as the tool)."""
     require_broker()  # PostgreSQL shared with the server process
     owner = make_user("hang-owner")
-    role = access_services.role_create(actor=None, name="hang-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="hang-callers")
+    agent = agent_services.agent_create(
         actor=None, name="hang-agent", owner=owner, role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
@@ -84,7 +86,7 @@ def caller(db):
         timeout_seconds=5,
         configs=[{"config_key": "base_url", "config_value": "http://127.0.0.1:9"}],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return {"token": make_token(agent.user), "tool": tool}
 
 

@@ -9,6 +9,7 @@ class ToolhubConfig(AppConfig):
         from django.apps import apps
         from django.db.models.signals import pre_save
 
+        from toolhub.api.openapi import inputs  # noqa: F401  (registers the OpenAPI extensions)
         from toolhub.rows import ROW_WRITTEN_MODELS
         from toolhub.text import refuse_unstorable_fields
 

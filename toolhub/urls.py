@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
 from toolhub import views
-from toolhub.api.openapi import SchemaView
+from toolhub.api.openapi.document import SchemaView
 from toolhub.metrics import metrics_view
 
 # Executions first: every governed call resolves its URL, and Django tries the

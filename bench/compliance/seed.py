@@ -48,7 +48,8 @@ def seed(rng: random.Random) -> dict:
     from django.contrib.auth.models import Permission
 
     from registry.models import Tool
-    from registry.services.access import role_create, token_issue
+    from registry.services.roles import role_create
+    from registry.services.tokens import token_issue
 
     User = get_user_model()
     admin = User.objects.create_superuser("bench-admin", "bench-admin@example.com", None)
@@ -105,7 +106,7 @@ def _tools(rng: random.Random, admin) -> list:
 
 def _grants(admin, roles: dict, tools: list) -> None:
     """Each role may execute every tool of its categories."""
-    from registry.services.access import grant_create
+    from registry.services.grants import grant_create
 
     by_category: dict[str, list] = {}
     for tool in tools:
@@ -118,7 +119,7 @@ def _grants(admin, roles: dict, tools: list) -> None:
 
 def _agents(admin, roles: dict, owners: list) -> None:
     """N_AGENTS agents in the roles in turn (every seventh in a second one); three owners in one."""
-    from registry.services.access import agent_create
+    from registry.services.agents import agent_create
 
     role_names = list(ROLES)
     for i in range(N_AGENTS):
@@ -139,7 +140,7 @@ def load_catalog(rng) -> dict:
     from django.contrib.auth.models import Group
 
     from registry.models import Agent, Tool
-    from registry.models.access import ToolGrant
+    from registry.models.grants import ToolGrant
 
     User = get_user_model()
     tools_all = {}

@@ -17,7 +17,7 @@ from executions.admin.inputs import arguments_html
 from executions.exports import CHUNK_SIZE as EXPORT_CHUNK_SIZE
 from executions.exports import EXECUTION_COLUMNS
 from executions.models import Approval, Execution
-from registry import access
+from registry import authorization
 from registry.admin.audit import admin_time, audit_changelist_url, pretty_json
 from registry.admin.integrity import findings_context, integrity_filter
 from registry.admin.mixins import (
@@ -226,8 +226,8 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
     def has_view_permission(self, request, obj=None):
         user = request.user
         return (
-            access.is_reviewer(user)
-            or access.is_platform_admin(user)
+            authorization.is_reviewer(user)
+            or authorization.is_platform_admin(user)
             or super().has_view_permission(request, obj)
         )
 

@@ -22,7 +22,7 @@ from django.utils.html import format_html, format_html_join
 from executions.admin.executions import executions_changelist_url
 from executions.models import EntryPoint
 from executions.services.pipeline import execution_request
-from registry import access
+from registry import authorization
 from registry.admin.agents import AgentAdmin
 from registry.admin.audit import object_audit_url
 from registry.admin.tools import ToolAdmin
@@ -163,7 +163,7 @@ class ToolAdminWithTestRun(ToolAdmin):
         except ValueError:  # the route takes any path, as the admin's own change URL does
             raise Http404(f"No tool with id '{object_id}'.") from None
         tool = Tool.objects.filter(pk=tool_id).first()
-        if tool is None or not access.can(request.user, Action.READ, tool):
+        if tool is None or not authorization.can(request.user, Action.READ, tool):
             # As everywhere else: a tool the user may not read does not exist for them.
             raise Http404(f"No tool with id '{object_id}'.")
         form = TestRunForm(request.POST or None)
@@ -198,7 +198,7 @@ class ToolAdminWithTestRun(ToolAdmin):
             "error": json.dumps(error, indent=2) if error else "",
             "schema": json.dumps(tool.input_schema(), indent=2),
             "opts": self.model._meta,
-            "can_execute": access.can(request.user, Action.EXECUTE, tool),
+            "can_execute": authorization.can(request.user, Action.EXECUTE, tool),
         }
         return TemplateResponse(request, "admin/registry/tool/test_run.html", context)
 

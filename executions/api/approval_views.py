@@ -16,7 +16,8 @@ from executions.services.approvals import (
     decision_refusal,
 )
 from registry.api.base import BaseAPIView
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_choice, reject_unknown
 from toolhub.api.serializers import StrictSerializer
 from toolhub.exceptions import PermissionDenied

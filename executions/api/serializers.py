@@ -17,7 +17,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from executions.jsonsafe import storable_text
 from executions.models import Approval, Execution, ExecutionStatus
-from executions.services.records import COST_SCALE
+from executions.services.execution_audit import COST_SCALE
 
 
 class ExecutionSerializer(serializers.ModelSerializer):

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from executions import selectors, stats
 from registry.api.base import BaseAPIView
-from toolhub.api.openapi import DATE_OR_DATETIME
+from toolhub.api.openapi.inputs import DATE_OR_DATETIME
 from toolhub.api.params import query_choice, query_datetime, query_uuid
 
 STATS_PARAMETERS = [

@@ -19,7 +19,8 @@ from executions.services import idempotency
 from executions.services.pipeline import execution_cancel, execution_submit
 from registry.api.base import BaseAPIView
 from registry.authentication import registry_entries
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import parse_id, query_datetime, query_uuid, reject_unknown
 from toolhub.exceptions import Conflict, NotFound

@@ -26,7 +26,7 @@ from django.db import close_old_connections
 from executions.mcp_server.sessions import McpRequest
 from executions.models import Approval, EntryPoint, Execution
 from executions.services.pipeline import execution_cancel, execution_submit
-from registry import access, formats, selectors
+from registry import authorization, formats, selectors
 from registry.schema import tool_output_schema
 from toolhub import context
 from toolhub.db import pool
@@ -93,7 +93,9 @@ def in_toolset(request: McpRequest, name: str) -> bool:
     """Whether ``name`` (as listed, a tool name or id) names a tool of the request's toolset."""
     if request.toolset is None:
         return True
-    tools = selectors.toolset_tools(access.tools_executable_by(request.user), request.toolset)
+    tools = selectors.toolset_tools(
+        authorization.tools_executable_by(request.user), request.toolset
+    )
     for tool_id, tool_name in tools.values_list("pk", "name"):
         if name in (tool_name, str(tool_id), formats.provider_name(tool_name, "mcp")):
             return True

@@ -15,7 +15,7 @@ import json
 
 from django.conf import settings
 
-from registry import access, formats, selectors
+from registry import authorization, formats, selectors
 
 
 class BadCursor(ValueError):
@@ -37,7 +37,7 @@ def _decode(cursor: str) -> str:
 
 
 def _executable(user, toolset: str | None):
-    qs = access.tools_executable_by(user)
+    qs = authorization.tools_executable_by(user)
     if toolset is not None:
         qs = selectors.toolset_tools(qs, toolset)
     return selectors.tool_discovery_list(qs)

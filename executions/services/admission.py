@@ -1,6 +1,6 @@
 """Admission: whether one call may run, decided before anything is written.
 
-Steps, in order (DESIGN.md): who calls (the role asked for must be the
+Steps, in order (docs/execution.md): who calls (the role asked for must be the
 caller's, 403) → resolve the tool among those the caller may read, by name, id
 or a name a discovery format listed it under (404; two such tools: 409) →
 active (409) → ``execute`` permission (403) → not quarantined (409
@@ -21,7 +21,7 @@ from django.contrib.auth.models import Group
 from executions.guards import engine as guards
 from executions.models import ApprovalReason, ExecutionStatus
 from executions.services import governance
-from executions.services.records import input_hash
+from executions.services.execution_audit import input_hash
 from executions.services.refusal_secrets import (
     RAW_INPUT_NOT_KEPT,
     problems_without_secrets,
@@ -29,7 +29,7 @@ from executions.services.refusal_secrets import (
 )
 from executions.services.sealed_inputs import Sealed, arguments_masked
 from executions.validation import validate_arguments
-from registry import access, selectors, snapshot
+from registry import authorization, selectors, snapshot
 from registry.models import Action, Tool
 from toolhub.api.params import parse_id
 from toolhub.exceptions import Conflict, NotFound, PermissionDenied, ToolHubError
@@ -61,7 +61,7 @@ class Caller:
         return self.agent.name if self.agent is not None else self.user.get_username()
 
     def all_role_ids(self) -> list[int]:
-        return access.role_ids_of(self.user)
+        return authorization.role_ids_of(self.user)
 
 
 def resolve_caller(user, role_ref: Any = None) -> Caller:
@@ -76,7 +76,7 @@ def resolve_caller(user, role_ref: Any = None) -> Caller:
         else qs.filter(name=str(role_ref)).first()
     )
     caller = Caller(user=user, agent=agent, role=None, role_ids=None)
-    if role is None or role.pk not in access.role_ids_of(user):
+    if role is None or role.pk not in authorization.role_ids_of(user):
         # Same answer for an unknown role and one the caller is not in.
         raise PermissionDenied(
             f"You are not a member of role '{role_ref}'.", code="role_not_member"
@@ -118,7 +118,7 @@ def _find_tool(caller: Caller, tool_ref: str, entries) -> snapshot.ToolSpec | No
 
 
 def _may_read(caller: Caller, spec: snapshot.ToolSpec, entries) -> bool:
-    return access.can(
+    return authorization.can(
         caller.user, Action.READ, spec.tool, role_ids=caller.role_ids, entries=entries
     )
 
@@ -253,7 +253,9 @@ def _runnable_tool(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec:
     if not tool.is_active:
         error = Conflict(f"Tool '{tool.name}' is deactivated.", code="tool_inactive")
         raise Refused(Refusal(error, caller, tool))
-    if not access.can(caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids, entries=entries):
+    if not authorization.can(
+        caller.user, Action.EXECUTE, tool, role_ids=caller.role_ids, entries=entries
+    ):
         error = PermissionDenied(f"You may read '{tool.name}' but not execute it.")
         raise Refused(Refusal(error, caller, tool))
     if tool.quarantined_at is not None:

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from executions.models import Approval, ApprovalStatus, Execution, ExecutionStatus
 from executions.services import integrity, notify, task_queue, transitions
-from registry import access
+from registry import authorization
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub.exceptions import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -31,11 +31,11 @@ def approvals_visible_to(user) -> QuerySet[Approval]:
     qs = Approval.objects.select_related(
         "execution", "execution__tool", "execution__agent", "execution__agent__owner", "decided_by"
     )
-    if access.is_reviewer(user) or access.is_platform_admin(user):
+    if authorization.is_reviewer(user) or authorization.is_platform_admin(user):
         return qs
     if getattr(user, "agent", None) is not None:
         return qs.filter(execution__principal=user)
-    tools = access.restrict(Tool.objects.all(), user, Action.APPROVE)
+    tools = authorization.restrict(Tool.objects.all(), user, Action.APPROVE)
     return qs.filter(
         Q(execution__tool__in=tools)
         | Q(execution__principal=user)
@@ -56,7 +56,7 @@ def decision_refusal(user, approval: Approval) -> DecisionRefusal | None:
     execution = approval.execution
     if getattr(user, "agent", None) is not None:  # whatever rights its roles hold
         return DecisionRefusal("permission_denied", "Agents cannot approve calls.")
-    if not access.can(user, Action.APPROVE, execution.tool):
+    if not authorization.can(user, Action.APPROVE, execution.tool):
         return DecisionRefusal("permission_denied", "You may not approve calls of this tool.")
     if execution.principal_id == user.pk:
         return DecisionRefusal("four_eyes", "Four eyes: you cannot decide on your own call.")
@@ -302,7 +302,7 @@ def _no_longer_allowed(execution: Execution, since=None) -> tuple[str, str] | No
         return "permission_denied", "the calling agent is no longer active"
     if agent is not None and not agent.owner.is_active:
         return "permission_denied", "the calling agent's owner is deactivated"
-    if not access.can(principal, Action.EXECUTE, tool, role_ids=role_ids):
+    if not authorization.can(principal, Action.EXECUTE, tool, role_ids=role_ids):
         return "permission_denied", "the caller may no longer execute this tool"
     return None
 

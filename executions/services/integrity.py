@@ -19,7 +19,7 @@ from django.core.files.storage import default_storage
 
 from executions.models import Execution, ExecutionStatus
 from executions.services.admitted import admitted_changes, recorded_admission
-from executions.services.records import (
+from executions.services.execution_audit import (
     arguments_digest,
     input_hash,
     round_trips,

@@ -38,7 +38,8 @@ from executions.services.refusal_secrets import (
     without_secrets,
 )
 from executions.services.task_queue import enqueue
-from registry import access, snapshot
+from registry import authorization as access
+from registry import snapshot
 from toolhub import tracing
 from toolhub.exceptions import Conflict, PermissionDenied
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from executions.jsonsafe import json_safe, storable_text
 from executions.models import Approval, ApprovalReason, Execution, ExecutionStatus
 from executions.services.admission import Admission, Caller, Refusal
-from executions.services.records import (
+from executions.services.execution_audit import (
     audit_execution,
     canonical_json,
     cost_of,
@@ -24,7 +24,8 @@ from executions.services.records import (
 from executions.services.refusal_secrets import without_secret_values, without_secrets
 from executions.services.sealed_inputs import sealed_write
 from executions.services.transitions import approval_snapshot
-from registry import access, snapshot
+from registry import authorization as access
+from registry import snapshot
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub import context, rows, tracing

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from executions.models import TERMINAL_STATUSES, Approval, Execution
-from executions.services.records import audit_execution_change
+from executions.services.execution_audit import audit_execution_change
 from registry.models import AuditCheckpoint, AuditEvent
 from registry.services.audit import audit_record
 from registry.services.audit_chain import audit_seal_all

@@ -24,7 +24,7 @@ from executions.models import (
     ExecutionStatus,
 )
 from executions.services import notify
-from executions.services.records import (
+from executions.services.execution_audit import (
     audit_execution,
     execution_audit_event,
     executions_audited,

@@ -22,13 +22,13 @@ from executions.models import (
     ExecutionStatus,
 )
 from executions.services.admitted import events_disagree, recorded_admission
-from executions.services.integrity import admission_mismatch, authentic_events
-from executions.services.records import (
+from executions.services.execution_audit import (
     RETENTION_MARGIN,
     execution_content_hash,
     input_hash,
     round_trips,
 )
+from executions.services.integrity import admission_mismatch, authentic_events
 from executions.services.run_evidence import unpermitted_run
 from registry.canonical import time_form
 

@@ -15,4 +15,16 @@ from registry.admin.forms import AdminJSONField
 
 options.FORMFIELD_FOR_DBFIELD_DEFAULTS[models.JSONField] = {"form_class": AdminJSONField}
 
-from registry.admin import access, audit, guards, limits, mcp, tools, toolsets, users  # noqa: E402, F401
+from registry.admin import (  # noqa: E402, F401
+    agents,
+    api_tokens,
+    audit,
+    grants,
+    guards,
+    limits,
+    mcp,
+    roles,
+    tools,
+    toolsets,
+    users,
+)

@@ -19,7 +19,8 @@ from registry.admin.audit import admin_time
 from registry.admin.forms import IdMultipleChoiceField
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Agent
-from registry.services import access as services
+from registry.services import agents as agent_services
+from registry.services import tokens as token_services
 
 
 class AgentForm(forms.ModelForm):
@@ -29,7 +30,7 @@ class AgentForm(forms.ModelForm):
         widget=admin.widgets.FilteredSelectMultiple("roles", is_stacked=False),
     )
 
-    # Checked as the API checks it (services.webhook_problems): no scheme is assumed.
+    # Checked as the API checks it (agent_services.webhook_problems): no scheme is assumed.
     webhook_url = forms.CharField(
         required=False,
         max_length=200,
@@ -79,7 +80,7 @@ class AgentForm(forms.ModelForm):
             data["webhook_url"], data["webhook_secret"] = "", ""
         secret = data.get("webhook_secret") or None
         has_secret = bool(self.instance.webhook_secret) and not data.get("clear_webhook_secret")
-        problems = services.webhook_problems(
+        problems = agent_services.webhook_problems(
             data.get("webhook_url") or "", secret=secret, has_secret=has_secret
         )
         for field, message in problems.items():
@@ -103,7 +104,7 @@ def _issue_tokens(actor, agents) -> list[tuple[str, object, str]]:
     """One token for each agent (named after the day, valid 90 days): (agent, token, raw)."""
     issued = []
     for agent in agents:
-        token, raw = services.token_issue(
+        token, raw = token_services.token_issue(
             actor=actor,
             user=agent.user,
             name=f"admin {timezone.now():%Y-%m-%d}",
@@ -184,7 +185,7 @@ class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
         data = form.cleaned_data
         role_ids = [r.pk for r in data.get("roles", [])]
         if change:
-            services.agent_update(
+            agent_services.agent_update(
                 actor=request.user,
                 agent=obj,
                 data={
@@ -196,7 +197,7 @@ class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
                 },
             )
         else:
-            created = services.agent_create(
+            created = agent_services.agent_create(
                 actor=request.user,
                 name=data["name"],
                 owner=data["owner"],
@@ -246,9 +247,9 @@ class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     )
     def deactivate_agents(self, request, queryset):
         for agent in queryset:
-            services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
+            agent_services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
 
     @admin.action(description="Activate selected agents", permissions=["change"])
     def activate_agents(self, request, queryset):
         for agent in queryset:
-            services.agent_update(actor=request.user, agent=agent, data={"is_active": True})
+            agent_services.agent_update(actor=request.user, agent=agent, data={"is_active": True})

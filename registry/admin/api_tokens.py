@@ -16,7 +16,7 @@ from django.utils.dateparse import parse_datetime
 
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import ApiToken
-from registry.services import access as services
+from registry.services import tokens as token_services
 from toolhub.exceptions import Conflict
 
 # Freshly issued tokens wait in the (server-side) session for the page that shows them,
@@ -146,7 +146,7 @@ class ApiTokenAdmin(GuardedChangeListMixin, admin.ModelAdmin):
             form = ApiTokenAddForm(request.POST)
             if form.is_valid():
                 days = form.cleaned_data.get("expires_in_days")
-                token, raw = services.token_issue(
+                token, raw = token_services.token_issue(
                     actor=request.user,
                     user=form.cleaned_data["user"],
                     name=form.cleaned_data["name"],
@@ -165,7 +165,7 @@ class ApiTokenAdmin(GuardedChangeListMixin, admin.ModelAdmin):
         for token in queryset:
             if not token.is_revoked:
                 try:
-                    services.token_revoke(actor=request.user, token=token)
+                    token_services.token_revoke(actor=request.user, token=token)
                 except Conflict as exc:  # the last platform admin's only way in
                     self.message_user(request, f"{token}: {exc.message}", messages.ERROR)
                     continue

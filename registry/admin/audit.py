@@ -21,7 +21,7 @@ from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from registry import access
+from registry import authorization
 from registry.admin.integrity import findings_context, integrity_filter, verify_now_view
 from registry.admin.mixins import (
     ExportAdminMixin,
@@ -312,8 +312,8 @@ class AuditEventAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, a
     def has_view_permission(self, request, obj=None):
         user = request.user
         return (
-            access.is_reviewer(user)
-            or access.is_platform_admin(user)
+            authorization.is_reviewer(user)
+            or authorization.is_platform_admin(user)
             or super().has_view_permission(request, obj)
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from registry import access
+from registry import authorization
 from registry.models import ToolGrant
 
 
@@ -19,13 +19,15 @@ class ToolGrantInline(admin.TabularInline):
     verbose_name_plural = "Grants (roles that may read, execute or manage this tool)"
 
     def has_view_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+        return authorization.is_platform_admin(request.user) or authorization.is_reviewer(
+            request.user
+        )
 
     def has_add_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
+        return authorization.is_platform_admin(request.user)
 
     def has_change_permission(self, request, obj=None):
         return False
 
     def has_delete_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
+        return authorization.is_platform_admin(request.user)

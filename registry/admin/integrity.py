@@ -15,7 +15,7 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from registry import access, integrity
+from registry import authorization, integrity
 from registry.models import VerificationStatus
 from registry.services.verification_runs import may_verify, verification_request
 from toolhub.exceptions import ToolHubError
@@ -24,8 +24,8 @@ from toolhub.exceptions import ToolHubError
 def may_see_integrity(user) -> bool:
     """Who sees the panel: those who may read the audit log."""
     return (
-        access.is_reviewer(user)
-        or access.is_platform_admin(user)
+        authorization.is_reviewer(user)
+        or authorization.is_platform_admin(user)
         or (user.is_active and user.has_perm("registry.view_auditevent"))
     )
 

@@ -20,7 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from registry import access, crypto
+from registry import authorization, crypto
 from registry.admin.forms import AdminJSONField
 from registry.admin.mixins import (
     GuardedChangeListMixin,
@@ -36,6 +36,7 @@ from registry.models.mcp import (
     stdio_command_problem,
     token_env_var_problem,
 )
+from registry.models.mcp.server import MCP_SERVER_FIELDS
 from registry.services import mcp as services
 from toolhub.exceptions import ToolHubError
 
@@ -62,24 +63,7 @@ class MCPServerForm(forms.ModelForm):
 
     class Meta:
         model = MCPServer
-        fields = [
-            "name",
-            "description",
-            "transport",
-            "url",
-            "command",
-            "args",
-            "env",
-            "auth_token",
-            "clear_auth_token",
-            "token_env_var",
-            "tools_allowed",
-            "tools_denied",
-            "timeout_seconds",
-            "max_concurrency",
-            "is_enabled",
-            "sync_interval_minutes",
-        ]
+        fields = [*MCP_SERVER_FIELDS, "env", "auth_token", "clear_auth_token"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -246,9 +230,7 @@ class MCPServerAdmin(
     # Writes go through the services so every change is audited.
 
     def save_model(self, request, obj, form, change):
-        data = {
-            f: form.cleaned_data[f] for f in services.MCP_SERVER_FIELDS if f in form.cleaned_data
-        }
+        data = {f: form.cleaned_data[f] for f in MCP_SERVER_FIELDS if f in form.cleaned_data}
         for name, empty in (("args", []), ("tools_allowed", []), ("tools_denied", [])):
             if data.get(name) is None:
                 data[name] = empty
@@ -315,7 +297,7 @@ class MCPServerAdmin(
         return [path("import/", view, name="registry_tool_import"), *urls]
 
     def import_view(self, request):
-        if not access.is_platform_admin(request.user):
+        if not authorization.is_platform_admin(request.user):
             raise PermissionDenied
         report = None
         if request.method == "POST":

@@ -10,7 +10,8 @@ from django.utils.html import format_html, format_html_join
 from registry import rights
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Role, RoleProfile, ToolGrant
-from registry.services import access as services
+from registry.services import platform_admins as platform_admin_services
+from registry.services import roles as role_services
 
 admin.site.unregister(Group)
 
@@ -79,8 +80,12 @@ class RoleForm(forms.ModelForm):
         if self.instance._state.adding or "permissions" not in cleaned:
             return cleaned
         gives_admin = "registry.grant_tool" in self.permission_labels()
-        if not gives_admin and services.leaves_no_platform_admin(without_roles=[self.instance.pk]):
-            raise forms.ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")
+        if not gives_admin and platform_admin_services.leaves_no_platform_admin(
+            without_roles=[self.instance.pk]
+        ):
+            raise forms.ValidationError(
+                platform_admin_services.LAST_PLATFORM_ADMIN, code="last_platform_admin"
+            )
         return cleaned
 
 
@@ -141,7 +146,7 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
         labels = form.permission_labels()
         if change:
             role = Group.objects.get(pk=obj.pk)
-            services.role_update(
+            role_services.role_update(
                 actor=request.user,
                 role=role,
                 data={
@@ -151,7 +156,7 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
                 },
             )
         else:
-            role = services.role_create(
+            role = role_services.role_create(
                 actor=request.user,
                 name=data["name"],
                 description=data["description"],
@@ -166,13 +171,15 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        if services.leaves_no_platform_admin(without_roles=[role.pk for role in objs]):
-            protected = [*protected, services.LAST_PLATFORM_ADMIN]
+        if platform_admin_services.leaves_no_platform_admin(
+            without_roles=[role.pk for role in objs]
+        ):
+            protected = [*protected, platform_admin_services.LAST_PLATFORM_ADMIN]
         return deleted, counts, perms_needed, protected
 
     def delete_model(self, request, obj):
-        services.role_delete(actor=request.user, role=Group.objects.get(pk=obj.pk))
+        role_services.role_delete(actor=request.user, role=Group.objects.get(pk=obj.pk))
 
     def delete_queryset(self, request, queryset):
         for role in queryset:
-            services.role_delete(actor=request.user, role=Group.objects.get(pk=role.pk))
+            role_services.role_delete(actor=request.user, role=Group.objects.get(pk=role.pk))

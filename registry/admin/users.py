@@ -24,7 +24,9 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 
 from registry.admin.mixins import GuardedChangeListMixin
-from registry.services import access as services
+from registry.services import agents as agent_services
+from registry.services import platform_admins as platform_admin_services
+from registry.services import role_memberships as membership_services
 from registry.services.audit import audit_record
 from toolhub.api.params import parse_id
 
@@ -55,7 +57,7 @@ def user_snapshot(user) -> dict:
 
 
 def _not_an_agents_name(username: str) -> str:
-    prefix = services.AGENT_USERNAME_PREFIX
+    prefix = agent_services.AGENT_USERNAME_PREFIX
     if username and username.lower().startswith(prefix):
         raise ValidationError(
             f"Names starting with '{prefix}' are agents' users: a person would pass "
@@ -87,7 +89,7 @@ class GuardedUserChangeForm(UserChangeForm):
             return cleaned
         if user.pk is None:
             return cleaned
-        if not services.leaves_no_platform_admin(without_users=[user.pk]):
+        if not platform_admin_services.leaves_no_platform_admin(without_users=[user.pk]):
             return cleaned  # someone else still is one, or nobody is one now either
         field = cleaned.get  # a field this user may not edit keeps its stored value
         permissions = field("user_permissions", user.user_permissions.all())
@@ -100,14 +102,18 @@ class GuardedUserChangeForm(UserChangeForm):
             and can_act
             and (
                 field("is_superuser", user.is_superuser)
-                or any(services.is_platform_admin_right(p) for p in permissions)
+                or any(platform_admin_services.is_platform_admin_right(p) for p in permissions)
                 or any(
-                    services.is_platform_admin_right(p) for g in groups for p in g.permissions.all()
+                    platform_admin_services.is_platform_admin_right(p)
+                    for g in groups
+                    for p in g.permissions.all()
                 )
             )
         )
         if not stays:
-            raise ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin")
+            raise ValidationError(
+                platform_admin_services.LAST_PLATFORM_ADMIN, code="last_platform_admin"
+            )
         return cleaned
 
     def _check_agent(self, cleaned) -> None:
@@ -131,7 +137,7 @@ class GuardedUserChangeForm(UserChangeForm):
 
 
 def _holds_live_token(user) -> bool:
-    return User.objects.filter(pk=user.pk).filter(services.live_token_q()).exists()
+    return User.objects.filter(pk=user.pk).filter(platform_admin_services.live_token_q()).exists()
 
 
 class GuardedPasswordChangeForm(AdminPasswordChangeForm):
@@ -143,13 +149,15 @@ class GuardedPasswordChangeForm(AdminPasswordChangeForm):
         if (
             cleaned.get("set_usable_password") is False
             and self.user.is_staff
-            and services.leaves_no_platform_admin(without_users=[self.user.pk])
+            and platform_admin_services.leaves_no_platform_admin(without_users=[self.user.pk])
             and not _holds_live_token(self.user)
         ):
             # On the field: the admin's password page shows no form-wide errors.
             self.add_error(
                 "usable_password",
-                ValidationError(services.LAST_PLATFORM_ADMIN, code="last_platform_admin"),
+                ValidationError(
+                    platform_admin_services.LAST_PLATFORM_ADMIN, code="last_platform_admin"
+                ),
             )
         return cleaned
 
@@ -166,8 +174,10 @@ class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        if services.leaves_no_platform_admin(without_users=[user.pk for user in objs]):
-            protected = [*protected, services.LAST_PLATFORM_ADMIN]
+        if platform_admin_services.leaves_no_platform_admin(
+            without_users=[user.pk for user in objs]
+        ):
+            protected = [*protected, platform_admin_services.LAST_PLATFORM_ADMIN]
         return deleted, counts, perms_needed, protected
 
     def save_model(self, request, obj, form, change):
@@ -181,7 +191,7 @@ class AuditedUserAdmin(GuardedChangeListMixin, UserAdmin):
         before = getattr(request, _BEFORE, None)
         after = user_snapshot(user)
         roles_before = set(before["roles"]) if before else set()
-        services.audit_membership(
+        membership_services.audit_membership(
             request.user,
             user,
             added=set(after["roles"]) - roles_before,

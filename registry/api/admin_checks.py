@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from registry import access
+from registry import authorization
 from toolhub.exceptions import PermissionDenied
 
 
 def require_platform_admin(user) -> None:
-    if not access.is_platform_admin(user):
+    if not authorization.is_platform_admin(user):
         raise PermissionDenied("Only platform admins may do this.")
 
 
 def require_admin_or_reviewer(user) -> None:
-    if not (access.is_platform_admin(user) or access.is_reviewer(user)):
+    if not (authorization.is_platform_admin(user) or authorization.is_reviewer(user)):
         raise PermissionDenied("Only platform admins and reviewers may see this.")

@@ -9,13 +9,15 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from registry import access
-from registry.api import access_serializers as s
+from registry import authorization
+from registry.api import agent_serializers as s
 from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.models import Agent, ApiToken
-from registry.services import access as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from registry.services import agents as agent_services
+from registry.services import tokens as token_services
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import parse_id
 from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
 
@@ -47,7 +49,7 @@ class AgentAccessMixin(BaseAPIView):
     def visible_agents(self):
         user = self.request.user
         qs = _agent_qs()
-        if access.is_platform_admin(user) or access.is_reviewer(user):
+        if authorization.is_platform_admin(user) or authorization.is_reviewer(user):
             return qs
         # People see the agents they own; an agent sees itself.
         return qs.filter(owner=user) | qs.filter(user=user)
@@ -60,7 +62,7 @@ class AgentAccessMixin(BaseAPIView):
 
     def check_token_admin(self, agent: Agent) -> None:
         user = self.request.user
-        if not (access.is_platform_admin(user) or agent.owner_id == user.pk):
+        if not (authorization.is_platform_admin(user) or agent.owner_id == user.pk):
             raise PermissionDenied("Only platform admins and the agent's owner manage its tokens.")
 
 
@@ -78,7 +80,7 @@ class AgentListView(AgentAccessMixin):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         values["owner"] = _find_user(values["owner"])
-        agent = services.agent_create(actor=request.user, **values)
+        agent = agent_services.agent_create(actor=request.user, **values)
         return Response(s.AgentOutputSerializer(_agent_qs().get(pk=agent.pk)).data, status=201)
 
 
@@ -99,7 +101,7 @@ class AgentDetailView(AgentAccessMixin):
         values = dict(data.validated_data)
         if "owner" in values:
             values["owner"] = _find_user(values["owner"])
-        services.agent_update(actor=request.user, agent=agent, data=values)
+        agent_services.agent_update(actor=request.user, agent=agent, data=values)
         return Response(s.AgentOutputSerializer(_agent_qs().get(pk=agent.pk)).data)
 
     @extend_schema(
@@ -108,7 +110,7 @@ class AgentDetailView(AgentAccessMixin):
     def delete(self, request, agent_id):
         agent = self.get_agent(agent_id)
         require_platform_admin(request.user)
-        services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
+        agent_services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
         return Response(status=204)
 
 
@@ -119,7 +121,7 @@ class AgentTokenListView(AgentAccessMixin):
     )
     def get(self, request, agent_id):
         agent = self.get_agent(agent_id)
-        if not access.is_reviewer(request.user):
+        if not authorization.is_reviewer(request.user):
             self.check_token_admin(agent)
         return self.paginate(agent.user.api_tokens.order_by("-created_at"), s.TokenOutputSerializer)
 
@@ -133,7 +135,7 @@ class AgentTokenListView(AgentAccessMixin):
         expires_at = values.get("expires_at")
         if values.get("expires_in_days"):
             expires_at = timezone.now() + timedelta(days=values["expires_in_days"])
-        token, raw = services.token_issue(
+        token, raw = token_services.token_issue(
             actor=request.user, user=agent.user, name=values.get("name", ""), expires_at=expires_at
         )
         body = s.TokenOutputSerializer(token).data
@@ -152,5 +154,5 @@ class AgentTokenDetailView(AgentAccessMixin):
         token = ApiToken.objects.filter(pk=token_id, user=agent.user).first()
         if token is None:
             raise NotFound("Token not found.", code="token_not_found")
-        token = services.token_revoke(actor=request.user, token=token)
+        token = token_services.token_revoke(actor=request.user, token=token)
         return Response(s.TokenOutputSerializer(token).data)

@@ -5,17 +5,17 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from registry import access
+from registry import authorization
 from registry.api.base import BaseAPIView
 from registry.services.audit_chain import audit_verify
 from registry.services.audit_head import audit_head
-from toolhub.api.openapi import errors
+from toolhub.api.openapi.errors import errors
 from toolhub.api.params import query_bool
 from toolhub.exceptions import PermissionDenied
 
 
 def _require_reviewer(user) -> None:
-    if not (access.is_reviewer(user) or access.is_platform_admin(user)):
+    if not (authorization.is_reviewer(user) or authorization.is_platform_admin(user)):
         raise PermissionDenied("Only reviewers and platform admins may inspect the audit chain.")
 
 

@@ -14,7 +14,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 
-from registry import access
+from registry import authorization
 from registry.api.base import BaseAPIView
 from registry.exports import (
     AUDIT_COLUMNS,
@@ -23,8 +23,10 @@ from registry.exports import (
     export_format,
 )
 from registry.models import AuditEvent
-from registry.services import access as access_services
-from toolhub.api.openapi import DATE_OR_DATETIME, errors, page_parameters, paginated
+from registry.services import agents as agent_services
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.inputs import DATE_OR_DATETIME
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
 from toolhub.api.params import query_datetime, query_id, reject_unknown
 from toolhub.exceptions import PermissionDenied
@@ -52,7 +54,7 @@ AUDIT_FILTER_PARAMETERS = [
 
 
 def require_audit_reader(user) -> None:
-    if not (access.is_reviewer(user) or access.is_platform_admin(user)):
+    if not (authorization.is_reviewer(user) or authorization.is_platform_admin(user)):
         raise PermissionDenied("Only reviewers and platform admins may read the audit log.")
 
 
@@ -80,7 +82,7 @@ def filter_audit_events(queryset, params, *, also=()):
     if params.get("actor"):
         # An agent acts as its user "agent.<name>"; executions name it by its own name.
         name = params["actor"]
-        agent_user = f"{access_services.AGENT_USERNAME_PREFIX}{name}"
+        agent_user = f"{agent_services.AGENT_USERNAME_PREFIX}{name}"
         queryset = queryset.filter(Q(actor_name=name) | Q(actor_name=agent_user))
     actor_id = query_id(params, "actor_id", what="a user id")
     if actor_id is not None:

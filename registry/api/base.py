@@ -6,7 +6,7 @@ from __future__ import annotations
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
-from registry import access
+from registry import authorization
 from registry.models import Action, Tool
 from toolhub.api.pagination import PageNumberPagination
 from toolhub.api.params import reject_unknown
@@ -14,7 +14,7 @@ from toolhub.exceptions import NotFound, PermissionDenied
 
 
 class BaseAPIView(APIView):
-    """Authenticated callers only; tools are always seen through ``access.restrict``.
+    """Authenticated callers only; tools are always seen through ``authorization.restrict``.
 
     Subclasses never query ``Tool.objects`` directly for what they return:
     ``tool_queryset()`` is the caller's readable catalog, so no list, count,
@@ -42,14 +42,14 @@ class BaseAPIView(APIView):
         return name in self.http_method_names and hasattr(self, name)
 
     def tool_queryset(self, action: str = Action.READ):
-        return access.restrict(Tool.objects.all(), self.request.user, action)
+        return authorization.restrict(Tool.objects.all(), self.request.user, action)
 
     def get_tool(self, tool_id, *, action: str = Action.READ) -> Tool:
         """The tool if the caller may read it (404 otherwise), then ``action`` checked (403)."""
         tool = self.tool_queryset().filter(pk=tool_id).first()
         if tool is None:
             raise NotFound("Tool not found.", code="tool_not_found")
-        if action != Action.READ and not access.can(self.request.user, action, tool):
+        if action != Action.READ and not authorization.can(self.request.user, action, tool):
             raise PermissionDenied(f"You may not {action} this tool.", code="permission_denied")
         return tool
 

@@ -12,7 +12,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from registry import access
+from registry import authorization
 from registry.api.admin_checks import require_admin_or_reviewer
 from registry.api.mcp_views import get_mcp_server
 from registry.api.views import RegistryAPIView
@@ -20,7 +20,7 @@ from registry.drift import mcp_server_drift, tool_definition_state
 from registry.models import Action, Tool
 from registry.policy import policy_check
 from registry.services import pinning
-from toolhub.api.openapi import errors
+from toolhub.api.openapi.errors import errors
 from toolhub.api.serializers import StrictSerializer
 from toolhub.exceptions import PermissionDenied
 
@@ -35,9 +35,9 @@ class ToolDefinitionView(RegistryAPIView):
         tool = self.get_tool(tool_id)
         user = request.user
         if not (
-            access.is_platform_admin(user)
-            or access.is_reviewer(user)
-            or access.can(user, Action.MANAGE, tool)
+            authorization.is_platform_admin(user)
+            or authorization.is_reviewer(user)
+            or authorization.can(user, Action.MANAGE, tool)
         ):
             raise PermissionDenied(
                 "Only the tool's managers, platform admins and reviewers see its definitions."

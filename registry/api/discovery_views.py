@@ -6,20 +6,17 @@ from django.contrib.auth.models import Group
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from registry import access, formats, selectors
-from registry.api import access_serializers as s
+from registry import authorization, formats, selectors
+from registry.api import grant_serializers as s
 from registry.api.base import BaseAPIView
 from registry.api.serializers import ToolOutputSerializer
 from registry.models import Action
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_choice
 from toolhub.exceptions import NotFound
 
 # Discovery
-
-
-def discovery_queryset(qs):
-    return selectors.tool_discovery_list(qs)
 
 
 class RegistryMeView(BaseAPIView):
@@ -32,7 +29,7 @@ class RegistryMeView(BaseAPIView):
     )
     def get(self, request):
         fmt = query_choice(request.query_params, "format", formats.FORMATS) or "raw"
-        tools = list(selectors.tool_discovery_list(access.tools_executable_by(request.user)))
+        tools = list(selectors.tool_discovery_list(authorization.tools_executable_by(request.user)))
         return Response(formats.render(tools, fmt))
 
 
@@ -46,7 +43,7 @@ class RegistryByRoleView(BaseAPIView):
             role = Group.objects.filter(pk=kwargs["role_id"]).first()
         # A role the caller may not ask about answers like one that does not exist:
         # a 403 would confirm that the name or id is a role.
-        if role is None or not access.may_ask_about_role(self.request.user, role):
+        if role is None or not authorization.may_ask_about_role(self.request.user, role):
             raise NotFound(
                 "Role not found (you may ask only about your own roles).", code="role_not_found"
             )
@@ -62,7 +59,7 @@ class RegistryByRoleView(BaseAPIView):
     def get(self, request, **kwargs):
         role = self.role_from_kwargs(**kwargs)
         action = query_choice(request.query_params, "permission_action", Action.values) or "read"
-        ids = access.tools_for_role(role, action).values("pk")
+        ids = authorization.tools_for_role(role, action).values("pk")
         # Never reveal a tool the caller itself may not read.
         qs = self.tool_queryset().filter(pk__in=ids).order_by("name")
         return self.paginate(qs, ToolOutputSerializer)
@@ -84,8 +81,8 @@ class CheckPermissionView(BaseAPIView):
         required = (
             query_choice(request.query_params, "required_action", Action.values) or Action.EXECUTE
         )
-        granted = access.granted_action(role, tool)
-        allowed = access.role_can(role, required, tool)
+        granted = authorization.granted_action(role, tool)
+        allowed = authorization.role_can(role, required, tool)
         return Response(
             {
                 "allowed": allowed,

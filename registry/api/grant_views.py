@@ -8,13 +8,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from registry.api import access_serializers as s
+from registry.api import grant_serializers as s
 from registry.api.admin_checks import require_admin_or_reviewer
 from registry.api.base import BaseAPIView
 from registry.models import Action, Tool, ToolGrant
 from registry.policy import policy_check
-from registry.services import access as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from registry.services import grants as grant_services
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_choice, query_id, query_uuid, reject_unknown
 from toolhub.exceptions import NotFound
 
@@ -82,7 +83,7 @@ class GrantListView(BaseAPIView):
         values = data.validated_data
         tool = _tool_or_404(values["tool_id"]) if values.get("tool_id") else None
         role = _role_or_404(values["role_id"])
-        grant, created = services.grant_create(
+        grant, created = grant_services.grant_create(
             actor=request.user, role=role, action=values["action"], tool=tool
         )
         return Response(
@@ -105,7 +106,7 @@ class GrantBulkView(BaseAPIView):
         roles = [_role_or_404(rid) for rid in dict.fromkeys(values["role_ids"])]
         with transaction.atomic():
             grants = [
-                services.grant_create(
+                grant_services.grant_create(
                     actor=request.user, role=role, action=values["action"], tool=tool
                 )[0]
                 for role in roles
@@ -129,7 +130,7 @@ class GrantDetailView(BaseAPIView):
     @extend_schema(responses={204: None}, description="Revokes the grant.")
     def delete(self, request, grant_id):
         policy_check(actor=request.user, action="grant.write")
-        services.grant_revoke(actor=request.user, grant=self.get_grant(grant_id))
+        grant_services.grant_revoke(actor=request.user, grant=self.get_grant(grant_id))
         return Response(status=204)
 
 

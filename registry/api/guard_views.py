@@ -13,7 +13,8 @@ from registry.api.base import BaseAPIView
 from registry.models import Guard, GuardAction, GuardKind, GuardStage
 from registry.policy import policy_check
 from registry.services import guards as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_uuid
 from toolhub.api.serializers import JSONObjectField, StrictSerializer
 

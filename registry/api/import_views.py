@@ -7,11 +7,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from registry.api.access_views import require_platform_admin
+from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.importers.run import FORMATS, import_content
 from toolhub.api.exceptions import error_body
-from toolhub.api.openapi import error_response
+from toolhub.api.openapi.errors import error_response
 from toolhub.api.serializers import StrictSerializer
 
 

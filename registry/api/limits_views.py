@@ -14,7 +14,8 @@ from registry.models import RateLimitRule
 from registry.models.limits import RateLimitScope
 from registry.policy import policy_check
 from registry.services import limits as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import MAX_DB_INT, query_uuid
 from toolhub.api.serializers import StrictSerializer
 

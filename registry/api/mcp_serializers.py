@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from registry.models import MCPServer
 from registry.models.mcp import MCPTransport
-from registry.models.mcp.server import mcp_server_name_validator
+from registry.models.mcp.server import MCP_SERVER_FIELDS, mcp_server_name_validator
 from registry.services.mcp import mcp_server_tools
 from toolhub.api.params import MAX_DB_INT
 from toolhub.api.serializers import StrictSerializer
@@ -32,21 +32,9 @@ class MCPServerOutputSerializer(serializers.ModelSerializer):
         model = MCPServer
         fields = [
             "id",
-            "name",
-            "description",
-            "transport",
-            "url",
-            "command",
-            "args",
+            *MCP_SERVER_FIELDS,
             "env",
             "has_auth_token",
-            "token_env_var",
-            "tools_allowed",
-            "tools_denied",
-            "timeout_seconds",
-            "max_concurrency",
-            "is_enabled",
-            "sync_interval_minutes",
             "last_synced_at",
             "last_sync_error",
             "tool_count",

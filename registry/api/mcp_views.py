@@ -11,14 +11,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from registry.api.access_views import require_admin_or_reviewer
+from registry.api.admin_checks import require_admin_or_reviewer
 from registry.api.base import BaseAPIView
 from registry.api.mcp_serializers import MCPServerInputSerializer, MCPServerOutputSerializer
 from registry.models import MCPServer
 from registry.policy import policy_check
 from registry.services import mcp as services
 from toolhub.api.exceptions import error_body
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.exceptions import NotFound
 
 

@@ -6,12 +6,13 @@ from django.contrib.auth.models import Group
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from registry import access
-from registry.api import access_serializers as s
+from registry import authorization
+from registry.api import role_serializers as s
 from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
-from registry.services import access as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from registry.services import roles as role_services
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.exceptions import NotFound
 
 
@@ -26,8 +27,10 @@ class RoleListView(BaseAPIView):
     @extend_schema(parameters=page_parameters(), responses=paginated(s.RoleOutputSerializer))
     def get(self, request):
         qs = _role_qs().order_by("name")
-        if not (access.is_platform_admin(request.user) or access.is_reviewer(request.user)):
-            qs = qs.filter(pk__in=access.role_ids_of(request.user))
+        if not (
+            authorization.is_platform_admin(request.user) or authorization.is_reviewer(request.user)
+        ):
+            qs = qs.filter(pk__in=authorization.role_ids_of(request.user))
         return self.paginate(qs, s.RoleOutputSerializer)
 
     @extend_schema(
@@ -37,14 +40,14 @@ class RoleListView(BaseAPIView):
         require_platform_admin(request.user)
         data = s.RoleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        role = services.role_create(actor=request.user, **data.validated_data)
+        role = role_services.role_create(actor=request.user, **data.validated_data)
         return Response(s.RoleOutputSerializer(_role_qs().get(pk=role.pk)).data, status=201)
 
 
 class RoleDetailView(BaseAPIView):
     def get_role(self, role_id) -> Group:
         role = _role_qs().filter(pk=role_id).first()
-        if role is None or not access.may_ask_about_role(self.request.user, role):
+        if role is None or not authorization.may_ask_about_role(self.request.user, role):
             raise NotFound("Role not found.", code="role_not_found")
         return role
 
@@ -60,12 +63,14 @@ class RoleDetailView(BaseAPIView):
         require_platform_admin(request.user)
         data = s.RoleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        role = services.role_update(actor=request.user, role=role, data=dict(data.validated_data))
+        role = role_services.role_update(
+            actor=request.user, role=role, data=dict(data.validated_data)
+        )
         return Response(s.RoleOutputSerializer(_role_qs().get(pk=role.pk)).data)
 
     @extend_schema(responses={204: None, **errors(409)})
     def delete(self, request, role_id):
         role = self.get_role(role_id)
         require_platform_admin(request.user)
-        services.role_delete(actor=request.user, role=role)
+        role_services.role_delete(actor=request.user, role=role)
         return Response(status=204)

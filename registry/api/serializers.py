@@ -11,6 +11,7 @@ from rest_framework import serializers
 from registry import schema as schema_mod
 from registry.models import Tool, ToolConfig, ToolParameter
 from registry.models.tools import (
+    TOOL_FIELDS,
     JSONType,
     ParameterKind,
     ToolType,
@@ -102,27 +103,7 @@ class ToolOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Tool
-        fields = [
-            "id",
-            "name",
-            "description",
-            "type",
-            "version",
-            "tool_metadata",
-            "category",
-            "is_active",
-            "timeout_seconds",
-            "max_retries",
-            "cache_ttl_seconds",
-            "max_concurrency",
-            "max_response_bytes",
-            "requires_approval",
-            "approval_condition",
-            "approval_ttl_seconds",
-            "quarantined",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["id", *TOOL_FIELDS, "category", "quarantined", "created_at", "updated_at"]
 
     def get_quarantined(self, obj) -> bool:
         return obj.quarantined_at is not None

@@ -6,12 +6,13 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from registry import access
+from registry import authorization
 from registry.api.base import BaseAPIView
 from registry.models import Tool, Toolset
 from registry.policy import policy_check
 from registry.services import toolsets as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.serializers import StrictSerializer
 from toolhub.exceptions import NotFound, PermissionDenied
 
@@ -52,7 +53,7 @@ class ToolsetInputSerializer(StrictSerializer):
 
 
 def _check_may_read(user) -> None:
-    if not (access.is_platform_admin(user) or access.is_reviewer(user)):
+    if not (authorization.is_platform_admin(user) or authorization.is_reviewer(user)):
         raise PermissionDenied("Only platform admins and reviewers may see toolsets.")
 
 

@@ -26,36 +26,50 @@ urlpatterns = [
     ),
 ]
 
-from registry.api import access_views as av  # noqa: E402
+from registry.api import agent_views, discovery_views, grant_views, role_views  # noqa: E402
 
 urlpatterns += [
-    path("roles", av.RoleListView.as_view(), name="role-list"),
-    path("roles/<int:role_id>", av.RoleDetailView.as_view(), name="role-detail"),
-    path("agents", av.AgentListView.as_view(), name="agent-list"),
-    path("agents/<uuid:agent_id>", av.AgentDetailView.as_view(), name="agent-detail"),
-    path("agents/<uuid:agent_id>/tokens", av.AgentTokenListView.as_view(), name="agent-token-list"),
+    path("roles", role_views.RoleListView.as_view(), name="role-list"),
+    path("roles/<int:role_id>", role_views.RoleDetailView.as_view(), name="role-detail"),
+    path("agents", agent_views.AgentListView.as_view(), name="agent-list"),
+    path("agents/<uuid:agent_id>", agent_views.AgentDetailView.as_view(), name="agent-detail"),
+    path(
+        "agents/<uuid:agent_id>/tokens",
+        agent_views.AgentTokenListView.as_view(),
+        name="agent-token-list",
+    ),
     path(
         "agents/<uuid:agent_id>/tokens/<int:token_id>",
-        av.AgentTokenDetailView.as_view(),
+        agent_views.AgentTokenDetailView.as_view(),
         name="agent-token-detail",
     ),
-    path("permissions", av.GrantListView.as_view(), name="grant-list"),
-    path("permissions/bulk", av.GrantBulkView.as_view(), name="grant-bulk"),
-    path("permissions/tool/<uuid:tool_id>", av.GrantsByToolView.as_view(), name="grant-by-tool"),
-    path("permissions/role/<int:role_id>", av.GrantsByRoleView.as_view(), name="grant-by-role"),
-    path("permissions/<uuid:grant_id>", av.GrantDetailView.as_view(), name="grant-detail"),
-    path("registry/me", av.RegistryMeView.as_view(), name="registry-me"),
+    path("permissions", grant_views.GrantListView.as_view(), name="grant-list"),
+    path("permissions/bulk", grant_views.GrantBulkView.as_view(), name="grant-bulk"),
     path(
-        "registry/by-role/<int:role_id>", av.RegistryByRoleView.as_view(), name="registry-by-role"
+        "permissions/tool/<uuid:tool_id>",
+        grant_views.GrantsByToolView.as_view(),
+        name="grant-by-tool",
+    ),
+    path(
+        "permissions/role/<int:role_id>",
+        grant_views.GrantsByRoleView.as_view(),
+        name="grant-by-role",
+    ),
+    path("permissions/<uuid:grant_id>", grant_views.GrantDetailView.as_view(), name="grant-detail"),
+    path("registry/me", discovery_views.RegistryMeView.as_view(), name="registry-me"),
+    path(
+        "registry/by-role/<int:role_id>",
+        discovery_views.RegistryByRoleView.as_view(),
+        name="registry-by-role",
     ),
     path(
         "registry/by-role-name/<str:role_name>",
-        av.RegistryByRoleView.as_view(),
+        discovery_views.RegistryByRoleView.as_view(),
         name="registry-by-role-name",
     ),
     path(
         "registry/check-permission/<uuid:tool_id>/<int:role_id>",
-        av.CheckPermissionView.as_view(),
+        discovery_views.CheckPermissionView.as_view(),
         name="registry-check-permission",
     ),
 ]

@@ -6,14 +6,15 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from registry import access, selectors
+from registry import authorization, selectors
 from registry.api import serializers as s
 from registry.api.base import BaseAPIView
 from registry.models import Action, Tool, ToolConfig, ToolParameter
 from registry.models.tools import ParameterKind, ToolType
 from registry.policy import policy_check
 from registry.services import tools as services
-from toolhub.api.openapi import errors, page_parameters, paginated
+from toolhub.api.openapi.errors import errors
+from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import query_bool, query_choice, reject_unknown
 from toolhub.exceptions import NotFound, PermissionDenied
 
@@ -155,7 +156,7 @@ class ToolParameterDetailView(RegistryAPIView):
         )
         if param is None:
             raise NotFound("Parameter not found.", code="parameter_not_found")
-        if action != Action.READ and not access.can(self.request.user, action, param.tool):
+        if action != Action.READ and not authorization.can(self.request.user, action, param.tool):
             raise PermissionDenied(f"You may not {action} this tool.")
         return param
 

@@ -1,16 +1,14 @@
-from registry.models.access import (
+from registry.models.audit import AuditChainHead, AuditCheckpoint, AuditEvent
+from registry.models.grants import (
     Action,
-    Agent,
-    Role,
-    RoleProfile,
     ToolGrant,
     ToolGroupObjectPermission,
     ToolUserObjectPermission,
 )
-from registry.models.audit import AuditChainHead, AuditCheckpoint, AuditEvent
 from registry.models.guards import Guard, GuardAction, GuardKind, GuardStage
 from registry.models.limits import RateLimitRule, RateLimitScope
 from registry.models.mcp import MCPServer as MCPServer
+from registry.models.principals import Agent, Role, RoleProfile
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
 from registry.models.toolsets import Toolset

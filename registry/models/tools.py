@@ -11,6 +11,22 @@ from django.db import models
 from registry import crypto, schema
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+
+# The fields of a tool its managers set, declared once: what the tool services accept and
+# the audit snapshot records, what the API shows, the admin edits (identity, then the
+# execution controls) and the catalog imports and exports.
+TOOL_IDENTITY_FIELDS = ("name", "description", "type", "version", "tool_metadata", "is_active")
+TOOL_CONTROL_FIELDS = (
+    "timeout_seconds",
+    "max_retries",
+    "cache_ttl_seconds",
+    "max_concurrency",
+    "max_response_bytes",
+    "requires_approval",
+    "approval_condition",
+    "approval_ttl_seconds",
+)
+TOOL_FIELDS = TOOL_IDENTITY_FIELDS + TOOL_CONTROL_FIELDS
 tool_name_validator = RegexValidator(
     TOOL_NAME_PATTERN,
     "Use 1 to 64 characters: letters, digits, '_' or '-'.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from registry import access
+from registry import authorization
 from registry.models import Action, Tool
 from registry.rights import RIGHTS_BY_KEY
 from toolhub.exceptions import PermissionDenied
@@ -118,7 +118,7 @@ OWN_CONTROL_REFUSAL = (
 
 
 def _holds_right(user, key: str) -> bool:
-    if access.is_platform_admin(user):  # a platform admin holds every right
+    if authorization.is_platform_admin(user):  # a platform admin holds every right
         return True
     if key == ADMIN or not (user.is_authenticated and user.is_active):
         return False
@@ -135,7 +135,7 @@ def _governs_own_calls(actor, tool: Tool | None) -> bool:
     """Whether a control on ``tool`` (all tools when None) applies to calls ``actor`` makes."""
     if not _is_agent(actor):
         return False
-    return tool is None or access.can(actor, Action.EXECUTE, tool)
+    return tool is None or authorization.can(actor, Action.EXECUTE, tool)
 
 
 def _refusal(action: str, tool: Tool | None, fields) -> PermissionDenied | None:
@@ -152,10 +152,15 @@ def policy_refusal(
     rule = POLICY[action]
     if actor is None:
         return None
-    if rule.grant and tool is None and rule.right != ADMIN and not access.is_platform_admin(actor):
+    if (
+        rule.grant
+        and tool is None
+        and rule.right != ADMIN
+        and not authorization.is_platform_admin(actor)
+    ):
         what = action.split(".")[0].replace("_", " ") + "s"
         return PermissionDenied(ALL_TOOLS_REFUSAL.format(what=what))
-    if rule.grant and tool is not None and not access.can(actor, rule.grant, tool):
+    if rule.grant and tool is not None and not authorization.can(actor, rule.grant, tool):
         return PermissionDenied(f"You may not {rule.grant} '{tool.name}'.")
     if rule.right and not _holds_right(actor, rule.right):
         return _refusal(action, tool, fields)

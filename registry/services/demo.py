@@ -7,7 +7,7 @@ from django.db import transaction
 
 from registry import demo
 from registry.models import RoleProfile, Tool
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services import tools as services
 
 
@@ -39,12 +39,12 @@ def demo_seed(*, actor=None, sandbox_url: str | None = None) -> dict[str, int]:
     for role_name, action, tool_name in demo.GRANTS:
         role = Group.objects.get(name=role_name)
         tool = Tool.objects.get(name=tool_name) if tool_name else None
-        access_services.grant_create(actor=actor, role=role, action=action, tool=tool)
+        grant_services.grant_create(actor=actor, role=role, action=action, tool=tool)
     for role_name, action, tool_name in demo.BUILTIN_GRANTS:
         tool = Tool.objects.filter(name=tool_name).first()
         if tool is not None:
             role = Group.objects.get(name=role_name)
-            access_services.grant_create(actor=actor, role=role, action=action, tool=tool)
+            grant_services.grant_create(actor=actor, role=role, action=action, tool=tool)
     return counts
 
 

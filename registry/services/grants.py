@@ -6,7 +6,7 @@ from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
 
-from registry.access import CODENAMES
+from registry.authorization import CODENAMES
 from registry.models import (
     Action,
     Tool,

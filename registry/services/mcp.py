@@ -30,6 +30,7 @@ from registry.models.mcp import (
     stdio_command_problem,
     token_env_var_problem,
 )
+from registry.models.mcp.server import MCP_SERVER_FIELDS
 from registry.models.tools import ToolType
 from registry.policy import policy_check
 from registry.services.audit import audit_record
@@ -37,21 +38,6 @@ from registry.services.tools import tool_update
 from registry.services.validation import full_clean, raise_invalid
 from toolhub.exceptions import Conflict, ToolHubError
 
-MCP_SERVER_FIELDS = (
-    "name",
-    "description",
-    "transport",
-    "url",
-    "command",
-    "args",
-    "token_env_var",
-    "tools_allowed",
-    "tools_denied",
-    "timeout_seconds",
-    "max_concurrency",
-    "is_enabled",
-    "sync_interval_minutes",
-)
 # tool_metadata keys that tie a synced tool to its server.
 META_SERVER = "mcp_server"
 META_SERVER_ID = "mcp_server_id"

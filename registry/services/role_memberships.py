@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.contrib.auth.models import Group
-from django.db import transaction
 
 from registry.services.audit import audit_record
-from registry.services.platform_admins import _keep_a_platform_admin, platform_admins_remain
 from registry.services.validation import raise_invalid
 from toolhub.api.params import parse_id
 
@@ -76,11 +74,3 @@ def _set_membership(actor, user, roles: list[Group], *, target) -> None:
     for cached in ("_toolhub_roles", "_toolhub_all_tools"):
         if hasattr(user, cached):
             delattr(user, cached)
-
-
-def user_set_roles(*, actor, user, role_ids: Iterable) -> None:
-    """Membership for a person (agents use ``agent_update``)."""
-    with transaction.atomic():
-        had_admins = platform_admins_remain()
-        _set_membership(actor, user, _roles(role_ids), target=user)
-        _keep_a_platform_admin(had_admins)

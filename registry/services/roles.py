@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 from django.db.models import Q
 
-from registry.access import CODENAMES
+from registry.authorization import CODENAMES
 from registry.models import RoleProfile
 from registry.services.audit import audit_record
 from registry.services.platform_admins import _keep_a_platform_admin, platform_admins_remain

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import Group, Permission
 from django.db import IntegrityError, transaction
 
-from registry.access import CODENAMES
+from registry.authorization import CODENAMES
 from registry.models import Action
-from registry.services import access as access_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services.audit import audit_record
 from toolhub.exceptions import Conflict, ToolHubError
 
@@ -32,13 +33,13 @@ STANDARD_ROLES = (
     StandardRole(
         name="platform-admin",
         description="Registers tools, manages grants, limits and tokens.",
-        permissions=tuple(access_services.PLATFORM_ADMIN_PERMISSIONS),
+        permissions=tuple(role_services.PLATFORM_ADMIN_PERMISSIONS),
         all_tools_action=Action.MANAGE.value,
     ),
     StandardRole(
         name="reviewer",
         description="Compliance: sees every tool, execution and audit event; changes nothing.",
-        permissions=tuple(access_services.REVIEWER_PERMISSIONS),
+        permissions=tuple(role_services.REVIEWER_PERMISSIONS),
         all_tools_action=Action.READ.value,
     ),
 )
@@ -106,12 +107,12 @@ def _get_or_create(actor, spec: StandardRole, perms: dict[str, Permission]) -> t
         for label in spec.permissions
         if not (
             label.startswith("registry.")
-            and perms[label].codename in access_services.TOOL_ACCESS_CODENAMES
+            and perms[label].codename in role_services.TOOL_ACCESS_CODENAMES
         )
     ]
     try:
         with transaction.atomic():
-            role = access_services.role_create(
+            role = role_services.role_create(
                 actor=actor, name=spec.name, description=spec.description, permissions=platform
             )
     except (Conflict, IntegrityError):
@@ -129,20 +130,20 @@ def _ensure(actor, spec: StandardRole) -> RoleOutcome:
         permission_count=len(perms),
         created=created,
     )
-    _, outcome.grant_created = access_services.grant_create(
+    _, outcome.grant_created = grant_services.grant_create(
         actor=actor, role=role, action=spec.all_tools_action, tool=None
     )
     held = set(role.permissions.values_list("pk", flat=True))
     missing = [perm for perm in perms.values() if perm.pk not in held]
     if missing:
-        before = access_services.role_snapshot(role)
+        before = role_services.role_snapshot(role)
         role.permissions.add(*missing)
         audit_record(
             actor=actor,
             action="role.updated",
             target=role,
             before=before,
-            after=access_services.role_snapshot(role),
+            after=role_services.role_snapshot(role),
         )
         outcome.permissions_added = sorted(_label(p) for p in missing)
     return outcome

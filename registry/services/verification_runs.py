@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from registry import access
+from registry import authorization
 from registry.models import (
     VerificationFinding,
     VerificationRun,
@@ -38,7 +38,7 @@ ABANDONED_AFTER = timedelta(minutes=30)
 
 def may_verify(user) -> bool:
     """Reviewers and platform admins may start a verification."""
-    return access.is_reviewer(user) or access.is_platform_admin(user)
+    return authorization.is_reviewer(user) or authorization.is_platform_admin(user)
 
 
 @transaction.atomic

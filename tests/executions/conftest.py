@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from executions import egress
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.factories import make_user
 from tests.servers.http_upstream import UpstreamServer
@@ -69,8 +71,8 @@ def echo_caller(upstream: UpstreamServer, label: str, tool_name: str) -> dict:
     """An agent in its own role with ``execute`` on an http tool ``tool_name`` that
     calls ``upstream`` at ``/{path}`` (one required string input ``path``)."""
     owner = make_user(f"owner-{label}")
-    role = access_services.role_create(actor=None, name=f"{label}-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name=f"{label}-callers")
+    agent = agent_services.agent_create(
         actor=None, name=f"agent-{label}", owner=owner, role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
@@ -84,5 +86,5 @@ def echo_caller(upstream: UpstreamServer, label: str, tool_name: str) -> dict:
             {"config_key": "endpoint", "config_value": "/{path}"},
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return {"owner": owner, "role": role, "agent": agent, "tool": tool}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.factories import make_user
@@ -13,8 +15,8 @@ def guarded_world(upstream, label: str) -> dict:
     """An agent with ``execute`` on ``fetch``: GET {upstream}/{path} with the other
     arguments (``body``, ``type``, ``text``, ``times``, ``with``) as the query."""
     owner = make_user(f"{label}-owner")
-    role = access_services.role_create(actor=None, name=f"{label}-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name=f"{label}-callers")
+    agent = agent_services.agent_create(
         actor=None, name=f"{label}-agent", owner=owner, role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
@@ -35,7 +37,7 @@ def guarded_world(upstream, label: str) -> dict:
             {"config_key": "endpoint", "config_value": "/{path}"},
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return {"client": token_client(agent.user), "tool": tool, "upstream": upstream}
 
 

@@ -14,7 +14,8 @@ import pytest
 from executions.models import Execution
 from executions.services.pipeline import execution_request
 from registry.models import ApiToken, VerificationRun
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.executions.conftest import echo_caller
 from tests.executions.test_approval_browser import CHROMIUM, EXPECT, _browser_available
@@ -97,8 +98,8 @@ def test_a_reviewer_logs_in_and_opens_the_dashboard_from_the_home_page(
 def test_issuing_a_token_from_the_agent_page_and_reloading_issues_one_token(
     browser, live_server, staff_user, owner
 ):
-    role = access_services.role_create(actor=None, name="browser-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="browser-callers")
+    agent = agent_services.agent_create(
         actor=None, name="browser-bot", owner=owner, role_ids=[role.pk]
     )
     with logged_in(browser, live_server, staff_user) as page:

@@ -26,7 +26,8 @@ from django.utils import timezone
 
 from executions.models import Approval, Execution
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services.audit import audit_record
 from tests.factories import make_user
@@ -55,9 +56,9 @@ def client(reviewer_user) -> Client:
 
 @pytest.fixture
 def world(owner):
-    role = access_services.role_create(actor=None, name="callers")
+    role = role_services.role_create(actor=None, name="callers")
     agents = [
-        access_services.agent_create(actor=None, name=f"agent-{n}", owner=owner) for n in ("a", "b")
+        agent_services.agent_create(actor=None, name=f"agent-{n}", owner=owner) for n in ("a", "b")
     ]
     tools = [
         tool_services.tool_create(actor=None, name=f"scale_tool_{n}", type="http") for n in (1, 2)

@@ -9,9 +9,11 @@ from datetime import timedelta
 import pytest
 
 from executions.models import Approval, Execution
-from executions.services.records import input_hash
+from executions.services.execution_audit import input_hash
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services.audit_chain import audit_seal_all, audit_verify
 from tests.conftest import token_client
@@ -26,10 +28,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 def gated(upstream, allow_loopback):
     owner = make_user("owner-integrity")
     approver = make_user("approver-integrity", is_staff=True)
-    callers = access_services.role_create(actor=None, name="integrity-callers")
-    approvers = access_services.role_create(actor=None, name="integrity-approvers")
+    callers = role_services.role_create(actor=None, name="integrity-callers")
+    approvers = role_services.role_create(actor=None, name="integrity-approvers")
     approver.groups.add(approvers)
-    agent = access_services.agent_create(
+    agent = agent_services.agent_create(
         actor=None, name="agent-integrity", owner=owner, role_ids=[callers.pk]
     )
     tool = tool_services.tool_create(
@@ -47,8 +49,8 @@ def gated(upstream, allow_loopback):
             {"config_key": "endpoint", "config_value": "/{path}"},
         ],
     )
-    access_services.grant_create(actor=None, role=callers, action="execute", tool=tool)
-    access_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
+    grant_services.grant_create(actor=None, role=callers, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
     return {
         "agent": token_client(agent.user),
         "approver": token_client(approver),

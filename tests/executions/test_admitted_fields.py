@@ -132,9 +132,9 @@ def test_the_worker_does_not_run_another_tool_than_the_one_admitted(waiting, ups
 
 def test_a_call_whose_agent_owner_was_rewritten_cannot_be_approved(waiting, approver_user):
     """Four eyes reads the owner the record names: rewritten, the call is closed instead."""
-    from registry.services import access as access_services
+    from registry.services import grants as grant_services
 
-    access_services.grant_create(
+    grant_services.grant_create(
         actor=None, role=approver_user.groups.get(), action="approve", tool=waiting["tool"]
     )
     pk = waiting["pending"].pk

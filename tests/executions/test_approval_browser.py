@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from executions.models import Approval, Execution
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 
@@ -35,11 +37,9 @@ def pending_calls(upstream, allow_loopback, eager_tasks, owner, approver_user, a
     approver = approver_user
     approver.set_password("approver-pass-123")
     approver.save()
-    role = access_services.role_create(actor=None, name="callers")
+    role = role_services.role_create(actor=None, name="callers")
     approvers = approvers_role
-    agent = access_services.agent_create(
-        actor=None, name="pay-bot", owner=owner, role_ids=[role.pk]
-    )
+    agent = agent_services.agent_create(actor=None, name="pay-bot", owner=owner, role_ids=[role.pk])
     ids = {}
     for name in ("pay_supplier", "refund_customer"):
         tool = tool_services.tool_create(
@@ -57,8 +57,8 @@ def pending_calls(upstream, allow_loopback, eager_tasks, owner, approver_user, a
                 {"config_key": "endpoint", "config_value": "/echo"},
             ],
         )
-        access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-        access_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
+        grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+        grant_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
         response = token_client(agent.user).post(
             "/api/v1/executions",
             {"tool": name, "input_data": {"amount": 1250.5}, "wait": True},

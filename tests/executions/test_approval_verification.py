@@ -11,7 +11,7 @@ from executions.models import Approval
 from executions.services.approvals import approval_decide
 from executions.services.pipeline import execution_request
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services import tools as tool_services
 from registry.services.audit_chain import audit_seal_all, audit_verify
 from tests.executions.conftest import echo_caller
@@ -26,7 +26,7 @@ def approval(upstream, allow_loopback, eager_tasks, approver_user):
     """The pending approval of a call, verified intact; the approver may decide on it."""
     caller = echo_caller(upstream, "asked", "echo_asked")
     tool_services.tool_update(actor=None, tool=caller["tool"], data={"requires_approval": True})
-    access_services.grant_create(
+    grant_services.grant_create(
         actor=None, role=approver_user.groups.get(), action="approve", tool=caller["tool"]
     )
     pending = execution_request(

@@ -265,7 +265,7 @@ def test_toolhub_code_var_and_the_worker_environment_are_not_readable(commands, 
     paths = [
         str(Path(settings.BASE_DIR) / "manage.py"),
         str(settings.VAR_DIR),
-        str(Path(settings.BASE_DIR) / "toolhub" / "settings.py"),
+        str(Path(settings.BASE_DIR) / "toolhub" / "settings" / "__init__.py"),
         f"/proc/{os.getpid()}/environ",
         "/proc/1/environ",
         sys.prefix,

@@ -13,8 +13,10 @@ from django.urls import reverse
 from executions.models import Execution
 from executions.services import shared_state
 from registry.models import AuditEvent, Tool
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.executions.test_command_sandbox import PYTHON, SH, require_sandbox
@@ -53,9 +55,9 @@ def command_tool(name="csv_stats", code="import sys; print(sys.argv[1:])", **fie
 
 
 def caller_for(tool: Tool, owner, name="cmd-agent"):
-    role = access_services.role_create(actor=None, name=f"{name}-role")
-    agent = access_services.agent_create(actor=None, name=name, owner=owner, role_ids=[role.pk])
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    role = role_services.role_create(actor=None, name=f"{name}-role")
+    agent = agent_services.agent_create(actor=None, name=name, owner=owner, role_ids=[role.pk])
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return token_client(agent.user)
 
 
@@ -189,7 +191,7 @@ def test_only_platform_admins_create_or_change_command_tools(
     from toolhub.exceptions import PermissionDenied
 
     tool = command_tool()
-    access_services.grant_create(actor=None, role=tool_managers_role, action="manage", tool=tool)
+    grant_services.grant_create(actor=None, role=tool_managers_role, action="manage", tool=tool)
     with pytest.raises(PermissionDenied):
         tool_services.config_set(
             actor=manager_user, tool=tool, config_key="argv", config_value=[SH, "-c", "id"]
@@ -210,7 +212,7 @@ def test_only_platform_admins_create_or_change_command_tools(
             configs=[{"config_key": "argv", "config_value": [SH]}],
         )
     other = tool_services.tool_create(actor=None, name="plain_http", type="http")
-    access_services.grant_create(actor=None, role=tool_managers_role, action="manage", tool=other)
+    grant_services.grant_create(actor=None, role=tool_managers_role, action="manage", tool=other)
     with pytest.raises(PermissionDenied):
         tool_services.tool_update(actor=manager_user, tool=other, data={"type": "command"})
     # Anyone who manages it may still switch it off.

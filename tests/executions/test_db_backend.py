@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 
 from registry import snapshot
 from registry.models import Tool
-from registry.services import access as access_services
+from registry.services import roles as role_services
 from tests.conftest import make_token
 from tests.executions.conftest import echo_caller
 
@@ -85,7 +85,7 @@ def test_a_check_run_for_another_query_is_not_used(warm_connection):
 def test_the_requests_own_registry_write_is_seen(warm_connection, django_user_model):
     before = stored_generation()
     with transaction.atomic():
-        access_services.role_create(actor=None, name="made-in-this-request")
+        role_services.role_create(actor=None, name="made-in-this-request")
     assert snapshot.generation() not in (None, before)
     assert snapshot.generation() == stored_generation()
 

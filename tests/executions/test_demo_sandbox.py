@@ -17,7 +17,8 @@ from django.urls import Resolver404, resolve
 from executions.models import Approval
 from registry import demo
 from registry.models import Tool, ToolConfig
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from toolhub import urls as toolhub_urls  # imported now, before any test turns demo mode on
@@ -53,7 +54,7 @@ def sandbox(_toolhub_server, settings, eager_tasks):
 
 
 def demo_agent(owner, role: str):
-    agent = access_services.agent_create(
+    agent = agent_services.agent_create(
         actor=None,
         name=f"{role}-bot",
         owner=owner,
@@ -137,7 +138,7 @@ def test_every_demo_http_tool_calls_the_sandbox(sandbox):
 def test_the_bearer_probe_succeeds_with_its_placeholder_token_and_echoes_no_secret(sandbox, owner):
     probe = Tool.objects.get(name="bearer_protected_resource_probe")
     analysts = Group.objects.get(name="fintech-analyst")
-    access_services.grant_create(actor=None, role=analysts, action="execute", tool=probe)
+    grant_services.grant_create(actor=None, role=analysts, action="execute", tool=probe)
     execution = run(demo_agent(owner, "fintech-analyst"), probe.name, {}).json()
     assert execution["status"] == "succeeded", execution
     assert body_of(execution) == {"authenticated": True}
@@ -147,7 +148,7 @@ def test_the_bearer_probe_succeeds_with_its_placeholder_token_and_echoes_no_secr
 @pytest.mark.django_db(transaction=True)  # the approved call is queued on commit
 def test_a_payment_runs_after_a_person_approves_it(sandbox, owner, approver_user, approvers_role):
     payment = Tool.objects.get(name="initiate_payment")
-    access_services.grant_create(actor=None, role=approvers_role, action="approve", tool=payment)
+    grant_services.grant_create(actor=None, role=approvers_role, action="approve", tool=payment)
     support = demo_agent(owner, "customer-support")
     pending = run(
         support,

@@ -25,7 +25,9 @@ from executions.exports import EXECUTION_COLUMNS
 from executions.models import Execution
 from registry import exports
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services.audit import audit_record
 from tests.conftest import token_client
@@ -63,10 +65,10 @@ def record(*, at: datetime, **fields) -> Execution:
 
 @pytest.fixture
 def rows(owner):
-    role_a = access_services.role_create(actor=None, name="role-a")
-    role_b = access_services.role_create(actor=None, name="role-b")
-    agent_x = access_services.agent_create(actor=None, name="agent-x", owner=owner)
-    agent_y = access_services.agent_create(actor=None, name="agent-y", owner=owner)
+    role_a = role_services.role_create(actor=None, name="role-a")
+    role_b = role_services.role_create(actor=None, name="role-b")
+    agent_x = agent_services.agent_create(actor=None, name="agent-x", owner=owner)
+    agent_y = agent_services.agent_create(actor=None, name="agent-y", owner=owner)
     tool_1 = tool_services.tool_create(actor=None, name="tool_one", type="http")
     tool_2 = tool_services.tool_create(actor=None, name="tool_two", type="http")
     start = datetime(2025, 1, 10, 12, tzinfo=UTC)
@@ -215,7 +217,7 @@ def test_bad_export_parameters_are_400_naming_the_field(rows, reviewer_client):
 def test_export_shows_only_what_the_caller_may_see(rows):
     """A person sees their own executions and their agents' (as in the list), nothing else."""
     other_owner = make_user("owner-other")
-    access_services.agent_update(actor=None, agent=rows["agents"][1], data={"owner": other_owner})
+    agent_services.agent_update(actor=None, agent=rows["agents"][1], data={"owner": other_owner})
     client = token_client(rows["owner"])
     got = jsonl_rows(client.get("/api/v1/executions/export?format=jsonl"))
     assert {r["id"] for r in got} == ids_where(rows, lambda e: e.agent_id == rows["agents"][0].pk)
@@ -330,8 +332,8 @@ def test_audit_export_is_for_reviewers_and_platform_admins(audit_rows, plain_cli
 
 @pytest.fixture
 def canary_world(upstream, allow_loopback, eager_tasks, owner):
-    role = access_services.role_create(actor=None, name="callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="callers")
+    agent = agent_services.agent_create(
         actor=None, name="agent-canary", owner=owner, role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
@@ -354,7 +356,7 @@ def canary_world(upstream, allow_loopback, eager_tasks, owner):
             },
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     client = token_client(agent.user)
     calls = [
         {"path": "echo", "token": PER_CALL},  # succeeds; the echo repeats every header

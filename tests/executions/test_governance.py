@@ -19,8 +19,10 @@ from executions.models import Approval, Execution
 from executions.services import shared_state
 from executions.services.approvals import approvals_expire
 from registry.models import AuditEvent, RateLimitRule, ToolGrant
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services.audit_chain import audit_verify
 from tests.conftest import token_client
@@ -48,10 +50,10 @@ def _clean_shared_state():
 @pytest.fixture
 def world(upstream, allow_loopback, eager_tasks, owner, approver_user, approvers_role):
     approver = approver_user
-    role = access_services.role_create(actor=None, name="callers")
+    role = role_services.role_create(actor=None, name="callers")
     approvers = approvers_role
     agents = [
-        access_services.agent_create(actor=None, name=f"agent-{i}", owner=owner, role_ids=[role.pk])
+        agent_services.agent_create(actor=None, name=f"agent-{i}", owner=owner, role_ids=[role.pk])
         for i in range(2)
     ]
     tool = tool_services.tool_create(
@@ -70,11 +72,11 @@ def world(upstream, allow_loopback, eager_tasks, owner, approver_user, approvers
         ],
     )
     for action in ("execute", "read"):
-        access_services.grant_create(actor=None, role=role, action=action, tool=tool)
-    access_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
-    owner_role = access_services.role_create(actor=None, name="owners")
+        grant_services.grant_create(actor=None, role=role, action=action, tool=tool)
+    grant_services.grant_create(actor=None, role=approvers, action="approve", tool=tool)
+    owner_role = role_services.role_create(actor=None, name="owners")
     owner.groups.add(owner_role)
-    access_services.grant_create(actor=None, role=owner_role, action="approve", tool=tool)
+    grant_services.grant_create(actor=None, role=owner_role, action="approve", tool=tool)
     return {
         "clients": [token_client(a.user) for a in agents],
         "agents": agents,
@@ -462,7 +464,7 @@ def test_the_owner_at_the_time_of_the_request_may_not_approve_after_the_agent_is
     assert Execution.objects.get(pk=pending["id"]).agent_owner_id == gated["owner"].pk
     heir = make_user("heir-hana")
     heir.groups.add(*gated["owner"].groups.all())  # the same approve right on the tool
-    access_services.agent_update(actor=None, agent=agent, data={"owner": heir})
+    agent_services.agent_update(actor=None, agent=agent, data={"owner": heir})
 
     for person, why in ((gated["owner"], "owned the agent"), (heir, "own the agent")):
         refused = approval_client(person).post(
@@ -486,8 +488,8 @@ def test_deleting_a_former_owner_of_an_agent_keeps_its_finished_calls(world):
     done = call(world["clients"][0])
     assert done.status_code == 200 and done.json()["status"] == "succeeded"
     heir = make_user("heir-hugo")
-    access_services.agent_update(actor=None, agent=world["agents"][0], data={"owner": heir})
-    access_services.agent_update(actor=None, agent=world["agents"][1], data={"owner": heir})
+    agent_services.agent_update(actor=None, agent=world["agents"][0], data={"owner": heir})
+    agent_services.agent_update(actor=None, agent=world["agents"][1], data={"owner": heir})
 
     world["owner"].delete()  # the finished row lets go of it, as of a deleted principal
 
@@ -498,10 +500,10 @@ def test_deleting_a_former_owner_of_an_agent_keeps_its_finished_calls(world):
 
 def test_agents_in_approver_roles_see_only_their_own_calls(gated):
     """An agent never decides, so other callers' pending arguments are not shown to it."""
-    approvers = access_services.role_create(actor=None, name="bot-approvers")
-    access_services.grant_create(actor=None, role=approvers, action="approve", tool=gated["tool"])
+    approvers = role_services.role_create(actor=None, name="bot-approvers")
+    grant_services.grant_create(actor=None, role=approvers, action="approve", tool=gated["tool"])
     other, bot = gated["agents"][0], gated["agents"][1]
-    access_services.agent_update(
+    agent_services.agent_update(
         actor=None,
         agent=bot,
         data={"role_ids": [g.pk for g in bot.user.groups.all()] + [approvers.pk]},
@@ -655,7 +657,7 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
         code = "tool_inactive"
     elif change == "revoked":
         for grant in ToolGrant.objects.filter(role=gated["role"], tool=tool):
-            access_services.grant_revoke(actor=None, grant=grant)
+            grant_services.grant_revoke(actor=None, grant=grant)
         code = "permission_denied"
     elif change == "new_version":
         tool_services.tool_update(actor=None, tool=tool, data={"version": "2.0.0"})
@@ -689,9 +691,7 @@ def test_an_approved_call_does_not_run_what_nobody_decided_on(gated, change):
         owner.save(update_fields=["is_active"])
         code = "permission_denied"
     else:
-        access_services.agent_update(
-            actor=None, agent=gated["agents"][0], data={"is_active": False}
-        )
+        agent_services.agent_update(actor=None, agent=gated["agents"][0], data={"is_active": False})
         code = "permission_denied"
     refused = approval_client(gated["approver"]).post(
         f"/api/v1/approvals/{approval.pk}/approve", {}, format="json"
@@ -831,7 +831,7 @@ def test_a_queued_call_of_an_agent_deactivated_before_it_ran_is_denied(world, mo
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
     agent = world["agents"][0]
     if who == "agent":
-        access_services.agent_update(actor=None, agent=agent, data={"is_active": False})
+        agent_services.agent_update(actor=None, agent=agent, data={"is_active": False})
     else:  # the person it answers to left
         agent.owner.is_active = False
         agent.owner.save(update_fields=["is_active"])

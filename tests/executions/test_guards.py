@@ -18,8 +18,10 @@ from executions.models import Approval, Execution
 from executions.python_tools import registry as tool_registry
 from executions.services.approvals import approval_decide
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services.audit_chain import audit_verify
 from tests.conftest import token_client
@@ -51,8 +53,8 @@ def world(upstream, allow_loopback, eager_tasks):
     """An agent with ``execute`` on ``fetch``: GET {upstream}/{path}?body=… (the upstream's
     /text answers the body as text, /echo answers the request as JSON)."""
     owner = make_user("guard-owner")
-    role = access_services.role_create(actor=None, name="guarded-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="guarded-callers")
+    agent = agent_services.agent_create(
         actor=None, name="guarded-agent", owner=owner, role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
@@ -69,7 +71,7 @@ def world(upstream, allow_loopback, eager_tasks):
             {"config_key": "endpoint", "config_value": "/{path}"},
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return {"client": token_client(agent.user), "tool": tool, "role": role, "upstream": upstream}
 
 
@@ -185,7 +187,7 @@ def test_an_upstream_error_quoting_personal_data_is_redacted_in_the_error_messag
             {"config_key": "endpoint", "config_value": "/status/400"},
         ],
     )
-    access_services.grant_create(actor=None, role=world["role"], action="execute", tool=refusing)
+    grant_services.grant_create(actor=None, role=world["role"], action="execute", tool=refusing)
     add_guard(refusing, name="pii", kind="pii", action="redact")
     answer = call(world, "refusing", body="no account for jane@example.com").json()
     assert answer["status"] == "failed" and answer["error_type"] == "upstream_error"
@@ -357,7 +359,7 @@ def test_an_argument_rule_may_send_the_call_to_the_approval_gate(
     assert response.json()["status"] == "pending_approval"
     assert "approval" in response.json()["links"]
     assert call(world, path="text", body="hi").json()["status"] == "succeeded"
-    access_services.grant_create(
+    grant_services.grant_create(
         actor=None, role=approvers_role, action="approve", tool=world["tool"]
     )
     approval = Approval.objects.get(execution_id=response.json()["id"])

@@ -19,8 +19,10 @@ from executions.models import Execution
 from executions.python_sync import python_tools_sync
 from executions.python_tools import registry as tool_registry
 from registry.models import Tool
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.workers import celery_worker
@@ -78,10 +80,10 @@ def test_a_guard_for_all_tools_guards_http_and_python_tools_run_by_a_worker(
             {"config_key": "endpoint", "config_value": "/{path}"},
         ],
     )
-    role = access_services.role_create(actor=None, name="everywhere-callers")
+    role = role_services.role_create(actor=None, name="everywhere-callers")
     for tool in (python_tool, http_tool):
-        access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    agent = access_services.agent_create(
+        grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    agent = agent_services.agent_create(
         actor=None, name="everywhere-agent", owner=owner, role_ids=[role.pk]
     )
     client = token_client(agent.user)

@@ -14,8 +14,10 @@ import pytest
 from executions.mcp_sync import mcp_server_sync
 from executions.python_sync import python_tools_sync
 from registry.models import Tool
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import mcp as mcp_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.executions.test_mcp import SERVER_SCRIPT, ServerProcess
@@ -46,15 +48,15 @@ def tool_role():
 @pytest.fixture
 def caller(allow_loopback, settings, owner):
     settings.TOOLHUB_MCP_STDIO_COMMANDS = [sys.executable]
-    role = access_services.role_create(actor=None, name="callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="callers")
+    agent = agent_services.agent_create(
         actor=None, name="e2e-agent", owner=owner, role_ids=[role.pk]
     )
     return {"client": token_client(agent.user), "role": role}
 
 
 def grant(caller, tool: Tool) -> None:
-    access_services.grant_create(actor=None, role=caller["role"], action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=caller["role"], action="execute", tool=tool)
 
 
 def run(client, tool: str, arguments: dict) -> dict:

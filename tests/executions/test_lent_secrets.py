@@ -20,8 +20,10 @@ import pytest
 from django.db import connection
 
 from executions.models import Execution
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import mcp as mcp_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.executions.test_mcp import SERVER_SCRIPT, ServerProcess
@@ -49,8 +51,8 @@ def forms(secret: str, echoed: str | None = None) -> list[str]:
 @pytest.fixture
 def callers(db, allow_loopback, eager_tasks, reviewer_client):
     owner = make_user("owner-lena")
-    role = access_services.role_create(actor=None, name="lent-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="lent-callers")
+    agent = agent_services.agent_create(
         actor=None, name="agent-lent", owner=owner, role_ids=[role.pk]
     )
     return {"client": token_client(agent.user), "role": role, "reviewer": reviewer_client}
@@ -59,7 +61,7 @@ def callers(db, allow_loopback, eager_tasks, reviewer_client):
 def run_everywhere(callers, tool, cases: list[dict], leaks: list[str]) -> None:
     """Call ``tool`` with each input of ``cases``; no leak in any response, the rows,
     the executions API or the exports."""
-    access_services.grant_create(actor=None, role=callers["role"], action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=callers["role"], action="execute", tool=tool)
     bodies = []
     for inputs in cases:
         response = callers["client"].post(

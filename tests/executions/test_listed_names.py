@@ -10,7 +10,9 @@ import pytest
 
 from executions.models import Execution
 from registry import formats
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.factories import make_user
@@ -37,13 +39,13 @@ def _echo_tool(name: str, upstream):
 @pytest.fixture
 def caller(upstream, allow_loopback, eager_tasks):
     owner = make_user("owner-names")
-    role = access_services.role_create(actor=None, name="name-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="name-callers")
+    agent = agent_services.agent_create(
         actor=None, name="agent-names", owner=owner, role_ids=[role.pk]
     )
     for name in ("2fa-crm-lookup", "-dash-first", LONG, "plain_tool"):
         tool = _echo_tool(name, upstream)
-        access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+        grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return {"client": token_client(agent.user), "role": role, "upstream": upstream}
 
 
@@ -102,7 +104,7 @@ def test_a_listed_name_that_stands_for_two_readable_tools_is_refused_clearly(cal
     first, second = _colliding_names(1)
     for name in (first, second):
         tool = _echo_tool(name, caller["upstream"])
-        access_services.grant_create(actor=None, role=caller["role"], action="read", tool=tool)
+        grant_services.grant_create(actor=None, role=caller["role"], action="read", tool=tool)
     given = formats.provider_name(first, "gemini")
     assert given == formats.provider_name(second, "gemini")
     response = run(caller["client"], given)

@@ -19,8 +19,10 @@ from django.urls import reverse
 
 from registry.models import MCPServer, Tool, ToolConfig
 from registry.rights import permissions_of
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import mcp as mcp_services
+from registry.services import roles as role_services
 from tests.conftest import token_client
 from tests.executions.test_mcp import ServerProcess
 from tests.factories import make_user
@@ -49,10 +51,10 @@ def people(db):
     """A caller with ``execute`` and a manager with ``manage`` and the right to edit tools
     (not a platform admin)."""
     owner = make_user("owner-lina")
-    callers = access_services.role_create(actor=None, name="link-callers")
-    managers = access_services.role_create(actor=None, name="link-managers")
-    managers.permissions.add(*access_services.permissions_by_label(permissions_of(["edit_tools"])))
-    agent = access_services.agent_create(
+    callers = role_services.role_create(actor=None, name="link-callers")
+    managers = role_services.role_create(actor=None, name="link-managers")
+    managers.permissions.add(*role_services.permissions_by_label(permissions_of(["edit_tools"])))
+    agent = agent_services.agent_create(
         actor=None, name="agent-link", owner=owner, role_ids=[callers.pk]
     )
     manager = make_user("manager-milo")
@@ -86,7 +88,7 @@ def test_renaming_an_mcp_tool_does_not_change_the_remote_tool(
     assert created.status_code == 201, created.content
     tool = Tool.objects.get(name="web__echo")
     for role, action in ((people["callers"], "execute"), (people["managers"], "manage")):
-        access_services.grant_create(actor=None, role=role, action=action, tool=tool)
+        grant_services.grant_create(actor=None, role=role, action=action, tool=tool)
 
     # It is renamed after a tool of the server nobody was granted (renaming takes the right
     # to register tools: importers and syncs find tools by name), and a manager adds its input.
@@ -118,7 +120,7 @@ def test_a_linked_tool_without_a_stored_remote_name_is_not_run_by_its_own_name(
 ):
     tool = Tool.objects.create(name="web__whoami", type="mcp")
     ToolConfig.objects.create(tool=tool, config_key="server_id", plain_value=str(web.pk))
-    access_services.grant_create(actor=None, role=people["callers"], action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=people["callers"], action="execute", tool=tool)
     response = people["caller"].post(
         "/api/v1/executions", {"tool": "web__whoami", "input_data": {}, "wait": 20}, format="json"
     )

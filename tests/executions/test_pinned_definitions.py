@@ -24,9 +24,11 @@ from executions.mcp_sync import mcp_server_sync, mcp_servers_resync_due
 from executions.models import Execution
 from registry.definitions import definition_hash, registry_definition, remote_definition
 from registry.models import AuditEvent, MCPServer, Tool, ToolGrant
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import mcp as mcp_services
 from registry.services import pinning
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import make_user, token_client
 from tests.executions.test_mcp import ServerProcess
@@ -85,11 +87,11 @@ def web(http_server, settings, drift) -> MCPServer:
 
 
 def make_caller(owner):
-    role = access_services.role_create(actor=None, name="pin-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="pin-callers")
+    agent = agent_services.agent_create(
         actor=None, name="pin-agent", owner=owner, role_ids=[role.pk]
     )
-    access_services.grant_create(
+    grant_services.grant_create(
         actor=None, role=role, action="execute", tool=Tool.objects.get(name="web__echo")
     )
     return token_client(agent.user)

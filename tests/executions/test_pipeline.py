@@ -12,7 +12,9 @@ from django.core.files.storage import default_storage
 from executions.jsonsafe import json_safe
 from executions.models import Execution
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 
@@ -24,12 +26,12 @@ PER_CALL = "per-call-secret-9a8b7c"
 
 @pytest.fixture
 def world(upstream, allow_loopback, eager_tasks, owner):
-    role = access_services.role_create(actor=None, name="callers")
-    readers = access_services.role_create(actor=None, name="readers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="callers")
+    readers = role_services.role_create(actor=None, name="readers")
+    agent = agent_services.agent_create(
         actor=None, name="agent-x", owner=owner, role_ids=[role.pk, readers.pk]
     )
-    reader = access_services.agent_create(
+    reader = agent_services.agent_create(
         actor=None, name="agent-r", owner=owner, role_ids=[readers.pk]
     )
     tool = tool_services.tool_create(
@@ -64,8 +66,8 @@ def world(upstream, allow_loopback, eager_tasks, owner):
             },
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    access_services.grant_create(actor=None, role=readers, action="read", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=readers, action="read", tool=tool)
     return {
         "client": token_client(agent.user),
         "reader": token_client(reader.user),
@@ -189,7 +191,7 @@ def test_unparseable_arguments_keep_the_raw_text(world):
         parameters=[{"name": "path", "type": "string", "required": True}],
         configs=[{"config_key": "base_url", "config_value": world["upstream"].url}],
     )
-    access_services.grant_create(actor=None, role=world["role"], action="execute", tool=plain)
+    grant_services.grant_create(actor=None, role=world["role"], action="execute", tool=plain)
     response = run(world["client"], tool="plain_tool", input_data='{"path": "echo"', wait=True)
     assert response.status_code == 422
     error = response.json()["error"]
@@ -629,7 +631,7 @@ def test_inline_wait_runs_in_the_web_process_without_a_worker(world, eager_tasks
 
 @pytest.mark.parametrize("inline", [True, False])
 def test_each_audit_event_hashes_the_row_as_stored(world, settings, inline):
-    from executions.services.records import execution_content_hash
+    from executions.services.execution_audit import execution_content_hash
 
     settings.TOOLHUB_INLINE_WAIT = frozenset({"http"} if inline else ())
     # A cost finer than the column's scale: hashed as the row stores it.
@@ -679,7 +681,7 @@ def test_text_no_record_can_hold_is_refused_or_mended_never_a_500(world, upstrea
 @pytest.mark.parametrize("value", [1e16, -0.0, 1.5e-7, 12345678901234567890, 1.0])
 def test_the_content_hash_of_an_output_is_the_stored_rows(world, value):
     from executions.executors.base import ExecutorResult
-    from executions.services.records import execution_content_hash
+    from executions.services.execution_audit import execution_content_hash
     from executions.services.runner.finish import finish
 
     tool = world["tool"]

@@ -91,7 +91,7 @@ def test_every_kind_of_finished_call_verifies_untouched(calls):
 def test_retention_removing_a_cache_source_keeps_the_cache_hits_verifiable(tmp_path):
     from django.utils import timezone
 
-    from executions.services.records import audit_execution
+    from executions.services.execution_audit import audit_execution
     from executions.services.retention import audit_retention
     from registry.models import AuditEvent
 
@@ -146,7 +146,7 @@ def test_calls_retention_removed_or_cut_through_still_verify(tmp_path):
     open at the cut keeps its row without its first event. None is a problem."""
     from django.utils import timezone
 
-    from executions.services.records import audit_execution
+    from executions.services.execution_audit import audit_execution
     from executions.services.retention import audit_retention
 
     long_ago = timezone.now() - timedelta(days=400)
@@ -189,7 +189,7 @@ def test_an_unfinished_call_finished_in_the_database_fails_verification(calls):
     waiting = Execution.objects.create(
         status="pending_approval", tool_name="echo_verify", principal_name="p"
     )
-    from executions.services.records import audit_execution
+    from executions.services.execution_audit import audit_execution
 
     audit_execution(waiting, "execution.pending_approval")
     for status in ("queued", "running"):
@@ -250,7 +250,7 @@ def test_records_written_before_content_version_2_still_verify(calls):
     """An event from before version 2 carries a version-1 hash: checked as such."""
     from django.utils import timezone
 
-    from executions.services.records import execution_content_hash, execution_summary
+    from executions.services.execution_audit import execution_content_hash, execution_summary
     from registry.services.audit import audit_record
 
     old = Execution.objects.create(
@@ -301,7 +301,7 @@ def waiting(upstream, allow_loopback, eager_tasks):
 def _rewrite_arguments(pk, arguments: dict, *, rehash: bool) -> None:
     """Rewrite a call's arguments in SQL; with ``rehash``, its and its approval's
     input_hash to match, so the approver sees (and the approval binds) the new ones."""
-    from executions.services.records import input_hash
+    from executions.services.execution_audit import input_hash
 
     tamper(
         "UPDATE executions_execution SET input_data = %s WHERE id = %s",
@@ -462,7 +462,7 @@ def test_a_call_created_after_the_retention_cut_but_before_retention_ran_cannot_
     before retention ran) that is gone was deleted behind ToolHub's back."""
     from django.utils import timezone
 
-    from executions.services.records import audit_execution
+    from executions.services.execution_audit import audit_execution
     from executions.services.retention import audit_retention
 
     long_ago = timezone.now() - timedelta(days=400)

@@ -21,8 +21,10 @@ from django.urls import reverse
 
 from executions.models import Execution
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.factories import make_user
@@ -37,12 +39,12 @@ def canary(label: str) -> str:
 @pytest.fixture
 def world(upstream, allow_loopback, eager_tasks, reviewer_user, reviewer_client):
     owner = make_user("owner-sasha")
-    callers = access_services.role_create(actor=None, name="secret-callers")
-    readers = access_services.role_create(actor=None, name="secret-readers")
-    agent = access_services.agent_create(
+    callers = role_services.role_create(actor=None, name="secret-callers")
+    readers = role_services.role_create(actor=None, name="secret-readers")
+    agent = agent_services.agent_create(
         actor=None, name="agent-secret", owner=owner, role_ids=[callers.pk, readers.pk]
     )
-    reader = access_services.agent_create(
+    reader = agent_services.agent_create(
         actor=None, name="agent-reader", owner=owner, role_ids=[readers.pk]
     )
     tool = tool_services.tool_create(
@@ -99,8 +101,8 @@ def world(upstream, allow_loopback, eager_tasks, reviewer_user, reviewer_client)
         ],
     )
     for each in (tool, plain):
-        access_services.grant_create(actor=None, role=callers, action="execute", tool=each)
-        access_services.grant_create(actor=None, role=readers, action="read", tool=each)
+        grant_services.grant_create(actor=None, role=callers, action="execute", tool=each)
+        grant_services.grant_create(actor=None, role=readers, action="read", tool=each)
     admin = Client()
     admin.force_login(reviewer_user)
     return {

@@ -18,7 +18,9 @@ from django.utils import timezone
 
 from registry import snapshot
 from registry.models import ApiToken, Tool, ToolGrant
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import tokens as token_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.executions.conftest import echo_caller
@@ -84,7 +86,7 @@ def test_a_warm_call_reads_no_registry_table(cast):
 def test_a_revoked_token_is_refused_on_the_next_call(cast):
     warm(cast)
     token = ApiToken.objects.get(user=cast["agent"].user)
-    access_services.token_revoke(actor=None, token=token)
+    token_services.token_revoke(actor=None, token=token)
     response = call(cast["client"])
     assert response.status_code == 401
     assert "revoked" in response.json()["error"]["message"]
@@ -125,7 +127,7 @@ class _same_connection:
 def test_a_removed_grant_is_refused_on_the_next_call(cast):
     warm(cast)
     grant = ToolGrant.objects.get(role=cast["role"], tool=cast["tool"])
-    access_services.grant_revoke(actor=None, grant=grant)
+    grant_services.grant_revoke(actor=None, grant=grant)
     assert call(cast["client"]).status_code == 404
 
 
@@ -143,7 +145,7 @@ def test_a_bulk_update_deactivating_the_tool_is_seen(cast):
 
 def test_a_deactivated_agent_is_refused(cast):
     warm(cast)
-    access_services.agent_update(actor=None, agent=cast["agent"], data={"is_active": False})
+    agent_services.agent_update(actor=None, agent=cast["agent"], data={"is_active": False})
     assert call(cast["client"]).status_code == 401
 
 
@@ -201,7 +203,7 @@ def test_a_rolled_back_change_never_matches_again(cast):
         pass
 
     with pytest.raises(Undo), transaction.atomic():
-        access_services.grant_revoke(actor=None, grant=grant)
+        grant_services.grant_revoke(actor=None, grant=grant)
         inside = generation()
         assert inside != before
         # Read (and keep) the registry as the transaction sees it: no grant.

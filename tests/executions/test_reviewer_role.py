@@ -29,10 +29,12 @@ from registry.models import (
     Tool,
     Toolset,
 )
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
 from tests.conftest import make_role, token_client
@@ -46,7 +48,7 @@ MCP_CANARY = "canary-reviewer-mcp-4c0e"
 
 @pytest.fixture
 def world(reviewer_user, owner):
-    readers = access_services.role_create(actor=None, name="readers")
+    readers = role_services.role_create(actor=None, name="readers")
     tool = tool_services.tool_create(
         actor=None,
         name="reviewed_tool",
@@ -58,8 +60,8 @@ def world(reviewer_user, owner):
             {"config_key": "api_key", "config_value": CANARY, "is_secret": True},
         ],
     )
-    access_services.grant_create(actor=None, role=readers, action="read", tool=tool)
-    agent = access_services.agent_create(
+    grant_services.grant_create(actor=None, role=readers, action="read", tool=tool)
+    agent = agent_services.agent_create(
         actor=None, name="agent-reviewed", owner=owner, role_ids=[readers.pk]
     )
     make_token(agent.user, name="agent-token")
@@ -456,7 +458,7 @@ def test_the_reviewer_cannot_cancel_a_call(world, reviewer_client):
 
 def test_reviewer_permissions_are_a_role_not_a_superuser(reviewer_user):
     assert not reviewer_user.is_superuser and reviewer_user.is_staff
-    for label in access_services.REVIEWER_PERMISSIONS:
+    for label in role_services.REVIEWER_PERMISSIONS:
         assert reviewer_user.has_perm(label), label
     for codename in ("change", "add", "delete"):
         for model in ("tool", "agent", "apitoken", "auditevent"):

@@ -11,7 +11,7 @@ import pytest
 from executions.models import Approval, Execution
 from executions.services.approvals import approval_decide
 from executions.services.runner import execution_run
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services.audit_chain import audit_seal_all, audit_verify
 from tests.executions.test_admitted_fields import waiting
 from tests.registry.test_audit_chain import tamper
@@ -29,7 +29,7 @@ def _verified() -> object:
 def test_a_call_a_person_approved_is_run_by_the_worker_and_verifies(
     waiting, upstream, approver_user
 ):
-    access_services.grant_create(
+    grant_services.grant_create(
         actor=None, role=approver_user.groups.get(), action="approve", tool=waiting["tool"]
     )
     pk = waiting["pending"].pk
@@ -69,7 +69,7 @@ def test_a_call_given_a_cached_answer_in_the_database_while_it_waited_fails_veri
 def test_a_worker_refuses_a_call_given_a_cached_answer_in_the_database_after_approval(
     waiting, upstream, approver_user
 ):
-    access_services.grant_create(
+    grant_services.grant_create(
         actor=None, role=approver_user.groups.get(), action="approve", tool=waiting["tool"]
     )
     pk = waiting["pending"].pk

@@ -7,7 +7,9 @@ import json
 import pytest
 
 from registry.models import Tool
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from tests.conftest import token_client
 from tests.factories import make_user
 
@@ -46,10 +48,10 @@ def test_a_seed_web_search_tool_sends_its_api_key_as_a_bearer_token(
     )
     assert created.status_code == 201, created.content
     assert created.json()["type"] == "http"
-    role = access_services.role_create(actor=None, name="searchers")
+    role = role_services.role_create(actor=None, name="searchers")
     tool = Tool.objects.get(pk=created.json()["id"])
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    agent = access_services.agent_create(
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    agent = agent_services.agent_create(
         actor=None, name="agent-search", owner=make_user("owner-sam"), role_ids=[role.pk]
     )
 

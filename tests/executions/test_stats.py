@@ -14,7 +14,7 @@ from django.test import Client
 from executions import stats
 from executions.models import Execution
 from executions.svg_charts import Series, line_chart, stacked_bars
-from registry.services import access as access_services
+from registry.services import agents as agent_services
 from tests.conftest import token_client
 from tests.factories import ToolFactory, make_user
 from toolhub.rows import RowWriter
@@ -70,7 +70,7 @@ def run(tool, agent, principal, status, at, ms=None, reason="", cost=None):
 @pytest.fixture
 def world(owner):
     person = make_user("person-paul")
-    agent = access_services.agent_create(actor=None, name="agent-x", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="agent-x", owner=owner)
     tool_a = ToolFactory(name="alpha_tool", type="http")
     tool_b = ToolFactory(name="beta_tool", type="database")
     bot = agent.user

@@ -19,7 +19,9 @@ from opentelemetry.trace import SpanKind
 
 from executions.executors.http import close_transport
 from executions.models import Execution
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.executions.test_database_executor import pg_engine  # noqa: F401 (a fixture)
@@ -76,8 +78,8 @@ def traceparent_ids(value: str) -> tuple[str, str]:
 def keyed_tool(upstream, allow_loopback):
     """An HTTP tool with a secret API key in its query and the caller's argument in its path."""
     owner = make_user("owner-traced")
-    role = access_services.role_create(actor=None, name="traced-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="traced-callers")
+    agent = agent_services.agent_create(
         actor=None, name="agent-traced", owner=owner, role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
@@ -96,7 +98,7 @@ def keyed_tool(upstream, allow_loopback):
             },
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     return {"tool": tool, "client": token_client(agent.user), "upstream": upstream}
 
 

@@ -10,7 +10,9 @@ from django.utils import timezone
 from executions.models import Execution
 from executions.services.runner import executions_reap
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.factories import make_user
@@ -22,11 +24,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 @pytest.fixture
 def setup(upstream, allow_loopback):
     owner = make_user("owner")
-    role = access_services.role_create(actor=None, name="callers")
-    agent = access_services.agent_create(
-        actor=None, name="agent-w", owner=owner, role_ids=[role.pk]
-    )
-    nobody = access_services.agent_create(actor=None, name="agent-n", owner=owner)
+    role = role_services.role_create(actor=None, name="callers")
+    agent = agent_services.agent_create(actor=None, name="agent-w", owner=owner, role_ids=[role.pk])
+    nobody = agent_services.agent_create(actor=None, name="agent-n", owner=owner)
     tool = tool_services.tool_create(
         actor=None,
         name="upstream_call",
@@ -41,11 +41,11 @@ def setup(upstream, allow_loopback):
             {"config_key": "endpoint", "config_value": "/{path}/{arg}"},
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    access_services.grant_create(
-        actor=None, role=access_services.role_create(actor=None, name="r"), action="read", tool=tool
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(
+        actor=None, role=role_services.role_create(actor=None, name="r"), action="read", tool=tool
     )
-    nobody.user.groups.add(access_services.role_create(actor=None, name="readonly"))
+    nobody.user.groups.add(role_services.role_create(actor=None, name="readonly"))
     return {
         "client": token_client(agent.user),
         "tool": tool,

@@ -11,7 +11,8 @@ from django.urls import reverse
 
 from registry.models import Agent, ApiToken, AuditEvent, ToolGrant
 from registry.models.tokens import hash_token
-from registry.services import access as services
+from registry.services import agents as agent_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def admin_client(staff_user) -> Client:
 
 
 def test_create_agent_in_admin_with_roles(admin_client, owner, staff_user):
-    role = services.role_create(actor=None, name="ops")
+    role = role_services.role_create(actor=None, name="ops")
     response = admin_client.post(
         reverse("admin:registry_agent_add"),
         {
@@ -44,7 +45,7 @@ def test_create_agent_in_admin_with_roles(admin_client, owner, staff_user):
 
 
 def test_issue_token_action_shows_it_once_and_revoke(admin_client, owner, staff_user):
-    agent = services.agent_create(actor=None, name="bot", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="bot", owner=owner)
     response = admin_client.post(
         reverse("admin:registry_agent_changelist"),
         {"action": "issue_token", "_selected_action": [agent.pk]},
@@ -87,7 +88,7 @@ def issued_tokens(html: str) -> list[str]:
 def test_the_agent_page_issues_a_token_shown_once_and_a_reload_issues_none(
     admin_client, owner, staff_user
 ):
-    agent = services.agent_create(actor=None, name="page-bot", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="page-bot", owner=owner)
     page_url = reverse("admin:registry_agent_change", args=[agent.pk])
     issue_url = reverse("admin:registry_agent_issue_token", args=[agent.pk])
     page = admin_client.get(page_url).content.decode()
@@ -114,7 +115,7 @@ def test_the_agent_page_issues_a_token_shown_once_and_a_reload_issues_none(
 def test_issuing_from_the_agent_page_takes_a_post_and_the_right_to_change_agents(
     owner, reviewer_user
 ):
-    agent = services.agent_create(actor=None, name="guarded-bot", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="guarded-bot", owner=owner)
     issue_url = reverse("admin:registry_agent_issue_token", args=[agent.pk])
     reviewer = Client()
     reviewer.force_login(reviewer_user)
@@ -128,7 +129,7 @@ def test_issuing_from_the_agent_page_takes_a_post_and_the_right_to_change_agents
 def test_a_token_not_shown_in_time_is_dropped(admin_client, owner, monkeypatch):
     from registry.admin import api_tokens
 
-    agent = services.agent_create(actor=None, name="late-bot", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="late-bot", owner=owner)
     admin_client.post(reverse("admin:registry_agent_issue_token", args=[agent.pk]))
     monkeypatch.setattr(api_tokens, "SHOW_WITHIN_SECONDS", -1)
     html = admin_client.get(reverse("admin:registry_apitoken_issued")).content.decode()
@@ -137,7 +138,7 @@ def test_a_token_not_shown_in_time_is_dropped(admin_client, owner, monkeypatch):
 
 def test_grant_and_revoke_from_tool_page(admin_client, staff_user):
     tool = tool_services.tool_create(actor=None, name="fx", type="http")
-    role = services.role_create(actor=None, name="traders")
+    role = role_services.role_create(actor=None, name="traders")
     url = reverse("admin:registry_tool_change", args=[tool.pk])
     page = admin_client.get(url).content.decode()
     assert "Grants (roles that may read, execute or manage this tool)" in page
@@ -204,23 +205,23 @@ def test_the_role_page_offers_platform_rights_in_words_and_explains_grants(admin
 
 
 def test_the_role_form_offers_only_what_a_role_may_carry():
-    from registry.admin.access import RoleForm
+    from registry.admin.roles import RoleForm
     from registry.rights import permissions_of
 
     keys = [key for key, _ in RoleForm().fields["permissions"].choices]
     offered = set(permissions_of(keys))
     allowed = {
-        f"{p.content_type.app_label}.{p.codename}" for p in services.role_permission_choices()
+        f"{p.content_type.app_label}.{p.codename}" for p in role_services.role_permission_choices()
     }
     assert offered <= allowed  # every right stands for permissions a role may carry
     assert {"registry.grant_tool", "registry.review_all", "auth.view_user"} <= offered
     assert not {"auth.change_user", "auth.add_user", "admin.change_logentry"} & offered
     assert "registry.execute_tool" not in offered  # a right on tools: a grant
-    assert set(services.PLATFORM_ADMIN_PERMISSIONS) - {"registry.view_tool"} <= offered
+    assert set(role_services.PLATFORM_ADMIN_PERMISSIONS) - {"registry.view_tool"} <= offered
 
 
 def test_saving_a_role_keeps_permissions_outside_the_rights_shown(admin_client):
-    role = services.role_create(
+    role = role_services.role_create(
         actor=None, name="mixed", permissions=["registry.review_all", "registry.delete_agent"]
     )
     url = reverse("admin:registry_role_change", args=[role.pk])

@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from registry.models import AuditEvent, ToolConfig
 from registry.rights import permissions_of
-from registry.services import access as access_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services.tools import config_set, tool_create
 from tests.factories import make_user
 from tests.registry.test_admin import change_form_data
@@ -22,11 +23,11 @@ def world(db):
     config_set(actor=None, tool=managed, config_key="base_url", config_value="https://a.example")
     readable = tool_create(actor=None, name="readable_tool", type="http")
     hidden = tool_create(actor=None, name="hidden_tool", type="http")
-    role = access_services.role_create(actor=None, name="fx-owners")
-    access_services.grant_create(actor=None, role=role, action="manage", tool=managed)
-    access_services.grant_create(actor=None, role=role, action="read", tool=readable)
+    role = role_services.role_create(actor=None, name="fx-owners")
+    grant_services.grant_create(actor=None, role=role, action="manage", tool=managed)
+    grant_services.grant_create(actor=None, role=role, action="read", tool=readable)
     # Changing a tool takes the right and the grant (registry.policy).
-    role.permissions.add(*access_services.permissions_by_label(permissions_of(["edit_tools"])))
+    role.permissions.add(*role_services.permissions_by_label(permissions_of(["edit_tools"])))
     person = make_user("tool-owner", is_staff=True)
     person.groups.add(role)
     client = Client()

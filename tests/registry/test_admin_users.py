@@ -11,7 +11,9 @@ from django.test import Client
 from django.urls import reverse
 
 from registry.models import AuditEvent
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import roles as role_services
+from registry.services import tokens as token_services
 from tests.conftest import make_role, token_client
 from tests.factories import make_user
 
@@ -138,7 +140,7 @@ def test_the_last_platform_admin_cannot_demote_deactivate_or_delete_themselves(
 
 
 def test_the_role_of_the_last_platform_admins_keeps_its_right(admin_client, superuser):
-    platform = make_role("platform", permissions=access_services.PLATFORM_ADMIN_PERMISSIONS)
+    platform = make_role("platform", permissions=role_services.PLATFORM_ADMIN_PERMISSIONS)
     dora = make_user("dora", is_staff=True)
     dora.groups.add(platform)
     superuser.is_superuser = False
@@ -155,7 +157,7 @@ def test_the_role_of_the_last_platform_admins_keeps_its_right(admin_client, supe
     assert response.status_code == 200
     assert "no active person who is a platform admin" in response.content.decode()
     assert platform.permissions.filter(codename="grant_tool").exists()
-    superuser.user_permissions.add(*access_services.permissions_by_label(["registry.delete_role"]))
+    superuser.user_permissions.add(*role_services.permissions_by_label(["registry.delete_role"]))
     page = admin_client.post(
         reverse("admin:registry_role_delete", args=[platform.pk]), {"post": "yes"}
     )
@@ -164,7 +166,7 @@ def test_the_role_of_the_last_platform_admins_keeps_its_right(admin_client, supe
 
     # The API refuses the same changes with 409, and changes nothing. An agent in
     # the role does not count: the platform is administered by people.
-    access_services.agent_create(actor=None, name="ops-bot", owner=dora, role_ids=[platform.pk])
+    agent_services.agent_create(actor=None, name="ops-bot", owner=dora, role_ids=[platform.pk])
     api = token_client(dora)
     patched = api.patch(
         f"/api/v1/roles/{platform.pk}", {"permissions": ["registry.add_tool"]}, format="json"
@@ -183,7 +185,7 @@ def test_the_role_of_the_last_platform_admins_keeps_its_right(admin_client, supe
 def test_an_agents_user_is_never_staff_superuser_or_given_a_password(
     admin_client, superuser, owner
 ):
-    agent = access_services.agent_create(actor=None, name="analyst-bot", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="analyst-bot", owner=owner)
     user = agent.user
     url = reverse("admin:auth_user_change", args=[user.pk])
     for change in ({"is_superuser": "on"}, {"is_staff": "on"}):
@@ -241,7 +243,7 @@ def test_a_platform_admin_who_cannot_act_does_not_count(admin_client, superuser)
     assert refused.status_code == 200
     assert "no active person who is a platform admin" in refused.content.decode()
     # With a live token the other one can act (over the API): now it is allowed.
-    access_services.token_issue(actor=None, user=ghost)
+    token_services.token_issue(actor=None, user=ghost)
     allowed = admin_client.post(url, change_form(superuser, is_staff=""))
     assert allowed.status_code == 302, allowed.content.decode()[:2000]
 
@@ -289,7 +291,7 @@ def test_the_last_way_in_of_the_last_platform_admin_cannot_be_revoked(superuser)
     make_token(superuser)
     token = ApiToken.objects.get(user=superuser)
     with pytest.raises(Conflict):
-        access_services.token_revoke(actor=superuser, token=token)
+        token_services.token_revoke(actor=superuser, token=token)
     token.refresh_from_db()
     assert not token.is_revoked
     assert not AuditEvent.objects.filter(action="token.revoked").exists()
@@ -313,6 +315,6 @@ def test_the_last_way_in_of_the_last_platform_admin_cannot_be_revoked(superuser)
 
     # A second admin who can log in lets it go.
     make_user("erin", is_staff=True, is_superuser=True)
-    access_services.token_revoke(actor=superuser, token=token)
+    token_services.token_revoke(actor=superuser, token=token)
     token.refresh_from_db()
     assert token.is_revoked

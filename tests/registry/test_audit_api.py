@@ -47,10 +47,10 @@ def ids(response) -> list[int]:
 
 
 def test_an_agent_is_found_by_its_own_name_too(db, reviewer_client):
-    from registry.services import access as access_services
+    from registry.services import agents as agent_services
 
     owner = make_user("owner-ann")
-    agent = access_services.agent_create(actor=None, name="bot", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="bot", owner=owner)
     mine = event(actor=agent.user, action="execution.denied", target_type="t", target_id="1")
     event(actor=owner, action="execution.denied", target_type="t", target_id="2")
     for name in ("bot", "agent.bot"):

@@ -384,7 +384,7 @@ def test_retention_exports_checkpoints_and_keeps_verification_green(tmp_path):
 
 def test_execution_audit_events_carry_the_execution_content_hash(db):
     from executions.models import Execution
-    from executions.services.records import audit_execution, execution_content_hash
+    from executions.services.execution_audit import audit_execution, execution_content_hash
 
     execution = Execution.objects.create(status="denied", tool_name="x", principal_name="p")
     audit_execution(execution, "execution.denied")

@@ -37,10 +37,12 @@ from executions.models import Execution
 from executions.services.pipeline import execution_request
 from registry.models import ApiToken, Tool
 from registry.rights import permissions_of
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
 from tests.factories import make_token
@@ -202,17 +204,17 @@ def world(owner, staff_user, superuser):
     )
     roles = {}
     for name, action in (("readers", "read"), ("executors", "execute"), ("managers", "manage")):
-        roles[name] = access_services.role_create(actor=None, name=name)
-        access_services.grant_create(actor=None, role=roles[name], action=action, tool=tool)
-    roles["nobody"] = access_services.role_create(actor=None, name="nobody")
-    roles["editors"] = access_services.role_create(actor=None, name="editors")
-    access_services.grant_create(actor=None, role=roles["editors"], action="manage", tool=tool)
+        roles[name] = role_services.role_create(actor=None, name=name)
+        grant_services.grant_create(actor=None, role=roles[name], action=action, tool=tool)
+    roles["nobody"] = role_services.role_create(actor=None, name="nobody")
+    roles["editors"] = role_services.role_create(actor=None, name="editors")
+    grant_services.grant_create(actor=None, role=roles["editors"], action="manage", tool=tool)
     roles["editors"].permissions.add(
-        *access_services.permissions_by_label(permissions_of(["edit_tools", "rate_limits"]))
+        *role_services.permissions_by_label(permissions_of(["edit_tools", "rate_limits"]))
     )
 
     def agent(name, role):
-        a = access_services.agent_create(
+        a = agent_services.agent_create(
             actor=None, name=name, owner=owner, role_ids=[roles[role].pk]
         )
         return a
@@ -233,7 +235,7 @@ def world(owner, staff_user, superuser):
     tokens["expd"] = make_token(
         agents["mang"].user, name="expired", expires_at=timezone.now() - timedelta(seconds=1)
     )
-    access_services.agent_update(actor=None, agent=agents["inac"], data={"is_active": False})
+    agent_services.agent_update(actor=None, agent=agents["inac"], data={"is_active": False})
     agent_token = ApiToken.objects.filter(user=agents["read"].user).first()
     grant = roles["readers"].tool_grants.get()
     ids = {
@@ -266,7 +268,7 @@ def governed_world(world, reviewer_user, approver_user, approvers_role):
     """
     tool, caller = world["tool"], world["agents"]["exec"]
     Tool.objects.filter(pk=tool.pk).update(requires_approval=True)
-    access_services.grant_create(actor=None, role=approvers_role, action="approve", tool=tool)
+    grant_services.grant_create(actor=None, role=approvers_role, action="approve", tool=tool)
     call = {
         "tool": tool,
         "tool_name": tool.name,

@@ -19,7 +19,7 @@ from django.db import transaction
 
 from registry.models import Guard, RateLimitRule, Tool, ToolGrant, Toolset
 from registry.models.mcp import MCPServer
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
@@ -89,7 +89,7 @@ def services_world(governed_world):
     py = tool_services.tool_create(actor=None, name="svc_py", type="python")
     for tool in (u, py):
         for role in (roles["managers"], roles["editors"]):
-            access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+            grant_services.grant_create(actor=None, role=role, action="manage", tool=tool)
     limit_services.rate_limit_create(
         actor=None, tool=u, scope="agent", max_requests=10, time_window_seconds=60
     )
@@ -156,10 +156,10 @@ WRITES = {
     "config_delete.plain": lambda w, a: tool_services.config_delete(
         actor=a, config=_u(w).configs.get(config_key="timeout_seconds")
     ),
-    "grant_create": lambda w, a: access_services.grant_create(
+    "grant_create": lambda w, a: grant_services.grant_create(
         actor=a, role=w["roles"]["nobody"], action="read", tool=_u(w)
     ),
-    "grant_revoke": lambda w, a: access_services.grant_revoke(
+    "grant_revoke": lambda w, a: grant_services.grant_revoke(
         actor=a, grant=ToolGrant.objects.get(role=w["roles"]["readers"])
     ),
     "guard_create": lambda w, a: guard_services.guard_create(

@@ -7,7 +7,9 @@ import pytest
 
 from registry.formats import provider_name
 from registry.models import Tool, ToolGroupObjectPermission, ToolParameter
-from registry.services import access as services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.factories import make_user
@@ -18,8 +20,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def agent_client(db):
     owner = make_user("owner")
-    role = services.role_create(actor=None, name="support")
-    agent = services.agent_create(actor=None, name="helper", owner=owner, role_ids=[role.pk])
+    role = role_services.role_create(actor=None, name="support")
+    agent = agent_services.agent_create(actor=None, name="helper", owner=owner, role_ids=[role.pk])
     tool = tool_services.tool_create(
         actor=None,
         name="account_balance_lookup",
@@ -55,8 +57,8 @@ def agent_client(db):
         ],
     )
     readonly = tool_services.tool_create(actor=None, name="read_only_tool", type="http")
-    services.grant_create(actor=None, role=role, action="execute", tool=tool)
-    services.grant_create(actor=None, role=role, action="read", tool=readonly)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="read", tool=readonly)
     return token_client(agent.user)
 
 
@@ -203,8 +205,10 @@ def _catalog(size: int, role):
 
 def test_discovery_queries_stay_bounded(django_assert_max_num_queries):
     owner = make_user("owner")
-    role = services.role_create(actor=None, name="bulk")
-    agent = services.agent_create(actor=None, name="bulk-agent", owner=owner, role_ids=[role.pk])
+    role = role_services.role_create(actor=None, name="bulk")
+    agent = agent_services.agent_create(
+        actor=None, name="bulk-agent", owner=owner, role_ids=[role.pk]
+    )
     client = token_client(agent.user)
     _catalog(1000, role)
     # Auth (token + last_used) + roles + all-tools check + tools + 2 prefetches: constant in catalog size.
@@ -239,14 +243,14 @@ def _gemini_declaration(parameters: list[dict]) -> dict:
     """The Gemini declaration of a tool with ``parameters``, checked by the genai SDK."""
     from google.genai import types
 
-    role = services.role_create(actor=None, name="gemini-callers")
-    agent = services.agent_create(
+    role = role_services.role_create(actor=None, name="gemini-callers")
+    agent = agent_services.agent_create(
         actor=None, name="gemini-agent", owner=make_user("gemini-owner"), role_ids=[role.pk]
     )
     tool = tool_services.tool_create(
         actor=None, name="shaped", type="http", description="Shapes.", parameters=parameters
     )
-    services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     body = token_client(agent.user).get("/api/v1/registry/me?format=gemini").json()
     types.Tool.model_validate(body["tools"][0])
     (declaration,) = body["tools"][0]["functionDeclarations"]

@@ -21,7 +21,9 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import TypeAdapter
 
 from registry import demo
-from registry.services import access as services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import token_client
 from tests.factories import make_user
@@ -119,9 +121,9 @@ def lists(db):
     call_command("seed_demo", verbosity=0)
     for spec in EXTRA_TOOLS:
         tool_services.tool_create(actor=None, type="http", description="A test tool.", **spec)
-    role = services.role_create(actor=None, name="formats-everything")
-    services.grant_create(actor=None, role=role, action="execute")
-    agent = services.agent_create(
+    role = role_services.role_create(actor=None, name="formats-everything")
+    grant_services.grant_create(actor=None, role=role, action="execute")
+    agent = agent_services.agent_create(
         actor=None, name="formats-agent", owner=make_user("formats-owner"), role_ids=[role.pk]
     )
     client = token_client(agent.user)

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from registry.models import AuditEvent, Guard
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
 from tests.conftest import token_client
 from tests.factories import ToolFactory
@@ -83,7 +83,7 @@ def test_a_second_guard_with_the_same_name_is_a_409(staff_client):
 
 
 def test_only_platform_admins_write_guards(manager_user, tool_managers_role, tool):
-    access_services.grant_create(actor=None, role=tool_managers_role, action="manage", tool=tool)
+    grant_services.grant_create(actor=None, role=tool_managers_role, action="manage", tool=tool)
     client = token_client(manager_user)
     response = client.post(
         URL,

@@ -11,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from registry.models import Agent, AuditEvent, Role, Tool, ToolConfig
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.factories import make_user
 from toolhub.api.params import MAX_DB_INTEGER
@@ -30,7 +31,7 @@ def owner(db):
 
 @pytest.fixture
 def role(db):
-    return access_services.role_create(actor=None, name="robust-ops")
+    return role_services.role_create(actor=None, name="robust-ops")
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ def test_agent_create_with_out_of_range_role_ids_is_a_400(staff_client, owner, r
 
 
 def test_agent_update_with_out_of_range_role_ids_is_a_400(staff_client, owner, role):
-    agent = access_services.agent_create(actor=None, name="y", owner=owner, role_ids=[role.pk])
+    agent = agent_services.agent_create(actor=None, name="y", owner=owner, role_ids=[role.pk])
     for value in OUT_OF_RANGE:
         response = staff_client.patch(
             f"/api/v1/agents/{agent.pk}", {"role_ids": [value]}, format="json"

@@ -7,7 +7,8 @@ import pytest
 
 from registry.models import AuditEvent, ToolConfig, ToolParameter
 from registry.rights import permissions_of
-from registry.services import access as access_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services.catalog import tool_upsert
 from tests.conftest import token_client
 
@@ -23,14 +24,14 @@ def manager(tool_managers_role, manager_user):
     """A manager of the tools ``managed`` gives them, with the right to edit tools (both
     are needed to change one: docs/governance.md)."""
     tool_managers_role.permissions.add(
-        *access_services.permissions_by_label(permissions_of(["edit_tools"]))
+        *role_services.permissions_by_label(permissions_of(["edit_tools"]))
     )
     return tool_managers_role, token_client(manager_user)
 
 
 def managed(role, **kwargs):
     tool = tool_upsert(actor=None, type="http", **kwargs).tool
-    access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="manage", tool=tool)
     return tool
 
 
@@ -282,7 +283,7 @@ def test_a_manager_cannot_repoint_a_server_linked_mcp_tool(manager):
         metadata={"mcp_server": "srv", "mcp_server_id": str(server.pk), "remote_tool_name": "echo"},
         configs={"remote_tool_name": "echo", "server_id": str(server.pk)},
     ).tool
-    access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="manage", tool=tool)
     inline = client.post(
         configs(tool),
         {

@@ -717,16 +717,17 @@ def manager_client(db, server):
     """A person with manage on one synced tool and on one http tool, and the right to edit
     tools (both are needed to change one); not a platform admin."""
     from registry.rights import permissions_of
-    from registry.services import access as access_services
+    from registry.services import grants as grant_services
+    from registry.services import roles as role_services
     from tests.conftest import token_client
     from tests.factories import make_user
 
-    role = access_services.role_create(actor=None, name="tool-managers")
-    role.permissions.add(*access_services.permissions_by_label(permissions_of(["edit_tools"])))
+    role = role_services.role_create(actor=None, name="tool-managers")
+    role.permissions.add(*role_services.permissions_by_label(permissions_of(["edit_tools"])))
     lookup = synced_tool(server, "lookup")
     plain = tool_upsert(actor=None, name="plain_http", type="http").tool
     for tool in (lookup, plain):
-        access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+        grant_services.grant_create(actor=None, role=role, action="manage", tool=tool)
     person = make_user("manager-mo")
     person.groups.add(role)
     return token_client(person), lookup, plain

@@ -10,9 +10,11 @@ from django.apps import apps
 
 from registry.models import Guard, RateLimitRule, Tool, ToolConfig, ToolParameter
 from registry.rights import RIGHTS_BY_KEY, permissions_of
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.conftest import make_role, token_client
 from toolhub.exceptions import PermissionDenied
@@ -23,13 +25,13 @@ pytestmark = pytest.mark.django_db
 def _agent(owner, name, *, rights=(), permissions=()):
     labels = [*permissions_of(rights), *permissions]
     role = make_role(f"{name}-role", labels)
-    agent = access_services.agent_create(actor=None, name=name, owner=owner, role_ids=[role.pk])
+    agent = agent_services.agent_create(actor=None, name=name, owner=owner, role_ids=[role.pk])
     return role, agent.user
 
 
 def _manage(role, *tools):
     for tool in tools:
-        access_services.grant_create(actor=None, role=role, action="manage", tool=tool)
+        grant_services.grant_create(actor=None, role=role, action="manage", tool=tool)
 
 
 @pytest.fixture
@@ -234,9 +236,9 @@ def test_a_manager_without_the_rate_limit_right_cannot_touch_a_tools_limits(
 def admin_agent(owner):
     """An agent in a platform-admin role: otherwise allowed every write."""
     role = make_role(
-        "agent-admins", access_services.PLATFORM_ADMIN_PERMISSIONS, all_tools_action="manage"
+        "agent-admins", role_services.PLATFORM_ADMIN_PERMISSIONS, all_tools_action="manage"
     )
-    agent = access_services.agent_create(
+    agent = agent_services.agent_create(
         actor=None, name="admin-agent", owner=owner, role_ids=[role.pk]
     )
     return agent.user

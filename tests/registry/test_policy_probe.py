@@ -12,10 +12,10 @@ import pytest
 
 from executions.services.admission import resolve_caller
 from executions.services.governance import RateLimited, rate_limit_admit
-from registry import access
+from registry import authorization
 from registry.importers.run import import_content
 from registry.models import RateLimitRule, Tool
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
@@ -162,7 +162,7 @@ def test_an_agent_cannot_reset_its_own_rate_limit_by_retuning_calls_and_window(e
         configs=[{"config_key": "base_url", "config_value": "https://limited2.example"}],
     )
     _manage(role, tool)
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     rule = limit_services.rate_limit_create(
         actor=None, tool=tool, scope="agent", max_requests=5, time_window_seconds=600
     )
@@ -237,7 +237,7 @@ def test_a_manager_cannot_have_an_openapi_import_adopt_its_tool(editor, staff_us
     assert report.ok, report.text()
     refunds = _calls_of("payments.internal.example")
     assert refunds, "the import wrote no tool for POST /refunds"
-    assert not any(access.can(user, "execute", t) for t in refunds), (
+    assert not any(authorization.can(user, "execute", t) for t in refunds), (
         "the manager may call the imported refund operation nobody granted it"
     )
 
@@ -271,7 +271,7 @@ def test_a_manager_cannot_have_a_catalog_import_adopt_its_tool_by_name(editor, s
     assert report.ok, report.text()
     crm = _calls_of("crm.internal.example")
     assert crm, "the import wrote no crm tool"
-    assert not any(access.can(user, "execute", t) for t in crm), (
+    assert not any(authorization.can(user, "execute", t) for t in crm), (
         "the manager may call the imported CRM tool nobody granted it"
     )
 

@@ -101,9 +101,9 @@ def test_a_manager_cannot_rename_a_python_tool_into_another_function(editor):
 def test_an_agent_cannot_raise_or_clear_the_concurrency_bound_on_its_own_calls(editor):
     role, user = editor
     tool = _http(role, name="bounded_http", max_concurrency=2)
-    from registry.services import access as access_services
+    from registry.services import grants as grant_services
 
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     for value in (3, None):
         with pytest.raises(PermissionDenied):
             tool_services.tool_update(actor=user, tool=tool, data={"max_concurrency": value})

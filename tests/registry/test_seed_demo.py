@@ -75,11 +75,11 @@ def test_ensure_admin_prints_password_once(capsys):
 
 
 def test_the_demo_lets_an_analyst_run_the_builtin_calculator_offline():
-    from registry import access
+    from registry import authorization
 
     call_command("sync_python_tools", stdout=io.StringIO())
     call_command("seed_demo", stdout=io.StringIO())
     analyst = Group.objects.get(name="fintech-analyst")
     for name in ("calculator", "unit_convert"):
         tool = Tool.objects.get(name=name)
-        assert access.role_can(analyst, "execute", tool), name
+        assert authorization.role_can(analyst, "execute", tool), name

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from registry.services import access as access_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from tests.factories import ToolFactory
 
 pytestmark = pytest.mark.django_db
@@ -30,8 +31,8 @@ def test_check_permission_asks_for_execute_by_default_and_answers_has_permission
     staff_client, granted, query, allowed
 ):
     tool = ToolFactory(name="ledger")
-    role = access_services.role_create(actor=None, name="clerks")
-    access_services.grant_create(actor=None, role=role, action=granted, tool=tool)
+    role = role_services.role_create(actor=None, name="clerks")
+    grant_services.grant_create(actor=None, role=role, action=granted, tool=tool)
 
     response = staff_client.get(f"/api/v1/registry/check-permission/{tool.pk}/{role.pk}{query}")
 

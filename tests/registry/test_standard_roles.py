@@ -10,9 +10,9 @@ from django.contrib.auth.models import Group, Permission
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from registry import access
+from registry import authorization
 from registry.models import Action, Agent, AuditEvent, Tool, ToolGrant
-from registry.services import access as access_services
+from registry.services import roles as role_services
 from tests.factories import ToolFactory, make_user
 
 pytestmark = pytest.mark.django_db
@@ -44,23 +44,23 @@ def test_creates_both_roles_with_their_rights():
 
     assert "platform-admin: created" in output and "reviewer: created" in output
     admin_role, reviewer_role = (Group.objects.get(name=n) for n in ("platform-admin", "reviewer"))
-    assert labels(admin_role) >= set(access_services.PLATFORM_ADMIN_PERMISSIONS)
-    assert labels(reviewer_role) >= set(access_services.REVIEWER_PERMISSIONS)
+    assert labels(admin_role) >= set(role_services.PLATFORM_ADMIN_PERMISSIONS)
+    assert labels(reviewer_role) >= set(role_services.REVIEWER_PERMISSIONS)
     assert set(ToolGrant.objects.values_list("role__name", "action", "tool")) == {
         ("platform-admin", "manage", None),
         ("reviewer", "read", None),
     }
 
     admin_user, reviewer = member("platform-admin", "ada"), member("reviewer", "rita")
-    assert access.is_platform_admin(admin_user) and not access.is_reviewer(admin_user)
-    assert access.is_reviewer(reviewer) and not access.is_platform_admin(reviewer)
+    assert authorization.is_platform_admin(admin_user) and not authorization.is_reviewer(admin_user)
+    assert authorization.is_reviewer(reviewer) and not authorization.is_platform_admin(reviewer)
     for tool in (before, after):
-        assert access.can(admin_user, Action.MANAGE, tool)
-        assert access.can(reviewer, Action.READ, tool)
-        assert not access.can(reviewer, Action.EXECUTE, tool)
-        assert not access.can(reviewer, Action.MANAGE, tool)
-    assert access.restrict(Tool.objects.all(), reviewer).count() == Tool.objects.count() == 2
-    assert not access.restrict(Tool.objects.all(), reviewer, Action.EXECUTE).exists()
+        assert authorization.can(admin_user, Action.MANAGE, tool)
+        assert authorization.can(reviewer, Action.READ, tool)
+        assert not authorization.can(reviewer, Action.EXECUTE, tool)
+        assert not authorization.can(reviewer, Action.MANAGE, tool)
+    assert authorization.restrict(Tool.objects.all(), reviewer).count() == Tool.objects.count() == 2
+    assert not authorization.restrict(Tool.objects.all(), reviewer, Action.EXECUTE).exists()
 
     # Everything went through the audited services.
     audited = set(AuditEvent.objects.values_list("action", "target_repr"))
@@ -94,7 +94,7 @@ def test_existing_role_gets_back_a_missing_permission_and_keeps_extras():
     admin_role = Group.objects.get(name="platform-admin")
     admin_role.permissions.add(extra)  # an admin's own addition
     last_event = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first()
-    assert not access.is_reviewer(member("reviewer", "rita"))
+    assert not authorization.is_reviewer(member("reviewer", "rita"))
 
     output = ensure_roles()
 
@@ -102,24 +102,24 @@ def test_existing_role_gets_back_a_missing_permission_and_keeps_extras():
     assert "platform-admin: unchanged" in output
     assert "registry.review_all" in labels(reviewer_role)
     assert "registry.view_ratelimitrule" in labels(admin_role)  # not removed
-    assert access.is_reviewer(get_user_model().objects.get(username="rita"))
+    assert authorization.is_reviewer(get_user_model().objects.get(username="rita"))
     new_events = AuditEvent.objects.filter(id__gt=last_event)
     assert [(e.action, e.target_repr) for e in new_events] == [("role.updated", "reviewer")]
 
 
 def test_role_made_by_hand_is_completed():
     """A 'platform-admin' an operator made without rights gets its permissions and grant."""
-    role = access_services.role_create(actor=None, name="platform-admin", description="ours")
+    role = role_services.role_create(actor=None, name="platform-admin", description="ours")
     person = make_user("ada")
     person.groups.add(role)
-    assert not access.is_platform_admin(person)
+    assert not authorization.is_platform_admin(person)
 
     output = ensure_roles()
 
     assert "platform-admin: added the all-tools manage grant; added" in output
     assert Group.objects.filter(name="platform-admin").count() == 1
     assert role.profile.description == "ours"  # left as the operator wrote it
-    assert access.is_platform_admin(get_user_model().objects.get(pk=person.pk))
+    assert authorization.is_platform_admin(get_user_model().objects.get(pk=person.pk))
     assert ToolGrant.objects.filter(role=role, action="manage", tool=None).exists()
 
 
@@ -134,7 +134,7 @@ def test_create_agent_with_platform_admin_works_afterwards():
 
     agent = Agent.objects.get(name="ops")
     assert "with platform-admin" in out.getvalue()
-    assert access.is_platform_admin(get_user_model().objects.get(pk=agent.user_id))
+    assert authorization.is_platform_admin(get_user_model().objects.get(pk=agent.user_id))
 
 
 def test_failure_is_a_clear_command_error_and_changes_nothing():

@@ -14,7 +14,10 @@ from rest_framework.test import APIClient
 
 from registry.models import Agent, ApiToken, AuditEvent, ToolGrant
 from registry.models.tokens import hash_token
-from registry.services import access as services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
+from registry.services import tokens as token_services
 from registry.services import tools as tool_services
 from tests.factories import make_user
 
@@ -29,12 +32,12 @@ def bearer(raw: str, scheme: str = "Bearer") -> APIClient:
 
 @pytest.fixture
 def agent(owner):
-    return services.agent_create(actor=None, name="billing-bot", owner=owner)
+    return agent_services.agent_create(actor=None, name="billing-bot", owner=owner)
 
 
 class TestTokens:
     def test_database_never_holds_a_usable_token(self, agent):
-        token, raw = services.token_issue(actor=None, user=agent.user, name="t")
+        token, raw = token_services.token_issue(actor=None, user=agent.user, name="t")
         assert raw.startswith("th_") and len(raw) > 40
         with connection.cursor() as cursor:
             cursor.execute("SELECT * FROM registry_apitoken")
@@ -44,7 +47,7 @@ class TestTokens:
         assert raw not in str(list(AuditEvent.objects.values("before", "after", "target_repr")))
 
     def test_bearer_and_token_schemes_and_last_used(self, agent):
-        token, raw = services.token_issue(actor=None, user=agent.user)
+        token, raw = token_services.token_issue(actor=None, user=agent.user)
         assert token.last_used_at is None
         assert bearer(raw).get("/api/v1/tools").status_code == 200
         assert bearer(raw, "Token").get("/api/v1/tools").status_code == 200
@@ -67,11 +70,11 @@ class TestTokens:
         assert message in response.json()["error"]["message"]
 
     def test_revoked_expired_and_inactive_are_refused(self, agent, owner):
-        _, raw = services.token_issue(actor=owner, user=agent.user)
-        token, raw2 = services.token_issue(actor=owner, user=agent.user)
-        services.token_revoke(actor=owner, token=token)
+        _, raw = token_services.token_issue(actor=owner, user=agent.user)
+        token, raw2 = token_services.token_issue(actor=owner, user=agent.user)
+        token_services.token_revoke(actor=owner, token=token)
         assert "revoked" in bearer(raw2).get("/api/v1/tools").json()["error"]["message"]
-        expiring, raw3 = services.token_issue(
+        expiring, raw3 = token_services.token_issue(
             actor=owner, user=agent.user, expires_at=timezone.now() + timedelta(seconds=60)
         )
         assert bearer(raw3).get("/api/v1/tools").status_code == 200
@@ -79,14 +82,14 @@ class TestTokens:
             expires_at=timezone.now() - timedelta(seconds=1)
         )
         assert "expired" in bearer(raw3).get("/api/v1/tools").json()["error"]["message"]
-        services.agent_update(actor=owner, agent=agent, data={"is_active": False})
+        agent_services.agent_update(actor=owner, agent=agent, data={"is_active": False})
         response = bearer(raw).get("/api/v1/tools")
         assert response.status_code == 401 and "inactive" in response.json()["error"]["message"]
         actions = list(AuditEvent.objects.values_list("action", flat=True))
         assert {"token.issued", "token.revoked", "agent.deactivated"} <= set(actions)
 
     def test_an_agent_whose_owner_is_deactivated_is_refused(self, agent, owner):
-        _, raw = services.token_issue(actor=None, user=agent.user)
+        _, raw = token_services.token_issue(actor=None, user=agent.user)
         assert bearer(raw).get("/api/v1/tools").status_code == 200
         owner.is_active = False
         owner.save(update_fields=["is_active"])
@@ -95,23 +98,23 @@ class TestTokens:
         assert "owner of this token's agent is deactivated" in response.json()["error"]["message"]
         # Given a new owner, it works again.
 
-        services.agent_update(actor=None, agent=agent, data={"owner": make_user("new-owner")})
+        agent_services.agent_update(actor=None, agent=agent, data={"owner": make_user("new-owner")})
         assert bearer(raw).get("/api/v1/tools").status_code == 200
 
     def test_token_lifetime_is_capped_when_the_operator_says_so(self, agent, settings):
         settings.TOOLHUB_TOKEN_MAX_DAYS = 30
-        token, _ = services.token_issue(actor=None, user=agent.user)
+        token, _ = token_services.token_issue(actor=None, user=agent.user)
         assert token.expires_at is not None
         days = (token.expires_at - timezone.now()).total_seconds() / 86400
         assert 29.9 < days <= 30
         # A later expiry is brought within the cap (the admin's 90-day default included).
-        capped, _ = services.token_issue(
+        capped, _ = token_services.token_issue(
             actor=None, user=agent.user, expires_at=timezone.now() + timedelta(days=90)
         )
         assert (capped.expires_at - timezone.now()).total_seconds() / 86400 <= 30
         settings.TOOLHUB_TOKEN_MAX_DAYS = None
         settings.TOOLHUB_TOKEN_DEFAULT_DAYS = 0  # no default lifetime either: until revoked
-        forever, raw = services.token_issue(actor=None, user=agent.user)
+        forever, raw = token_services.token_issue(actor=None, user=agent.user)
         assert forever.expires_at is None
         # Set later, the cap also ends tokens issued before it, counted from their issue.
         ApiToken.objects.filter(pk=forever.pk).update(
@@ -124,18 +127,18 @@ class TestTokens:
 
     def test_expiry_in_the_past_is_refused(self, agent):
         with pytest.raises(Exception, match="future"):
-            services.token_issue(actor=None, user=agent.user, expires_at=timezone.now())
+            token_services.token_issue(actor=None, user=agent.user, expires_at=timezone.now())
 
     def test_revoking_twice_audits_once(self, agent):
-        token, _ = services.token_issue(actor=None, user=agent.user)
-        services.token_revoke(actor=None, token=token)
-        services.token_revoke(actor=None, token=token)
+        token, _ = token_services.token_issue(actor=None, user=agent.user)
+        token_services.token_revoke(actor=None, token=token)
+        token_services.token_revoke(actor=None, token=token)
         assert AuditEvent.objects.filter(action="token.revoked").count() == 1
 
 
 class TestApi:
     def test_admin_creates_agent_issues_token_and_agent_uses_it(self, staff_client, owner):
-        role = services.role_create(actor=None, name="analysts")
+        role = role_services.role_create(actor=None, name="analysts")
         response = staff_client.post(
             "/api/v1/agents",
             {"name": "report-bot", "owner": "owner-olga", "role_ids": [role.pk]},
@@ -184,7 +187,7 @@ class TestApi:
         assert dup.status_code == 409
 
     def test_owner_manages_own_agent_tokens(self, owner, agent):
-        _, raw = services.token_issue(actor=None, user=owner)
+        _, raw = token_services.token_issue(actor=None, user=owner)
         client = bearer(raw)
         assert client.get("/api/v1/agents").json()["count"] == 1
         issued = client.post(f"/api/v1/agents/{agent.pk}/tokens", {}, format="json")
@@ -196,8 +199,8 @@ class TestApi:
         )
 
     def test_role_membership_changes_are_audited(self, staff_client, agent):
-        a = services.role_create(actor=None, name="a-role")
-        b = services.role_create(actor=None, name="b-role")
+        a = role_services.role_create(actor=None, name="a-role")
+        b = role_services.role_create(actor=None, name="b-role")
         url = f"/api/v1/agents/{agent.pk}"
         staff_client.patch(url, {"role_ids": [a.pk, b.pk]}, format="json")
         response = staff_client.patch(url, {"role_ids": [b.pk]}, format="json")
@@ -249,7 +252,7 @@ class TestApi:
                 f"/api/v1/roles/{role_id}", {"permissions": [label]}, format="json"
             )
             assert inert.status_code == 400 and "append-only" in inert.content.decode(), label
-        offered = {p.codename for p in services.role_permission_choices()}
+        offered = {p.codename for p in role_services.role_permission_choices()}
         assert "change_auditevent" not in offered and "view_auditevent" in offered
         viewer = staff_client.patch(
             f"/api/v1/roles/{role_id}",
@@ -272,9 +275,9 @@ class TestGrants:
         return tool_services.tool_create(actor=None, name="ledger", type="database")
 
     def test_grant_check_and_revoke(self, staff_client, tool, agent):
-        role = services.role_create(actor=None, name="ops")
-        services.agent_update(actor=None, agent=agent, data={"role_ids": [role.pk]})
-        _, raw = services.token_issue(actor=None, user=agent.user)
+        role = role_services.role_create(actor=None, name="ops")
+        agent_services.agent_update(actor=None, agent=agent, data={"role_ids": [role.pk]})
+        _, raw = token_services.token_issue(actor=None, user=agent.user)
         agent_client = bearer(raw)
         assert agent_client.get(f"/api/v1/tools/{tool.pk}").status_code == 404
 
@@ -319,8 +322,8 @@ class TestGrants:
         assert revoked.before["role"] == "ops" and revoked.before["action"] == "execute"
 
     def test_all_tools_grant_and_bulk(self, staff_client, tool):
-        r1 = services.role_create(actor=None, name="r1")
-        r2 = services.role_create(actor=None, name="r2")
+        r1 = role_services.role_create(actor=None, name="r1")
+        r2 = role_services.role_create(actor=None, name="r2")
         bulk = staff_client.post(
             "/api/v1/permissions/bulk",
             {"role_ids": [r1.pk, r2.pk], "action": "read"},
@@ -354,7 +357,7 @@ class TestGrants:
         self, staff_client, path, body
     ):
         """A client whose tool lookup came back empty must not grant or limit every tool."""
-        role = services.role_create(actor=None, name="nulls")
+        role = role_services.role_create(actor=None, name="nulls")
         body = {**body, "tool_id": None}
         body = {
             k: ([role.pk] if k == "role_ids" else role.pk if k == "role_id" else v)
@@ -367,7 +370,7 @@ class TestGrants:
         assert not role.permissions.exists()
 
     def test_grant_errors(self, staff_client, tool):
-        role = services.role_create(actor=None, name="x")
+        role = role_services.role_create(actor=None, name="x")
         cases = [
             ({"tool_id": str(tool.pk), "role_id": role.pk, "action": "own"}, 400),
             ({"tool_id": str(tool.pk), "role_id": 987654, "action": "read"}, 404),
@@ -387,8 +390,8 @@ class TestGrants:
             ), body
 
     def test_hard_delete_takes_grants_along_and_records_them(self, staff_client, tool):
-        role = services.role_create(actor=None, name="x")
-        services.grant_create(actor=None, role=role, action="read", tool=tool)
+        role = role_services.role_create(actor=None, name="x")
+        grant_services.grant_create(actor=None, role=role, action="read", tool=tool)
         assert staff_client.delete(f"/api/v1/tools/{tool.pk}?hard_delete=true").status_code == 204
         assert not ToolGrant.objects.filter(role=role).exists()
         event = AuditEvent.objects.get(action="tool.deleted")
@@ -396,7 +399,7 @@ class TestGrants:
 
 
 def test_create_agent_command_prints_token_last(owner):
-    services.role_create(actor=None, name="fintech-analyst")
+    role_services.role_create(actor=None, name="fintech-analyst")
     out = io.StringIO()
     call_command(
         "create_agent",
@@ -536,7 +539,7 @@ def test_agent_webhook_in_the_admin(superuser, owner):
 
 
 def test_a_webhook_stored_under_older_rules_never_blocks_deactivation(staff_client, owner):
-    agent = services.agent_create(actor=None, name="old-hook", owner=owner)
+    agent = agent_services.agent_create(actor=None, name="old-hook", owner=owner)
     Agent.objects.filter(pk=agent.pk).update(webhook_url="https://u:p@hooks.example/legacy")
     response = staff_client.patch(f"/api/v1/agents/{agent.pk}", {"is_active": False}, format="json")
     assert response.status_code == 200, response.content

@@ -6,28 +6,30 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpResponseRedirect
 
-from registry import access
+from registry import authorization
 from toolhub.exceptions import ToolHubError
 
 
 class PlatformAdminWritesMixin:
-    """Who may do what is decided by registry.access, as in the API: platform admins
+    """Who may do what is decided by registry.authorization, as in the API: platform admins
     write, reviewers read."""
 
     def has_module_permission(self, request):
         return self.has_view_permission(request)
 
     def has_view_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+        return authorization.is_platform_admin(request.user) or authorization.is_reviewer(
+            request.user
+        )
 
     def has_add_permission(self, request):
-        return access.is_platform_admin(request.user)
+        return authorization.is_platform_admin(request.user)
 
     def has_change_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
+        return authorization.is_platform_admin(request.user)
 
     def has_delete_permission(self, request, obj=None):
-        return access.is_platform_admin(request.user)
+        return authorization.is_platform_admin(request.user)
 
 
 class ServiceErrorsMixin:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from registry import access
+from registry import authorization
 from registry.services import pinning
 from registry.services import tools as services
 from toolhub.exceptions import ToolHubError
@@ -26,7 +26,7 @@ class ToolActionsMixin:
         self.message_user(request, f"Deactivated {queryset.count()} tool(s).", messages.SUCCESS)
 
     def _decide(self, request, queryset, decide, verb: str) -> None:
-        if not access.is_platform_admin(request.user):
+        if not authorization.is_platform_admin(request.user):
             self.message_user(
                 request, "Only platform admins decide on definitions.", messages.ERROR
             )

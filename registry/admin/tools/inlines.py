@@ -6,7 +6,7 @@ import json
 
 from django.contrib import admin
 
-from registry import access
+from registry import authorization
 from registry.admin.forms import ToolConfigForm, ToolParameterForm
 from registry.models import Action, RateLimitRule, ToolConfig, ToolParameter
 from registry.policy import policy_allows
@@ -26,7 +26,7 @@ class ManagedToolPartsMixin:
 
     def has_view_permission(self, request, obj=None):
         return super().has_view_permission(request, obj) or (
-            obj is not None and access.can(request.user, Action.READ, obj)
+            obj is not None and authorization.can(request.user, Action.READ, obj)
         )
 
     def get_queryset(self, request):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from registry import access
-from registry.admin.access import ToolGrantInline
+from registry import authorization
 from registry.admin.forms import ToolForm
+from registry.admin.grants import ToolGrantInline
 from registry.admin.mixins import GuardedChangeListMixin, ServiceErrorsMixin
 from registry.admin.tools.actions import ToolActionsMixin
 from registry.admin.tools.display import ToolDisplayMixin
@@ -19,6 +19,7 @@ from registry.admin.tools.inlines import (
 )
 from registry.admin.tools.writes import ToolWritesMixin
 from registry.models import Action, Tool
+from registry.models.tools import TOOL_CONTROL_FIELDS, TOOL_IDENTITY_FIELDS
 from registry.policy import APPROVAL_FIELDS, policy_allows
 
 
@@ -72,26 +73,8 @@ class ToolAdmin(
         "definition_review",
     ]
     fieldsets = [
-        (
-            None,
-            {"fields": ["name", "description", "type", "version", "is_active", "tool_metadata"]},
-        ),
-        (
-            "Execution controls",
-            {
-                "fields": [
-                    "timeout_seconds",
-                    "max_retries",
-                    "cache_ttl_seconds",
-                    "max_concurrency",
-                    "max_response_bytes",
-                    "requires_approval",
-                    "approval_condition",
-                    "approval_ttl_seconds",
-                    "failure_mode",
-                ]
-            },
-        ),
+        (None, {"fields": list(TOOL_IDENTITY_FIELDS)}),
+        ("Execution controls", {"fields": [*TOOL_CONTROL_FIELDS, "failure_mode"]}),
         ("Pinned definition", {"fields": ["definition_review"]}),
         (
             "Record",
@@ -108,22 +91,24 @@ class ToolAdmin(
         ),
     ]
 
-    # Per-tool rights (guardian object permissions through registry.access).
+    # Per-tool rights (guardian object permissions through registry.authorization).
 
     @staticmethod
     def _sees_all(request) -> bool:
-        return access.is_platform_admin(request.user) or access.is_reviewer(request.user)
+        return authorization.is_platform_admin(request.user) or authorization.is_reviewer(
+            request.user
+        )
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
         if self._sees_all(request):
             return queryset
-        return access.restrict(queryset, request.user, Action.READ)
+        return authorization.restrict(queryset, request.user, Action.READ)
 
     def _reads_some(self, request) -> bool:
         return (
             request.user.is_staff
-            and access.restrict(Tool.objects.all(), request.user, Action.READ).exists()
+            and authorization.restrict(Tool.objects.all(), request.user, Action.READ).exists()
         )
 
     def has_module_permission(self, request):
@@ -134,7 +119,7 @@ class ToolAdmin(
             return True
         if obj is None:
             return self._reads_some(request)
-        return access.can(request.user, Action.READ, obj)
+        return authorization.can(request.user, Action.READ, obj)
 
     def has_change_permission(self, request, obj=None):
         if obj is None:

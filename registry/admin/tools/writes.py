@@ -8,7 +8,7 @@ from django.urls import reverse
 from registry.admin.forms import ToolParameterForm
 from registry.admin.mixins import report_service_error
 from registry.models import RateLimitRule, Tool, ToolConfig, ToolGrant, ToolParameter
-from registry.services import access as access_services
+from registry.services import grants as grant_services
 from registry.services import limits as limit_services
 from registry.services import tools as services
 from toolhub.exceptions import ToolHubError
@@ -68,7 +68,7 @@ class ToolWritesMixin:
                 return limit_services.rate_limit_create(actor=request.user, tool=tool, **data)
             return limit_services.rate_limit_update(actor=request.user, rule=instance, data=data)
         if isinstance(instance, ToolGrant):
-            grant, _ = access_services.grant_create(
+            grant, _ = grant_services.grant_create(
                 actor=request.user,
                 role=inline_form.cleaned_data["role"],
                 action=inline_form.cleaned_data["action"],
@@ -106,7 +106,7 @@ class ToolWritesMixin:
         if isinstance(instance, RateLimitRule):
             limit_services.rate_limit_delete(actor=request.user, rule=instance)
         elif isinstance(instance, ToolGrant):
-            access_services.grant_revoke(actor=request.user, grant=instance)
+            grant_services.grant_revoke(actor=request.user, grant=instance)
         elif isinstance(instance, ToolParameter):
             services.parameter_delete(actor=request.user, parameter=instance)
         else:

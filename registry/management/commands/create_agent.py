@@ -5,7 +5,8 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from registry.services.access import agent_create, token_issue
+from registry.services.agents import agent_create
+from registry.services.tokens import token_issue
 from toolhub.exceptions import ToolHubError
 
 

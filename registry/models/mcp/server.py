@@ -15,6 +15,25 @@ from registry import crypto
 from registry.models.mcp.stdio_env import ENV_VAR_PATTERN
 
 MCP_SERVER_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,40}$"
+
+# The fields of an MCP server its managers set in the clear, declared once: what the MCP
+# services accept and the audit snapshot records, what the API shows and the admin form
+# edits. The secrets (``env``, the auth token) are added by each of them, masked.
+MCP_SERVER_FIELDS = (
+    "name",
+    "description",
+    "transport",
+    "url",
+    "command",
+    "args",
+    "token_env_var",
+    "tools_allowed",
+    "tools_denied",
+    "timeout_seconds",
+    "max_concurrency",
+    "is_enabled",
+    "sync_interval_minutes",
+)
 mcp_server_name_validator = RegexValidator(
     MCP_SERVER_NAME_PATTERN,
     "Use 1 to 40 characters: letters, digits, '_' or '-'.",

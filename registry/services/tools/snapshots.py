@@ -5,23 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from registry.models import Tool, ToolConfig, ToolParameter
+from registry.models.tools import TOOL_FIELDS
 
-TOOL_FIELDS = (
-    "name",
-    "description",
-    "type",
-    "version",
-    "tool_metadata",
-    "is_active",
-    "timeout_seconds",
-    "max_retries",
-    "cache_ttl_seconds",
-    "max_concurrency",
-    "max_response_bytes",
-    "requires_approval",
-    "approval_condition",
-    "approval_ttl_seconds",
-)
 PARAMETER_FIELDS = (
     "name",
     "parameter_type",

@@ -25,7 +25,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 from executions.models import Approval, Execution
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from tests.factories import make_token
 from tests.workers import _database_url, celery_worker, require_broker
@@ -140,6 +142,18 @@ async def mcp_client(url: str, token: str | None, mode: str = "legacy", transpor
         yield client
 
 
+async def all_tools(client) -> tuple[list, int]:
+    """Every tool the server lists, following cursors; and how many pages it took."""
+    tools, cursor, pages = [], None, 0
+    while True:
+        page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+        tools += page.tools
+        pages += 1
+        cursor = page.next_cursor
+        if not cursor:
+            return tools, pages
+
+
 def rpc(url: str, token: str | None, method: str, params=None, *, rpc_id=1, headers=None):
     """One raw JSON-RPC POST; the answer and the JSON-RPC messages it carried."""
     sent = {"Accept": "application/json, text/event-stream", **(headers or {})}
@@ -195,8 +209,8 @@ def echo_tool(upstream, name: str, **fields):
 
 @pytest.fixture
 def world(live_toolhub, upstream, owner, approver_user, approvers_role):
-    role = access_services.role_create(actor=None, name="mcp-callers")
-    agent = access_services.agent_create(
+    role = role_services.role_create(actor=None, name="mcp-callers")
+    agent = agent_services.agent_create(
         actor=None, name="mcp-agent", owner=owner, role_ids=[role.pk]
     )
     tools = {
@@ -206,16 +220,16 @@ def world(live_toolhub, upstream, owner, approver_user, approvers_role):
         for name in EXECUTABLE
     }
     for tool in tools.values():
-        access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+        grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
     readable = echo_tool(upstream, "delta_read_only")
-    access_services.grant_create(actor=None, role=role, action="read", tool=readable)
+    grant_services.grant_create(actor=None, role=role, action="read", tool=readable)
     echo_tool(upstream, "echo_hidden")  # no grant at all
     inactive = echo_tool(upstream, "foxtrot_inactive")
-    access_services.grant_create(actor=None, role=role, action="execute", tool=inactive)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=inactive)
     tool_services.tool_deactivate(actor=None, tool=inactive)
     gated = echo_tool(upstream, "golf_gated", requires_approval=True)
-    access_services.grant_create(actor=None, role=role, action="execute", tool=gated)
-    access_services.grant_create(actor=None, role=approvers_role, action="approve", tool=gated)
+    grant_services.grant_create(actor=None, role=role, action="execute", tool=gated)
+    grant_services.grant_create(actor=None, role=approvers_role, action="approve", tool=gated)
     return SimpleNamespace(
         live=live_toolhub,
         url=live_toolhub.url(),

@@ -22,7 +22,9 @@ import pytest
 from django.db import connection
 from mcp.shared.exceptions import MCPError
 
-from registry.services import access as access_services
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import roles as role_services
 from tests.executions.mcp_server.conftest import (
     echo_tool,
     mcp_client,
@@ -61,10 +63,10 @@ def live(django_db_setup, django_db_blocker):
 @pytest.fixture
 def agents(owner):
     """Three agents with a token each (no tools yet)."""
-    role = access_services.role_create(actor=None, name="listeners")
+    role = role_services.role_create(actor=None, name="listeners")
     tokens = []
     for name in ("ann", "bob", "cid"):
-        agent = access_services.agent_create(
+        agent = agent_services.agent_create(
             actor=None, name=f"listener-{name}", owner=owner, role_ids=[role.pk]
         )
         tokens.append(make_token(agent.user))
@@ -201,7 +203,7 @@ def test_an_idle_listen_stream_holds_no_database_connection(agents, upstream):
     def grant_a_tool():
         try:
             tool = echo_tool(upstream, "listen_news")
-            access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+            grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
         finally:
             connection.close()
 

@@ -1,47 +1,13 @@
-"""Serializers for roles, agents, tokens, grants and discovery."""
+"""Serializers for agents (their owner, roles and webhook) and their API tokens."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import Group
-from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from registry.api.mcp_serializers import StrictCharField
-from registry.models import Action, Agent, ApiToken, ToolGrant
-from registry.models.access import agent_name_validator
+from registry.models import Agent, ApiToken
+from registry.models.principals import agent_name_validator
 from toolhub.api.serializers import StrictSerializer
-
-
-class RoleOutputSerializer(serializers.ModelSerializer):
-    description = serializers.SerializerMethodField()
-    permissions = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Group
-        fields = ["id", "name", "description", "permissions"]
-
-    def get_description(self, obj) -> str:
-        profile = getattr(obj, "profile", None)
-        return profile.description if profile else ""
-
-    def get_permissions(self, obj) -> list[str]:
-        return sorted(
-            f"{p.content_type.app_label}.{p.codename}"
-            for p in obj.permissions.all()
-            if p.codename not in ("view_tool", "execute_tool", "manage_tool")
-        )
-
-
-# The form of a permission's label; which labels a role may hold the service decides.
-permission_label_validator = RegexValidator(r"^[^.]+\.[^.]+$", "Not app_label.codename.")
-
-
-class RoleInputSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=150)
-    description = serializers.CharField(allow_blank=True, required=False, default="")
-    permissions = serializers.ListField(
-        child=serializers.CharField(validators=[permission_label_validator]), required=False
-    )
 
 
 class AgentOutputSerializer(serializers.ModelSerializer):
@@ -162,62 +128,3 @@ class TokenInputSerializer(StrictSerializer):
                 {"expires_in_days": ["Give expires_at or expires_in_days, not both."]}
             )
         return attrs
-
-
-class GrantOutputSerializer(serializers.ModelSerializer):
-    tool_id = serializers.UUIDField(allow_null=True)
-    tool_name = serializers.SerializerMethodField()
-    role_id = serializers.IntegerField()
-    role_name = serializers.CharField(source="role.name")
-    granted_by = serializers.SerializerMethodField()
-
-    class Meta:
-        model = ToolGrant
-        fields = [
-            "id",
-            "tool_id",
-            "tool_name",
-            "role_id",
-            "role_name",
-            "action",
-            "granted_by",
-            "created_at",
-        ]
-
-    def get_tool_name(self, obj) -> str | None:
-        return obj.tool.name if obj.tool_id else None
-
-    def get_granted_by(self, obj) -> str | None:
-        return obj.granted_by.username if obj.granted_by_id else None
-
-
-# An explicit null is refused rather than read as "all tools": a client whose tool
-# lookup failed must not grant on every tool by accident.
-ALL_TOOLS_BY_OMISSION = {
-    "null": "May not be null: omit tool_id to mean all tools, or give a tool's id."
-}
-
-
-class GrantInputSerializer(StrictSerializer):
-    tool_id = serializers.UUIDField(
-        required=False, help_text="Omit for all tools.", error_messages=ALL_TOOLS_BY_OMISSION
-    )
-    role_id = serializers.IntegerField()
-    action = serializers.ChoiceField(choices=Action.choices)
-
-
-class BulkGrantInputSerializer(StrictSerializer):
-    tool_id = serializers.UUIDField(
-        required=False, help_text="Omit for all tools.", error_messages=ALL_TOOLS_BY_OMISSION
-    )
-    role_ids = serializers.ListField(child=serializers.IntegerField(), min_length=1)
-    action = serializers.ChoiceField(choices=Action.choices)
-
-
-class PermissionCheckOutputSerializer(serializers.Serializer):
-    allowed = serializers.BooleanField()
-    has_permission = serializers.BooleanField(help_text="The seed's name for `allowed`.")
-    granted_action = serializers.ChoiceField(choices=Action.choices, allow_null=True)
-    required_action = serializers.ChoiceField(choices=Action.choices)
-    tool_id = serializers.UUIDField()
-    role_id = serializers.IntegerField()

@@ -1,4 +1,7 @@
-"""Small helpers shared by the pipeline and the runner: hashing, snapshots, audit of decisions."""
+"""An execution's audit events: what they record of the call (its summary, the hash of
+the whole record, the digests of its arguments and sealed secrets), how they are
+appended, and the call's cost at the column's scale. Shared by the pipeline, the
+runner, the transitions and the record checks."""
 
 from __future__ import annotations
 
