@@ -8,7 +8,7 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup
 from django.conf import settings
 
-from executions.mcp_sync import mcp_servers_resync_due
+from executions.mcp_resync import mcp_servers_resync_due
 from executions.services import runner, task_queue, webhooks
 from executions.services.approvals import approvals_expire
 from toolhub import context

@@ -20,7 +20,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from executions import mcp_client
-from executions.mcp_sync import mcp_server_sync, mcp_servers_resync_due
+from executions.mcp_resync import mcp_servers_resync_due
+from executions.mcp_sync import mcp_server_sync
 from executions.models import Execution
 from registry.definitions import definition_hash, registry_definition, remote_definition
 from registry.models import AuditEvent, MCPServer, Tool, ToolGrant
