@@ -10,6 +10,8 @@ instead; its own ``apply_async`` runs it in this thread then.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import transaction
@@ -60,22 +62,23 @@ def runs_inline(tool: Tool, wait: float | bool | None) -> bool:
     return wait is True or float(wait) >= total_budget_seconds(tool)
 
 
-def claim_inline(execution: Execution, tool: Tool, wait, now) -> list[str] | None:
-    """The concurrency slots of a queued call that runs here, marked ``running`` from
-    ``now`` (None: it goes to the workers).
+@contextmanager
+def claimed_here(execution: Execution, tool: Tool, wait, now) -> Iterator[bool]:
+    """Whether a just-admitted call runs here, claimed (``runner.claimed``) from ``now``
+    for the length of the block; otherwise the workers run it.
 
-    A caller that waits has its call run in this process after the durable
-    INSERT, skipping the broker hop (bench/README.md): the same slots, retries
-    and recording. When a slot is full it queues instead. Admitted and started
-    in one write: the row is durable as ``running`` before the tool runs; the
-    reaper ends it if this process dies.
+    A caller that waits has its call run in this process, skipping the broker hop
+    (bench/README.md): the same claim as a worker's, the same slots, retries and
+    recording. Claimed before its row is written, it is admitted and started in one
+    write: durable as ``running`` before the tool runs, ended by the reaper if this
+    process dies. A call the claim refuses, or whose slot is full, stays ``queued``
+    for the workers, whose claim decides it the same way.
     """
     if execution.status != ExecutionStatus.QUEUED or not runs_inline(tool, wait):
-        return None
-    slots = runner.take_slots(execution, tool)
-    if slots is not None:
-        runner.mark_running(execution, tool, now)
-    return slots
+        yield False
+        return
+    with runner.claimed(execution, tool, now=now) as claim:
+        yield claim.runs
 
 
 def wait_limit(tool: Tool, wait: float | bool) -> float:
@@ -176,7 +179,7 @@ def queue_refusal(execution: Execution) -> QueueUnavailable:
     return exc
 
 
-def run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
+def run_or_wait(execution: Execution, spec, *, wait, run_here: bool) -> Execution:
     """An admitted call's answer: run here, wait for the worker, or answer at once.
 
     A failure of ours from here on never leaves the call ``running`` nor answers
@@ -186,7 +189,7 @@ def run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list
     the execution, and the reaper ends it ``failed`` once its deadline passes.
     """
     try:
-        return _run_or_wait(execution, spec, wait=wait, run_here=run_here, slots=slots)
+        return _run_or_wait(execution, spec, wait=wait, run_here=run_here)
     except pool.UNAVAILABLE_ERRORS as exc:
         refused = pool.unavailable_from(exc)
         refused.message = ADMITTED_UNRECORDED_MESSAGE.format(id=execution.pk)
@@ -202,15 +205,13 @@ ADMITTED_UNRECORDED_MESSAGE = (
 )
 
 
-def _run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
-    if run_here:
+def _run_or_wait(execution: Execution, spec, *, wait, run_here: bool) -> Execution:
+    if run_here:  # claimed here (``claimed_here``): its slots are released with the claim
         try:
             return runner.run_claimed(execution, spec, notify_waiters=False)
         except Exception:
             logger.exception("execution %s: failed after it was admitted", execution.pk)
             return runner.fail_internal(execution, spec.tool)
-        finally:
-            runner.release_slots(execution, slots)
     queued = execution.status == ExecutionStatus.QUEUED
     # A call waiting for a human answers at once, even when the caller asked to wait.
     if wait and queued:

@@ -12,6 +12,7 @@ answered at once (``dispatch``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from executions import telemetry
 from executions.models import Execution, ExecutionStatus
-from executions.services import dispatch, governance, notify, runner, transitions
+from executions.services import dispatch, governance, notify, transitions
 from executions.services.admission import (
     AmbiguousToolName,
     Caller,
@@ -107,55 +108,57 @@ def execution_submit(
     the tool can run (an ``Idempotency-Key`` is bound to it there).
     """
     entries = snapshot.resolve(registry)
-    with tracing.span("toolhub.admission") as current:
-        decision = admission_decide(
-            user=user, tool_ref=tool_ref, arguments=arguments, role_ref=role_ref, entries=entries
-        )
+    with ExitStack() as held:  # a call claimed to run here, until its answer
+        with tracing.span("toolhub.admission") as current:
+            decision = admission_decide(
+                user=user,
+                tool_ref=tool_ref,
+                arguments=arguments,
+                role_ref=role_ref,
+                entries=entries,
+            )
+            if isinstance(decision, Refusal):
+                # Recorded, and answered after the span: a refusal is not a failure of ours.
+                refused = refusal_write(decision, tool_ref=tool_ref)
+                current.set_attributes(_refusal_attributes(decision, refused))
+            else:
+                execution, runs_here = _admitted(
+                    decision, tool_ref, entries, wait, on_admitted, held
+                )
+                current.set_attributes(telemetry.execution_attributes(execution))
         if isinstance(decision, Refusal):
-            # Recorded, and answered after the span: a refusal is not a failure of ours.
-            refused = refusal_write(decision, tool_ref=tool_ref)
-            current.set_attributes(_refusal_attributes(decision, refused))
-        else:
-            execution, slots = _admitted(decision, tool_ref, entries, wait, on_admitted)
-            current.set_attributes(telemetry.execution_attributes(execution))
-    if isinstance(decision, Refusal):
-        raise refused
-    tool = decision.tool
-    if execution.status == ExecutionStatus.QUEUED:
-        # Queued after the commit, so nothing runs it before ``on_admitted`` knows it;
-        # ``enqueue`` as this module names it then (a benchmark may stand in for it).
-        transaction.on_commit(lambda: dispatch.dispatch_admitted(execution, tool, publish=enqueue))
-    if execution.error_type == QueueUnavailable.code:
-        raise dispatch.queue_refusal(execution)
-    execution = dispatch.run_or_wait(
-        execution, decision.spec, wait=wait, run_here=slots is not None, slots=slots or []
-    )
+            raise refused
+        tool = decision.tool
+        if execution.status == ExecutionStatus.QUEUED:
+            # Queued after the commit, so nothing runs it before ``on_admitted`` knows it;
+            # ``enqueue`` as this module names it then (a benchmark may stand in for it).
+            transaction.on_commit(
+                lambda: dispatch.dispatch_admitted(execution, tool, publish=enqueue)
+            )
+        if execution.error_type == QueueUnavailable.code:
+            raise dispatch.queue_refusal(execution)
+        execution = dispatch.run_or_wait(execution, decision.spec, wait=wait, run_here=runs_here)
     return Submitted(execution, decision.quota)
 
 
 def _admitted(
-    decision, tool_ref: str, entries, wait, on_admitted
-) -> tuple[Execution, list[str] | None]:
-    """Write an admitted call's record; the concurrency slots it holds when it runs here."""
+    decision, tool_ref: str, entries, wait, on_admitted, held: ExitStack
+) -> tuple[Execution, bool]:
+    """Write an admitted call's record; whether it runs here, claimed for as long as
+    ``held`` is open (its concurrency slots are released when it closes)."""
     now = timezone.now()
     execution = admitted_record(decision, tool_ref, entries, now)
-    tool = decision.tool
     # A caller that waits may have its call run here, claimed in the same write.
-    slots = dispatch.claim_inline(execution, tool, wait, now)
-    try:
-        admitted_write(
-            execution,
-            tool,
-            decision.digest,
-            now,
-            on_admitted,
-            approval_reason=decision.approval_reason,
-        )
-    except BaseException:
-        if slots:
-            runner.release_slots(execution, slots)
-        raise
-    return execution, slots
+    runs_here = held.enter_context(dispatch.claimed_here(execution, decision.tool, wait, now))
+    admitted_write(
+        execution,
+        decision.tool,
+        decision.digest,
+        now,
+        on_admitted,
+        approval_reason=decision.approval_reason,
+    )
+    return execution, runs_here
 
 
 def _refusal_attributes(refusal: Refusal, error) -> dict:

@@ -10,29 +10,27 @@ re-queues admitted ones whose task was lost before it started.
 
 One module per part: ``dispatcher`` (the task queue, given at start-up),
 ``budget`` (how long a call may take), ``slots`` (concurrency slots and the
-claim's fields), ``claim`` (a queued row to ``running``, or waiting for a slot),
+claim's fields), ``claim`` (``claimed``: the one claim of a queued call, for the
+workers and for a call run where it was admitted; waiting for a slot),
 ``attempts`` (the retry loop and the executor call), ``finish`` (the outcome
 written once), ``run`` (one claimed call from executor to outcome) and
 ``reaper``. The names callers use are re-exported here.
 """
 
 from executions.services.runner.budget import total_budget_seconds
-from executions.services.runner.claim import execution_run
+from executions.services.runner.claim import claimed, execution_run
 from executions.services.runner.dispatcher import Dispatcher, dispatcher_register
 from executions.services.runner.finish import fail_internal
 from executions.services.runner.reaper import executions_reap
 from executions.services.runner.run import run_claimed
-from executions.services.runner.slots import mark_running, release_slots, take_slots
 
 __all__ = [
     "Dispatcher",
+    "claimed",
     "dispatcher_register",
     "execution_run",
     "executions_reap",
     "fail_internal",
-    "mark_running",
-    "release_slots",
     "run_claimed",
-    "take_slots",
     "total_budget_seconds",
 ]
