@@ -223,7 +223,7 @@ def profile(args) -> None:
 
     # 2. Admission only (wait=false), the task is not sent: what the web side costs by itself.
     queued: list[str] = []
-    with mock.patch.object(pipeline, "enqueue", lambda execution, tool: None):
+    with mock.patch.object(pipeline, "enqueue", lambda execution, tool: True):
         for _ in range(5):
             queued.append(call(False)["id"])
         with QueryRecorder() as web_admit:

@@ -11,13 +11,20 @@ class ToolHubError(Exception):
     status_code = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        extra: dict[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.message = message
         if code:
             self.code = code
         self.details = details
-        self.extra: dict[str, Any] = {}
+        self.extra: dict[str, Any] = dict(extra or {})  # more keys of the error body
 
 
 class NotFound(ToolHubError):

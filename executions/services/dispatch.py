@@ -9,6 +9,7 @@ instead; its own ``apply_async`` runs it in this thread then.
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -144,8 +145,25 @@ def _queue_delivery(execution: Execution) -> None:
         )
 
 
-def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None:
-    """Send a just-admitted call to the workers (once its row is committed).
+class Dispatched(enum.Enum):
+    """What became of an admitted call sent to the workers."""
+
+    QUEUED = "queued"  # the workers have it (or it left ``queued`` meanwhile: claimed)
+    NOT_QUEUED = "not_queued"  # the broker did not take it: it ended ``failed``, unrun
+    AT_COMMIT = "at_commit"  # sent when the open transaction commits
+
+
+def dispatch_on_commit(execution: Execution, tool: Tool, publish=enqueue) -> Dispatched:
+    """``dispatch_admitted`` once the call's row is committed: now when no transaction
+    is open, otherwise when the open one commits (what becomes of it is not known here)."""
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: dispatch_admitted(execution, tool, publish))
+        return Dispatched.AT_COMMIT
+    return dispatch_admitted(execution, tool, publish)
+
+
+def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> Dispatched:
+    """Send a just-admitted call to the workers (its row committed); what became of it.
 
     When the broker does not take it, the call ends ``failed`` with error type
     ``queue_unavailable`` (the caller is answered 503): it never runs, not even
@@ -158,7 +176,7 @@ def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None
         if not published:
             tracing.failed(current, QueueUnavailable.code)
     if published:
-        return
+        return Dispatched.QUEUED
     ended = transitions.execution_move(
         execution.pk,
         from_statuses=[ExecutionStatus.QUEUED],
@@ -169,14 +187,11 @@ def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None
         finished_at=timezone.now(),
         **transitions.not_run(),
     )
-    if ended is not None:
-        execution.refresh_from_db()
+    return Dispatched.QUEUED if ended is None else Dispatched.NOT_QUEUED
 
 
 def queue_refusal(execution: Execution) -> QueueUnavailable:
-    exc = QueueUnavailable(QUEUE_UNAVAILABLE_MESSAGE)
-    exc.extra = {"execution_id": str(execution.pk)}
-    return exc
+    return QueueUnavailable(QUEUE_UNAVAILABLE_MESSAGE, extra={"execution_id": str(execution.pk)})
 
 
 def run_or_wait(execution: Execution, spec, *, wait, run_here: bool) -> Execution:

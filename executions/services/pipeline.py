@@ -130,13 +130,11 @@ def execution_submit(
             raise refused
         tool = decision.tool
         if execution.status == ExecutionStatus.QUEUED:
-            # Queued after the commit, so nothing runs it before ``on_admitted`` knows it;
-            # ``enqueue`` as this module names it then (a benchmark may stand in for it).
-            transaction.on_commit(
-                lambda: dispatch.dispatch_admitted(execution, tool, publish=enqueue)
-            )
-        if execution.error_type == QueueUnavailable.code:
-            raise dispatch.queue_refusal(execution)
+            # Sent once its row is committed, so nothing runs it before ``on_admitted``
+            # knows it; by ``enqueue`` as this module names it (a benchmark may stand in).
+            sent = dispatch.dispatch_on_commit(execution, tool, publish=enqueue)
+            if sent is dispatch.Dispatched.NOT_QUEUED:
+                raise dispatch.queue_refusal(execution)
         execution = dispatch.run_or_wait(execution, decision.spec, wait=wait, run_here=runs_here)
     return Submitted(execution, decision.quota)
 
