@@ -64,7 +64,7 @@ def runs_inline(tool: Tool, wait: float | bool | None) -> bool:
 
 
 @contextmanager
-def claimed_here(execution: Execution, tool: Tool, wait, now) -> Iterator[bool]:
+def claimed_here(execution: Execution, tool: Tool, wait, now, entries) -> Iterator[bool]:
     """Whether a just-admitted call runs here, claimed (``runner.claimed``) from ``now``
     for the length of the block; otherwise the workers run it.
 
@@ -73,12 +73,13 @@ def claimed_here(execution: Execution, tool: Tool, wait, now) -> Iterator[bool]:
     recording. Claimed before its row is written, it is admitted and started in one
     write: durable as ``running`` before the tool runs, ended by the reaper if this
     process dies. A call the claim refuses, or whose slot is full, stays ``queued``
-    for the workers, whose claim decides it the same way.
+    for the workers, whose claim decides it the same way. ``entries``: the registry
+    entries its admission read.
     """
     if execution.status != ExecutionStatus.QUEUED or not runs_inline(tool, wait):
         yield False
         return
-    with runner.claimed(execution, tool, now=now) as claim:
+    with runner.claimed(execution, tool, now=now, entries=entries) as claim:
         yield claim.runs
 
 

@@ -161,7 +161,9 @@ def _admitted(
     now = timezone.now()
     execution = admitted_record(admission, tool_ref, entries, now)
     # A caller that waits may have its call run here, claimed in the same write.
-    runs_here = held.enter_context(dispatch.claimed_here(execution, admission.tool, wait, now))
+    runs_here = held.enter_context(
+        dispatch.claimed_here(execution, admission.tool, wait, now, entries)
+    )
     admitted_write(
         execution,
         admission.tool,

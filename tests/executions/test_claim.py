@@ -262,3 +262,23 @@ def test_an_inline_call_the_claim_refuses_is_decided_by_the_workers_and_never_ru
     assert execution.reason_code == "agent_inactive"
     assert actions(execution) == ["execution.queued", "execution.denied"]
     assert world["upstream"].requests == []
+
+
+def test_a_call_run_where_it_was_admitted_is_admitted_and_started_in_one_write(world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.conftest import token_client
+
+    if connection.vendor != "postgresql":
+        pytest.skip("one statement per write on PostgreSQL")
+    client = token_client(world["agent"].user)
+    body = {"tool": world["tool"].name, "input_data": {"path": "echo"}, "wait": True}
+    assert client.post("/api/v1/executions", body, format="json").status_code == 200  # warm
+    with CaptureQueriesContext(connection) as captured:
+        response = client.post("/api/v1/executions", body, format="json")
+    assert response.status_code == 200 and response.json()["status"] == "succeeded"
+    # The registry generation, the row as running with its admission event, the end
+    # with its event: the claim reads nothing admission read already.
+    statements = [q["sql"].lstrip()[:40] for q in captured.captured_queries]
+    assert len(statements) == 3, statements

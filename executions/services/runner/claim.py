@@ -50,7 +50,9 @@ class Claim:
 
 
 @contextmanager
-def claimed(execution: Execution, tool: Tool, *, now=None) -> Iterator[Claim]:
+def claimed(
+    execution: Execution, tool: Tool, *, now=None, entries=snapshot.UNREAD
+) -> Iterator[Claim]:
     """Claim a queued call to run in this process for the length of the block.
 
     The one claim, for a worker's task and for a call the web process runs as it
@@ -58,8 +60,9 @@ def claimed(execution: Execution, tool: Tool, *, now=None) -> Iterator[Claim]:
     run (``claim_refusal``), its concurrency slots, then ``queued → running``
     (``transitions.execution_claim``: of two claimers one wins). The slots it took
     are released when the block ends, however it ends, and nowhere else.
+    ``entries``: the registry entries read for this call already (its admission's).
     """
-    refusal = claim_refusal(execution, tool)
+    refusal = claim_refusal(execution, tool, snapshot.resolve(entries))
     if refusal is not None:
         yield Claim(ClaimOutcome.REFUSED, *refusal)
         return
@@ -100,13 +103,13 @@ def execution_run(*, execution_id) -> Execution | None:
     return None
 
 
-def claim_refusal(execution: Execution, tool: Tool) -> tuple[str, str] | None:
+def claim_refusal(execution: Execution, tool: Tool, entries) -> tuple[str, str] | None:
     """Why a queued call may no longer run (reason code and message), or None."""
     if not tool.is_active:  # deactivated after the call was admitted: the kill switch holds
         return "tool_inactive", "The tool was deactivated before the call ran."
     if tool.quarantined_at is not None:  # its definition changed after the call was admitted
         return DEFINITION_CHANGED, "The tool was quarantined before the call ran."
-    if execution.agent_id and not _agent_active(execution.agent_id):  # so is the agent's
+    if execution.agent_id and not _agent_active(execution.agent_id, entries):  # the agent's
         return "agent_inactive", "The agent (or its owner) was deactivated before the call ran."
     if execution._state.adding:
         # Being admitted by this process: its admission event is written from this
@@ -120,7 +123,7 @@ def claim_refusal(execution: Execution, tool: Tool) -> tuple[str, str] | None:
     return None
 
 
-def _agent_active(agent_id) -> bool:
+def _agent_active(agent_id, entries) -> bool:
     """Whether the agent (its user and its owner) is still active; read once per registry
     generation (deactivating an agent or a person moves the generation)."""
 
@@ -129,7 +132,7 @@ def _agent_active(agent_id) -> bool:
             pk=agent_id, is_active=True, user__is_active=True, owner__is_active=True
         ).exists()
 
-    return snapshot.cached(snapshot.current(), ("agent_active", agent_id), load)
+    return snapshot.cached(entries, ("agent_active", agent_id), load)
 
 
 def _deny_queued(execution: Execution, reason: str, message: str) -> Execution | None:
