@@ -40,6 +40,8 @@ class ClaimOutcome(enum.Enum):
 
 @dataclass(frozen=True)
 class Claim:
+    """A claim's outcome, and for a refusal its reason code and message (the record's)."""
+
     outcome: ClaimOutcome
     reason: str = ""
     message: str = ""
