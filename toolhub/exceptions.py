@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 
@@ -11,13 +12,27 @@ class ToolHubError(Exception):
     status_code = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        extra: dict[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.message = message
         if code:
             self.code = code
         self.details = details
-        self.extra: dict[str, Any] = {}
+        self.extra: dict[str, Any] = dict(extra or {})  # more keys of the error body
+
+    def with_extra(self, **extra: Any) -> ToolHubError:
+        """This error with more keys in its body: a new error of the same kind (its
+        status, code, details and headers), this one left as it is."""
+        answered = copy.copy(self)
+        answered.extra = {**self.extra, **extra}
+        return answered
 
 
 class NotFound(ToolHubError):

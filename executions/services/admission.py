@@ -7,8 +7,10 @@ active (409) → ``execute`` permission (403) → not quarantined (409
 ``tool_definition_changed``) → validate and coerce the arguments (422) → rate
 limits (429) → the before-guards (403 ``guard_denied``, or approval asked for) →
 the approval gate (``pending_approval``) → the result cache. The answer is a
-value: an ``Admission`` to record and dispatch, or
-a ``Refusal`` (its ``code`` is the error's) for ``recording.refusal_write``.
+value, an ``Admission`` to record and dispatch; a call that may not run is
+refused where that is decided: ``Refused`` is raised with its ``Refusal`` (the
+error to answer, its ``code`` the error's, and what the record keeps), which the
+pipeline records on its way out (``recording.refusal_write``).
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ class Admission:
 
 
 class Refused(Exception):
-    """Ends admission early with ``refusal`` (caught in ``admission_decide``)."""
+    """Raised where admission refuses a call, with the ``refusal``: it ends admission."""
 
     def __init__(self, refusal: Refusal):
         super().__init__(refusal.code)
@@ -197,17 +199,15 @@ class Refused(Exception):
 
 def admission_decide(
     *, user, tool_ref: Any, arguments: Any, role_ref: Any = None, entries
-) -> Admission | Refusal:
-    """Decide on one call (the steps in the module docstring); nothing is written."""
-    try:
-        caller = _caller(user, role_ref, tool_ref, entries)
-        spec = _runnable_tool(caller, tool_ref, entries)
-        stored, sealed, defaulted = _valid_arguments(caller, spec, arguments)
-        secrets = sealed.secrets
-        quota = _within_rate_limits(caller, spec.tool, spec.rules, stored, secrets)
-        guarded = _guards_before(caller, spec, stored, secrets)
-    except Refused as refused:
-        return refused.refusal
+) -> Admission:
+    """Decide on one call (the steps in the module docstring); nothing is written.
+    A refusal is raised (``Refused``) by the step that decides it."""
+    caller = _caller(user, role_ref, tool_ref, entries)
+    spec = _runnable_tool(caller, tool_ref, entries)
+    stored, sealed, defaulted = _valid_arguments(caller, spec, arguments)
+    secrets = sealed.secrets
+    quota = _within_rate_limits(caller, spec.tool, spec.rules, stored, secrets)
+    guarded = _guards_before(caller, spec, stored, secrets)
     digest = input_hash(stored)
     cached = None
     decisions = tuple(guarded.decisions)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 
-from executions.models import Execution
 from executions.services.shared_state import SharedStateUnavailable, slot_acquire, slot_release
 from registry.models import Tool
 from registry.services.mcp import mcp_server_for_tool
@@ -25,9 +24,9 @@ def _slot_keys(tool: Tool) -> list[tuple[str, int]]:
     return keys
 
 
-def acquire_slots(execution: Execution, tool: Tool, lease: float) -> list[str] | None:
-    """Take every slot the call needs, or none (returns None when one is full)."""
-    holder = str(execution.pk)
+def acquire_slots(holder: str, tool: Tool, lease: float) -> list[str] | None:
+    """Take every slot a call of ``tool`` needs for ``holder``, or none (returns None
+    when one is full)."""
     taken: list[str] = []
     for key, limit in _slot_keys(tool):
         try:

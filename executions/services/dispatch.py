@@ -6,9 +6,13 @@ tasks); when the broker does not take it, it ends ``failed`` here.
 
 from __future__ import annotations
 
+import enum
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from executions import telemetry
@@ -42,22 +46,24 @@ def runs_inline(tool: Tool, wait: float | bool | None) -> bool:
     return wait is True or float(wait) >= total_budget_seconds(tool)
 
 
-def claim_inline(execution: Execution, tool: Tool, wait, now) -> list[str] | None:
-    """The concurrency slots of a queued call that runs here, marked ``running`` from
-    ``now`` (None: it goes to the workers).
+@contextmanager
+def claimed_here(execution: Execution, tool: Tool, wait, now, entries) -> Iterator[bool]:
+    """Whether a just-admitted call runs here, claimed (``runner.claimed``) from ``now``
+    for the length of the block; otherwise the workers run it.
 
-    A caller that waits has its call run in this process after the durable
-    INSERT, skipping the broker hop (bench/README.md): the same slots, retries
-    and recording. When a slot is full it queues instead. Admitted and started
-    in one write: the row is durable as ``running`` before the tool runs; the
-    reaper ends it if this process dies.
+    A caller that waits has its call run in this process, skipping the broker hop
+    (bench/README.md): the same claim as a worker's, the same slots, retries and
+    recording. Claimed before its row is written, it is admitted and started in one
+    write: durable as ``running`` before the tool runs, ended by the reaper if this
+    process dies. A call the claim refuses, or whose slot is full, stays ``queued``
+    for the workers, whose claim decides it the same way. ``entries``: the registry
+    entries its admission read.
     """
     if execution.status != ExecutionStatus.QUEUED or not runs_inline(tool, wait):
-        return None
-    slots = runner.take_slots(execution, tool)
-    if slots is not None:
-        runner.mark_running(execution, tool, now)
-    return slots
+        yield False
+        return
+    with runner.claimed(execution, tool, now=now, entries=entries) as claim:
+        yield claim.runs
 
 
 def wait_limit(tool: Tool, wait: float | bool) -> float:
@@ -67,8 +73,25 @@ def wait_limit(tool: Tool, wait: float | bool) -> float:
     return max(0.0, min(float(wait), budget))
 
 
-def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None:
-    """Send a just-admitted call to the workers (once its row is committed).
+class Dispatched(enum.Enum):
+    """What became of an admitted call sent to the workers."""
+
+    QUEUED = "queued"  # the workers have it (or it left ``queued`` meanwhile: claimed)
+    NOT_QUEUED = "not_queued"  # the broker did not take it: it ended ``failed``, unrun
+    AT_COMMIT = "at_commit"  # sent when the open transaction commits
+
+
+def dispatch_on_commit(execution: Execution, tool: Tool, publish=enqueue) -> Dispatched:
+    """``dispatch_admitted`` once the call's row is committed: now when no transaction
+    is open, otherwise when the open one commits (what becomes of it is not known here)."""
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: dispatch_admitted(execution, tool, publish))
+        return Dispatched.AT_COMMIT
+    return dispatch_admitted(execution, tool, publish)
+
+
+def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> Dispatched:
+    """Send a just-admitted call to the workers (its row committed); what became of it.
 
     When the broker does not take it, the call ends ``failed`` with error type
     ``queue_unavailable`` (the caller is answered 503): it never runs, not even
@@ -81,7 +104,7 @@ def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None
         if not published:
             tracing.failed(current, QueueUnavailable.code)
     if published:
-        return
+        return Dispatched.QUEUED
     ended = transitions.execution_move(
         execution.pk,
         from_statuses=[ExecutionStatus.QUEUED],
@@ -92,17 +115,14 @@ def dispatch_admitted(execution: Execution, tool: Tool, publish=enqueue) -> None
         finished_at=timezone.now(),
         **transitions.not_run(),
     )
-    if ended is not None:
-        execution.refresh_from_db()
+    return Dispatched.QUEUED if ended is None else Dispatched.NOT_QUEUED
 
 
 def queue_refusal(execution: Execution) -> QueueUnavailable:
-    exc = QueueUnavailable(QUEUE_UNAVAILABLE_MESSAGE)
-    exc.extra = {"execution_id": str(execution.pk)}
-    return exc
+    return QueueUnavailable(QUEUE_UNAVAILABLE_MESSAGE, extra={"execution_id": str(execution.pk)})
 
 
-def run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
+def run_or_wait(execution: Execution, spec, *, wait, run_here: bool) -> Execution:
     """An admitted call's answer: run here, wait for the worker, or answer at once.
 
     A failure of ours from here on never leaves the call ``running`` nor answers
@@ -112,7 +132,7 @@ def run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list
     the execution, and the reaper ends it ``failed`` once its deadline passes.
     """
     try:
-        return _run_or_wait(execution, spec, wait=wait, run_here=run_here, slots=slots)
+        return _run_or_wait(execution, spec, wait=wait, run_here=run_here)
     except pool.UNAVAILABLE_ERRORS as exc:
         refused = pool.unavailable_from(exc)
         refused.message = ADMITTED_UNRECORDED_MESSAGE.format(id=execution.pk)
@@ -128,15 +148,13 @@ ADMITTED_UNRECORDED_MESSAGE = (
 )
 
 
-def _run_or_wait(execution: Execution, spec, *, wait, run_here: bool, slots: list) -> Execution:
-    if run_here:
+def _run_or_wait(execution: Execution, spec, *, wait, run_here: bool) -> Execution:
+    if run_here:  # claimed here (``claimed_here``): its slots are released with the claim
         try:
             return runner.run_claimed(execution, spec, notify_waiters=False)
         except Exception:
             logger.exception("execution %s: failed after it was admitted", execution.pk)
             return runner.fail_internal(execution, spec.tool)
-        finally:
-            runner.release_slots(execution, slots)
     queued = execution.status == ExecutionStatus.QUEUED
     # A call waiting for a human answers at once, even when the caller asked to wait.
     if wait and queued:

@@ -3,15 +3,17 @@
 The REST API, the admin's test run and (later) the MCP endpoint all call it (or
 ``execution_submit``, which also answers the rate-limit quota). Admission
 decides (``admission``: caller, tool, active, right, arguments, rate limits,
-approval gate, cache); a refusal is recorded (status ``denied`` or ``invalid``
-with a reason code, audited, ``recording``) and raised as the domain error the
-API maps to HTTP; an admitted call is written, then run here, waited for or
-answered at once (``dispatch``).
+approval gate, cache); a refusal, raised by the step that decides it, is
+recorded on its way out (status ``denied`` or ``invalid`` with a reason code,
+audited, ``recording``) and leaves as the domain error the API maps to HTTP; an
+admitted call is written, then run here, waited for or answered at once
+(``dispatch``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +22,14 @@ from django.utils import timezone
 
 from executions import telemetry
 from executions.models import Execution, ExecutionStatus
-from executions.services import dispatch, governance, notify, runner, transitions
+from executions.services import dispatch, governance, notify, transitions
 from executions.services.admission import (
+    Admission,
     AmbiguousToolName,
     Caller,
     InvalidArguments,
     Refusal,
+    Refused,
     admission_decide,
     resolve_caller,
 )
@@ -109,61 +113,73 @@ def execution_submit(
     the tool can run (an ``Idempotency-Key`` is bound to it there).
     """
     entries = snapshot.resolve(registry)
-    with tracing.span("toolhub.admission") as current:
-        decision = admission_decide(
-            user=user, tool_ref=tool_ref, arguments=arguments, role_ref=role_ref, entries=entries
-        )
-        if isinstance(decision, Refusal):
-            # Recorded, and answered after the span: a refusal is not a failure of ours.
-            refused = refusal_write(decision, tool_ref=tool_ref)
-            current.set_attributes(_refusal_attributes(decision, refused))
-        else:
-            execution, slots = _admitted(decision, tool_ref, entries, wait, on_admitted)
+    with ExitStack() as held:  # a call claimed to run here, until its answer
+        with _admission_span(tool_ref) as current:
+            admission = admission_decide(
+                user=user,
+                tool_ref=tool_ref,
+                arguments=arguments,
+                role_ref=role_ref,
+                entries=entries,
+            )
+            execution, runs_here = _admitted(admission, tool_ref, entries, wait, on_admitted, held)
             current.set_attributes(telemetry.execution_attributes(execution))
-    if isinstance(decision, Refusal):
-        raise refused
-    tool = decision.tool
-    if execution.status == ExecutionStatus.QUEUED:
-        # Queued after the commit, so nothing runs it before ``on_admitted`` knows it;
-        # ``enqueue`` as this module names it then (a benchmark may stand in for it).
-        transaction.on_commit(lambda: dispatch.dispatch_admitted(execution, tool, publish=enqueue))
-    if execution.error_type == QueueUnavailable.code:
-        raise dispatch.queue_refusal(execution)
-    execution = dispatch.run_or_wait(
-        execution, decision.spec, wait=wait, run_here=slots is not None, slots=slots or []
-    )
-    return Submitted(execution, decision.quota)
+        tool = admission.tool
+        if execution.status == ExecutionStatus.QUEUED:
+            # Sent once its row is committed, so nothing runs it before ``on_admitted``
+            # knows it; by ``enqueue`` as this module names it (a benchmark may stand in).
+            sent = dispatch.dispatch_on_commit(execution, tool, publish=enqueue)
+            if sent is dispatch.Dispatched.NOT_QUEUED:
+                raise dispatch.queue_refusal(execution)
+        execution = dispatch.run_or_wait(execution, admission.spec, wait=wait, run_here=runs_here)
+    return Submitted(execution, admission.quota)
+
+
+@contextmanager
+def _admission_span(tool_ref: Any) -> Iterator[Any]:
+    """The admission's span. A refusal raised in it (``Refused``, by the step of
+    admission that decides it) is recorded on its way out, its row and audit event
+    and the span's attributes, and leaves as the error the caller is answered with,
+    naming that record: after the span, which a refusal does not fail (it is the
+    caller's error, not ours)."""
+    answer = None
+    with tracing.span("toolhub.admission") as current:
+        try:
+            yield current
+        except Refused as refused:
+            refusal = refused.refusal
+            record = refusal_write(refusal, tool_ref=tool_ref)
+            current.set_attributes(_refusal_attributes(refusal, record))
+            answer = refusal.error.with_extra(execution_id=str(record.pk))
+    if answer is not None:
+        raise answer from None  # where it was decided stays out of the answer
 
 
 def _admitted(
-    decision, tool_ref: str, entries, wait, on_admitted
-) -> tuple[Execution, list[str] | None]:
-    """Write an admitted call's record; the concurrency slots it holds when it runs here."""
+    admission: Admission, tool_ref: str, entries, wait, on_admitted, held: ExitStack
+) -> tuple[Execution, bool]:
+    """Write an admitted call's record; whether it runs here, claimed for as long as
+    ``held`` is open (its concurrency slots are released when it closes)."""
     now = timezone.now()
-    execution = admitted_record(decision, tool_ref, entries, now)
-    tool = decision.tool
+    execution = admitted_record(admission, tool_ref, entries, now)
     # A caller that waits may have its call run here, claimed in the same write.
-    slots = dispatch.claim_inline(execution, tool, wait, now)
-    try:
-        admitted_write(
-            execution,
-            tool,
-            decision.digest,
-            now,
-            on_admitted,
-            approval_reason=decision.approval_reason,
-        )
-    except BaseException:
-        if slots:
-            runner.release_slots(execution, slots)
-        raise
-    return execution, slots
+    runs_here = held.enter_context(
+        dispatch.claimed_here(execution, admission.tool, wait, now, entries)
+    )
+    admitted_write(
+        execution,
+        admission.tool,
+        admission.digest,
+        now,
+        on_admitted,
+        approval_reason=admission.approval_reason,
+    )
+    return execution, runs_here
 
 
-def _refusal_attributes(refusal: Refusal, error) -> dict:
-    extra = getattr(error, "extra", None) or {}
+def _refusal_attributes(refusal: Refusal, record: Execution) -> dict:
     return {
-        telemetry.EXECUTION_ID: extra.get("execution_id"),
+        telemetry.EXECUTION_ID: str(record.pk),
         "toolhub.tool.name": refusal.tool.name if refusal.tool is not None else None,
         telemetry.STATUS: refusal.status,
         "toolhub.execution.reason_code": refusal.code,

@@ -29,7 +29,6 @@ from registry import snapshot
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub import context, rows, tracing
-from toolhub.exceptions import ToolHubError
 
 # The Execution row is written on every call: one prepared INSERT shape (toolhub/rows.py).
 EXECUTION_ROWS = rows.writer_for(Execution)
@@ -38,9 +37,9 @@ MESSAGE_LIMIT = 2000
 RAW_INPUT_LIMIT = 65536
 
 
-def refusal_write(refusal: Refusal, *, tool_ref: Any) -> ToolHubError:
-    """Record a refused call (reason = the refusal's code) and return the error to raise."""
-    execution = _record_refusal(
+def refusal_write(refusal: Refusal, *, tool_ref: Any) -> Execution:
+    """Record a refused call (reason = the refusal's code): its row and audit event."""
+    return _record_refusal(
         caller=refusal.caller,
         tool=refusal.tool,
         requested=str(tool_ref),
@@ -52,8 +51,6 @@ def refusal_write(refusal: Refusal, *, tool_ref: Any) -> ToolHubError:
         secrets=refusal.secrets,
         guard_decisions=list(refusal.guard_decisions),
     )
-    refusal.error.extra = {"execution_id": str(execution.pk)}
-    return refusal.error
 
 
 def admitted_record(admission: Admission, tool_ref: Any, entries, now) -> Execution:

@@ -32,7 +32,7 @@ _LET_RUN = frozenset(
 
 
 # What an admission event records of a call it let run: queued for the workers, or
-# claimed to run in the admitting process (``dispatch.claim_inline``) in the same write.
+# claimed to run in the admitting process (``dispatch.claimed_here``) in the same write.
 _ADMITTED_TO_RUN = frozenset({ExecutionStatus.QUEUED, ExecutionStatus.RUNNING})
 
 

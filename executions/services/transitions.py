@@ -94,13 +94,25 @@ def execution_finish(execution: Execution, fields: dict[str, Any], *, actor: Any
 
 
 def execution_claim(execution: Execution, fields: dict[str, Any]) -> bool:
-    """``queued → running`` for the process that runs it (no event: the finish records it)."""
-    check_transition([ExecutionStatus.QUEUED], ExecutionStatus.RUNNING)
-    return bool(
-        Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
+    """``queued → running`` with ``fields`` for the process that runs the call; whether
+    this process won it. ``execution`` then holds what was written (not read back).
+
+    A written row is claimed by a conditional UPDATE: of two claimers, one wins (no
+    event: the finish records it). A row being admitted (not written yet) is claimed
+    as it stands: its INSERT, as ``running`` with its admission event, writes the
+    claim, and no other process can see the row before it.
+    """
+    check_transition([execution.status], ExecutionStatus.RUNNING)
+    if not execution._state.adding:
+        won = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.QUEUED).update(
             status=ExecutionStatus.RUNNING, **fields
         )
-    )
+        if not won:
+            return False
+    execution.status = ExecutionStatus.RUNNING
+    for name, value in fields.items():
+        setattr(execution, name, value)
+    return True
 
 
 def approval_snapshot(approval: Approval) -> dict:

@@ -62,7 +62,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_BROKER_CONNECTION_TIMEOUT = TOOLHUB_REDIS_CONNECT_TIMEOUT
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A publish that fails is tried once more at once, then the call is refused
-# (executions.services.pipeline.dispatch_admitted): a caller is not held for long.
+# (executions.services.dispatch.dispatch_admitted): a caller is not held for long.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 1,
     "interval_start": 0,

@@ -9,7 +9,8 @@ only a row that still carries the call its admission event recorded
 re-queues admitted ones whose task was lost before it started.
 
 One module per part: ``slots`` (concurrency slots and the claim's fields),
-``claim`` (a queued row to ``running``, or waiting for a slot), ``attempts``
+``claim`` (``claimed``: the one claim of a queued call, for the
+workers and for a call run where it was admitted; waiting for a slot), ``attempts``
 (the retry loop and the executor call), ``redacting`` (every secret of the call
 removed once from what it returns and logs), ``finish`` (the outcome written
 once), ``run`` (one claimed call from executor to outcome) and ``reaper``. The
@@ -18,18 +19,15 @@ agent's webhook) through ``executions.services.task_queue``, which is below it;
 how long a call may take is ``executions.services.budget``.
 """
 
-from executions.services.runner.claim import execution_run
+from executions.services.runner.claim import claimed, execution_run
 from executions.services.runner.finish import fail_internal
 from executions.services.runner.reaper import executions_reap
 from executions.services.runner.run import run_claimed
-from executions.services.runner.slots import mark_running, release_slots, take_slots
 
 __all__ = [
+    "claimed",
     "execution_run",
     "executions_reap",
     "fail_internal",
-    "mark_running",
-    "release_slots",
     "run_claimed",
-    "take_slots",
 ]

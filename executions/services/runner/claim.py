@@ -1,9 +1,14 @@
-"""A queued execution claimed to ``running`` (or refused, or left to wait for a slot)."""
+"""A queued execution claimed to ``running`` (or refused, or left to wait for a slot):
+the one claim, for the workers and for a call run where it was admitted."""
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -13,7 +18,7 @@ from executions.models import Execution, ExecutionStatus
 from executions.services import integrity, notify, task_queue, transitions
 from executions.services.pinned_calls import DEFINITION_CHANGED
 from executions.services.runner.run import run_claimed
-from executions.services.runner.slots import mark_running, release_slots, take_slots
+from executions.services.runner.slots import claim_fields, release_slots, take_slots
 from registry import snapshot
 from registry.models import Agent, Tool
 
@@ -21,6 +26,57 @@ logger = logging.getLogger(__name__)
 SLOT_RETRY_SECONDS = 0.2
 SLOT_RETRY_MAX_SECONDS = 2.0
 HEARTBEAT_EVERY_SECONDS = 10
+
+
+class ClaimOutcome(enum.Enum):
+    """What claiming a queued call came to."""
+
+    RUNS = "runs"  # this process holds it as ``running``, and its concurrency slots
+    REFUSED = "refused"  # it may no longer run (``Claim.reason``, ``Claim.message``)
+    BUSY = "busy"  # a concurrency slot is full: it stays queued
+    GONE = "gone"  # no longer queued: another claimer won, or it ended meanwhile
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim's outcome, and for a refusal its reason code and message (the record's)."""
+
+    outcome: ClaimOutcome
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def runs(self) -> bool:
+        return self.outcome is ClaimOutcome.RUNS
+
+
+@contextmanager
+def claimed(
+    execution: Execution, tool: Tool, *, now=None, entries=snapshot.UNREAD
+) -> Iterator[Claim]:
+    """Claim a queued call to run in this process for the length of the block.
+
+    The one claim, for a worker's task and for a call the web process runs as it
+    admits it (decision 0004, ``execution`` not written yet): whether it may still
+    run (``claim_refusal``), its concurrency slots, then ``queued → running``
+    (``transitions.execution_claim``: of two claimers one wins). The slots it took
+    are released when the block ends, however it ends, and nowhere else.
+    ``entries``: the registry entries read for this call already (its admission's).
+    """
+    refusal = claim_refusal(execution, tool, snapshot.resolve(entries))
+    if refusal is not None:
+        yield Claim(ClaimOutcome.REFUSED, *refusal)
+        return
+    slots = take_slots(execution, tool)
+    if slots is None:
+        yield Claim(ClaimOutcome.BUSY)
+        return
+    try:
+        fields = claim_fields(execution, tool, now or timezone.now())
+        won = transitions.execution_claim(execution, fields)
+        yield Claim(ClaimOutcome.RUNS if won else ClaimOutcome.GONE)
+    finally:
+        release_slots(slots)
 
 
 def execution_run(*, execution_id) -> Execution | None:
@@ -37,50 +93,38 @@ def execution_run(*, execution_id) -> Execution | None:
     if spec is None:
         return None
     tool = row.tool = spec.tool
-    refusal = _refusal(row, tool)
-    if refusal is not None:
-        return _deny_queued(row, *refusal)
-    slots = take_slots(row, tool)
-    if slots is None:
+    with claimed(row, tool) as claim:
+        if claim.runs:
+            return run_claimed(row, spec)
+    if claim.outcome is ClaimOutcome.REFUSED:
+        return _deny_queued(row, claim.reason, claim.message)
+    if claim.outcome is ClaimOutcome.BUSY:
         return _wait_for_slot(row, tool)
-    try:
-        mark_running(row, tool, timezone.now())  # the row as claimed: not read back
-        claimed = transitions.execution_claim(
-            row,
-            {
-                "started_at": row.started_at,
-                "deadline_at": row.deadline_at,
-                "worker": row.worker,
-                # As read: a beat another task wrote meanwhile would differ from the row
-                # the finish event hashes (content version 3).
-                "heartbeat_at": row.heartbeat_at,
-            },
-        )
-        if not claimed:
-            logger.info("execution %s no longer queued: nothing to do", execution_id)
-            return None
-        return run_claimed(row, spec)
-    finally:
-        release_slots(row, slots)
+    logger.info("execution %s no longer queued: nothing to do", execution_id)
+    return None
 
 
-def _refusal(row: Execution, tool: Tool) -> tuple[str, str] | None:
+def claim_refusal(execution: Execution, tool: Tool, entries) -> tuple[str, str] | None:
     """Why a queued call may no longer run (reason code and message), or None."""
     if not tool.is_active:  # deactivated after the call was admitted: the kill switch holds
         return "tool_inactive", "The tool was deactivated before the call ran."
     if tool.quarantined_at is not None:  # its definition changed after the call was admitted
         return DEFINITION_CHANGED, "The tool was quarantined before the call ran."
-    if row.agent_id and not _agent_active(row.agent_id):  # so is the agent's
+    if execution.agent_id and not _agent_active(execution.agent_id, entries):  # the agent's
         return "agent_inactive", "The agent (or its owner) was deactivated before the call ran."
+    if execution._state.adding:
+        # Being admitted by this process: its admission event is written from this
+        # very row, with it; there is nothing in the database to have been altered.
+        return None
     # What runs is this row as read: it must still be the call that was admitted.
-    tampered = integrity.claim_refusal(row)
+    tampered = integrity.claim_refusal(execution)
     if tampered is not None:
-        logger.error("execution %s refused: %s", row.pk, tampered)
+        logger.error("execution %s refused: %s", execution.pk, tampered)
         return integrity.INTEGRITY_ERROR, tampered
     return None
 
 
-def _agent_active(agent_id) -> bool:
+def _agent_active(agent_id, entries) -> bool:
     """Whether the agent (its user and its owner) is still active; read once per registry
     generation (deactivating an agent or a person moves the generation)."""
 
@@ -89,7 +133,7 @@ def _agent_active(agent_id) -> bool:
             pk=agent_id, is_active=True, user__is_active=True, owner__is_active=True
         ).exists()
 
-    return snapshot.cached(snapshot.current(), ("agent_active", agent_id), load)
+    return snapshot.cached(entries, ("agent_active", agent_id), load)
 
 
 def _deny_queued(execution: Execution, reason: str, message: str) -> Execution | None:
