@@ -13,8 +13,10 @@ from executions.services.pipeline import execution_request
 from executions.services.runner import execution_run
 from executions.services.runner.claim import Claim, ClaimOutcome, claimed
 from registry.models import AuditEvent
-from registry.services import access as access_services
 from registry.services import tools as tool_services
+from registry.services.agents import agent_create
+from registry.services.grants import grant_create
+from registry.services.roles import role_create
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,10 +36,8 @@ def _no_slots_held():
 def world(upstream, allow_loopback, eager_tasks, settings):
     settings.TOOLHUB_INLINE_WAIT = frozenset({"http"})
     owner = make_user("owner-claim")
-    role = access_services.role_create(actor=None, name="claim-callers")
-    agent = access_services.agent_create(
-        actor=None, name="agent-claim", owner=owner, role_ids=[role.pk]
-    )
+    role = role_create(actor=None, name="claim-callers")
+    agent = agent_create(actor=None, name="agent-claim", owner=owner, role_ids=[role.pk])
     tool = tool_services.tool_create(
         actor=None,
         name="claim_echo",
@@ -54,7 +54,7 @@ def world(upstream, allow_loopback, eager_tasks, settings):
             {"config_key": "endpoint", "config_value": "/{path}/{arg}"},
         ],
     )
-    access_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    grant_create(actor=None, role=role, action="execute", tool=tool)
     return {
         "agent": agent,
         "tool": tool,

@@ -25,9 +25,11 @@ from executions.python_sync import python_tools_sync
 from executions.python_tools import registry as default_registry
 from executions.services.runner import attempts
 from registry.models import AuditEvent
-from registry.services import access as access_services
 from registry.services import mcp as mcp_services
 from registry.services import tools as tool_services
+from registry.services.agents import agent_create
+from registry.services.grants import grant_create
+from registry.services.roles import role_create
 from tests.conftest import token_client
 from tests.executions.test_command_sandbox import PYTHON, require_sandbox
 from tests.executions.test_kinds_end_to_end import tool_role  # noqa: F401 (a fixture)
@@ -204,15 +206,13 @@ KINDS = {
 
 @pytest.fixture
 def caller(owner, reviewer_client):
-    role = access_services.role_create(actor=None, name="once-callers")
-    agent = access_services.agent_create(
-        actor=None, name="agent-once", owner=owner, role_ids=[role.pk]
-    )
+    role = role_create(actor=None, name="once-callers")
+    agent = agent_create(actor=None, name="agent-once", owner=owner, role_ids=[role.pk])
     return {"client": token_client(agent.user), "role": role, "reviewer": reviewer_client}
 
 
 def run(caller, tool, arguments: dict):
-    access_services.grant_create(actor=None, role=caller["role"], action="execute", tool=tool)
+    grant_create(actor=None, role=caller["role"], action="execute", tool=tool)
     response = caller["client"].post(
         "/api/v1/executions",
         {"tool": tool.name, "input_data": arguments, "wait": 30},
