@@ -15,7 +15,7 @@ from celery.signals import (
 )
 from django.conf import settings
 
-from toolhub import tracing
+from toolhub import log_secrets, tracing
 from toolhub.env import env_int
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings")
@@ -100,6 +100,8 @@ def _flush_traces(**kwargs) -> None:
 @after_setup_task_logger.connect(weak=False)
 def _trace_ids_in_worker_logs(logger=None, **kwargs) -> None:
     """Celery's worker replaces the root logger's handlers: its records get the trace id
-    (the format names it when traces are on, settings.CELERY_WORKER_*LOG_FORMAT)."""
+    (the format names it when traces are on, settings.CELERY_WORKER_*LOG_FORMAT), and
+    lose the secrets of the call being run (``toolhub.log_secrets``)."""
     for handler in getattr(logger, "handlers", ()):
         handler.addFilter(tracing.TraceLogFilter())
+        handler.addFilter(log_secrets.SecretsLogFilter())

@@ -27,13 +27,14 @@ LOGGING = {
     "filters": {
         "request_id": {"()": "toolhub.middleware.RequestIDLogFilter"},
         "trace": {"()": "toolhub.tracing.TraceLogFilter"},
+        "secrets": {"()": "toolhub.log_secrets.SecretsLogFilter"},
     },
     "formatters": {"plain": {"format": LOG_FORMAT}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["request_id", "trace"],
+            "filters": ["request_id", "trace", "secrets"],
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},

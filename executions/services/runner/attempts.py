@@ -18,7 +18,7 @@ from executions.services.pinned_calls import pinned_hash
 from executions.services.runner.redacting import CallSecrets
 from executions.services.sealed_inputs import sealed_read
 from registry.models import Tool
-from toolhub import tracing
+from toolhub import log_secrets, tracing
 from toolhub.db import pool
 
 logger = logging.getLogger(__name__)
@@ -62,6 +62,8 @@ def _prepare(execution: Execution, spec):
         return sealed, configs, secrets, get_executor(tool.type)
     except Exception as exc:
         raise _Unprepared(exc, secrets) from exc
+    finally:
+        log_secrets.add(secrets.text)  # those known, for what is logged while it runs
 
 
 def _tool_call(

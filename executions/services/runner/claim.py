@@ -21,6 +21,7 @@ from executions.services.runner.run import run_claimed
 from executions.services.runner.slots import claim_fields, release_slots, take_slots
 from registry import snapshot
 from registry.models import Agent, Tool
+from toolhub import log_secrets
 
 logger = logging.getLogger(__name__)
 SLOT_RETRY_SECONDS = 0.2
@@ -60,7 +61,8 @@ def claimed(
     admits it (decision 0004, ``execution`` not written yet): whether it may still
     run (``claim_refusal``), its concurrency slots, then ``queued → running``
     (``transitions.execution_claim``: of two claimers one wins). The slots it took
-    are released when the block ends, however it ends, and nowhere else.
+    are released when the block ends, however it ends, and nowhere else. While the
+    call runs, what this thread logs loses the call's secrets (``toolhub.log_secrets``).
     ``entries``: the registry entries read for this call already (its admission's).
     """
     refusal = claim_refusal(execution, tool, snapshot.resolve(entries))
@@ -74,7 +76,9 @@ def claimed(
     try:
         fields = claim_fields(execution, tool, now or timezone.now())
         won = transitions.execution_claim(execution, fields)
-        yield Claim(ClaimOutcome.RUNS if won else ClaimOutcome.GONE)
+        # What is logged while the call runs loses its secrets (the runner adds them).
+        with log_secrets.scope():
+            yield Claim(ClaimOutcome.RUNS if won else ClaimOutcome.GONE)
     finally:
         release_slots(slots)
 

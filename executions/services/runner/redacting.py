@@ -21,6 +21,7 @@ from functools import cached_property
 from executions.executors.base import ExecutorResult
 from executions.jsonsafe import json_safe
 from executions.redaction import redact, redact_text, with_encoded_forms
+from toolhub import log_secrets
 
 
 class CallSecrets:
@@ -42,6 +43,7 @@ class CallSecrets:
         forms = self.forms
         if result.secrets_used:
             forms = with_encoded_forms([*self.values, *result.secrets_used])
+            log_secrets.add(lambda text: redact_text(text, forms))
         result.output = redact(json_safe(result.output), forms)
         result.metadata = redact(result.metadata, forms)
         if result.error_message:
