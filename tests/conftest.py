@@ -175,6 +175,18 @@ def reviewer_client(reviewer_user) -> APIClient:
     return token_client(reviewer_user)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _empty_redis_database():
+    """The test database is created anew each run and its ids start over, so what an earlier
+    run left in this run's Redis database (a cached result, an idempotency key under the
+    same user id, a queued task) would be taken for this run's: it starts empty."""
+    from django.core.cache import cache
+
+    with contextlib.suppress(Exception):  # no cache reachable: nothing left over either
+        cache.clear()
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_dashboard_cache():
     """The dashboard caches its aggregates for a minute; each test starts without them."""
