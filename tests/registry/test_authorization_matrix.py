@@ -216,6 +216,11 @@ def _world(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def world(_world, db):
+    """The module's world, its objects read afresh: one a test changed through a service
+    (its rows rolled back with the test's savepoint) is as its rows are for the next."""
+    users = [user for user in _world["users"].values() if user is not None]
+    for obj in [_world["tool"], *_world["agents"].values(), *_world["roles"].values(), *users]:
+        obj.refresh_from_db()
     return _world
 
 
