@@ -37,6 +37,30 @@ def pytest_configure(config):
         )
 
 
+# Under pytest-xdist with ``--dist loadgroup`` (scripts/test), a process takes a group of
+# tests at a time: by default a test file (as ``--dist loadfile`` would), so a file's module
+# fixtures start once; all the tests that use one of these session fixtures (servers
+# started once per process), so they start once too; and, in a file that names
+# ``XDIST_SPLIT_BY = "<parameter>"``, the file's tests per value of that parameter, so one
+# long file runs in several processes at once.
+SHARED_SESSION_FIXTURES = ("live_toolhub_web",)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        shared = [name for name in SHARED_SESSION_FIXTURES if name in item.fixturenames]
+        group = shared[0] if shared else item.path.relative_to(config.rootpath).as_posix()
+        split_by = getattr(item.module, "XDIST_SPLIT_BY", None)
+        if split_by and not shared and hasattr(item, "callspec"):
+            group += f"[{item.callspec.params[split_by]}]"
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_report_header(config):
     engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
     cache = settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
@@ -175,6 +199,18 @@ def plain_client(plain_user) -> APIClient:
 @pytest.fixture
 def reviewer_client(reviewer_user) -> APIClient:
     return token_client(reviewer_user)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _empty_redis_database():
+    """The test database is created anew each run and its ids start over, so what an earlier
+    run left in this run's Redis database (a cached result, an idempotency key under the
+    same user id, a queued task) would be taken for this run's: it starts empty."""
+    from django.core.cache import cache
+
+    with contextlib.suppress(Exception):  # no cache reachable: nothing left over either
+        cache.clear()
+    yield
 
 
 @pytest.fixture(autouse=True)

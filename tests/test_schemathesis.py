@@ -39,6 +39,9 @@ from toolhub.celery import app as celery_app
 application = get_wsgi_application()
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+# The longest file of the suite: each principal's half runs in a process of its own
+# (tests/conftest.py), each process building the catalog once.
+XDIST_SPLIT_BY = "principal"
 
 # Per operation and principal; with the boundary cases of the coverage phase on top.
 MAX_EXAMPLES = 3

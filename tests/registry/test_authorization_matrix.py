@@ -45,7 +45,8 @@ from registry.services import mcp as mcp_services
 from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
-from tests.factories import make_token
+from tests.conftest import make_role
+from tests.factories import make_token, make_user
 
 MATRIX = """
 endpoint                                    anon none read exec mang medt padm supr revk expd inac
@@ -195,8 +196,37 @@ def parse_matrix(table: str):
     return cases
 
 
+@pytest.fixture(scope="module")
+def _world(django_db_setup, django_db_blocker):
+    """The world, built once for the module inside a transaction rolled back at its end
+    (each test runs in a savepoint of it, as under Django's ``setUpTestData``): the cast,
+    a tool, its roles and agents and their tokens."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        owner = make_user("owner-olga")
+        staff_user = make_user("alice-staff", is_staff=True)
+        staff_user.groups.add(
+            make_role(
+                "platform-admin",
+                access_services.PLATFORM_ADMIN_PERMISSIONS,
+                all_tools_action="manage",
+            )
+        )
+        superuser = make_user("root", is_staff=True, is_superuser=True)
+        yield build_world(owner, staff_user, superuser)
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def world(owner, staff_user, superuser):
+def world(_world, db):
+    """The module's world, its objects read afresh: one a test changed through a service
+    (its rows rolled back with the test's savepoint) is as its rows are for the next."""
+    users = [user for user in _world["users"].values() if user is not None]
+    for obj in [_world["tool"], *_world["agents"].values(), *_world["roles"].values(), *users]:
+        obj.refresh_from_db()
+    return _world
+
+
+def build_world(owner, staff_user, superuser):
     tool = tool_services.tool_create(actor=None, name="matrix_tool", type="http")
     param = tool_services.parameter_create(actor=None, tool=tool, name="q")
     tool_services.config_set(

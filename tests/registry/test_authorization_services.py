@@ -26,10 +26,10 @@ from registry.services import mcp as mcp_services
 from registry.services import pinning
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
-from tests.registry.test_authorization_matrix import governed_world, world
+from tests.registry.test_authorization_matrix import _world, governed_world, world
 from toolhub.exceptions import ToolHubError
 
-__all__ = ["governed_world", "world"]  # the API table's fixtures, shared
+__all__ = ["_world", "governed_world", "world"]  # the API table's fixtures, shared
 
 SERVICE_MATRIX = """
 write                                 none read exec mang medt padm supr system

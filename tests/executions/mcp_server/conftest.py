@@ -112,8 +112,11 @@ def uvicorn_processes(env: dict[str, str], count: int = 2, application_name: str
             _stop(proc)
 
 
-@pytest.fixture(scope="module")
-def live_toolhub(django_db_setup, django_db_blocker):
+@pytest.fixture(scope="session")
+def live_toolhub_web(django_db_setup, django_db_blocker):
+    """The two uvicorn processes, started once per test process for every file that uses
+    them (tests/conftest.py keeps those files in one process): they consume no queue and
+    keep nothing a test depends on but what is in the database and Redis."""
     with django_db_blocker.unblock():
         require_broker()
         env = toolhub_env(
@@ -126,8 +129,16 @@ def live_toolhub(django_db_setup, django_db_blocker):
             TOOLHUB_MCP_REQUEST_STATE_TTL="5",
             TOOLHUB_MCP_SESSIONS_PER_TOKEN="3",
         )
-        with celery_worker(), uvicorn_processes(env) as live:
+        with uvicorn_processes(env) as live:
             yield live
+
+
+@pytest.fixture(scope="module")
+def live_toolhub(live_toolhub_web, django_db_blocker):
+    """The live ToolHub with its Celery worker. The worker is the module's: a worker left
+    running would take the tasks of a later file that expects none to run."""
+    with django_db_blocker.unblock(), celery_worker():
+        yield live_toolhub_web
 
 
 @asynccontextmanager
