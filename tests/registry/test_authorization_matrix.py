@@ -207,7 +207,7 @@ def _world(django_db_setup, django_db_blocker):
         staff_user.groups.add(
             make_role(
                 "platform-admin",
-                access_services.PLATFORM_ADMIN_PERMISSIONS,
+                role_services.PLATFORM_ADMIN_PERMISSIONS,
                 all_tools_action="manage",
             )
         )
