@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +42,6 @@ pytestmark = pytest.mark.django_db(transaction=True)  # the server reads what th
 # toolhub.settings.database: TOOLHUB_DB_POOL_SIZE's default, the documented bound per web process.
 DOCUMENTED_WEB_BOUND = 10
 SERVER_NAME = "toolhub-server-under-test"
-LIMITED_ROLE = "toolhub_test_limited"
 CLIENT_TIMEOUT = 60
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
@@ -242,23 +242,31 @@ def _admit(role: str) -> None:
     _sql(f"ALTER ROLE {role} CONNECTION LIMIT -1")
 
 
+def limited_role() -> str:
+    """A login role of this test database's own: a role is machine-wide, and test processes
+    (and other runs on the machine) each have a database, never one role between them."""
+    name = re.sub(r"[^a-z0-9_]", "_", connection.settings_dict["NAME"].lower())
+    return f"toolhub_limited_{name}"[:63]
+
+
 @pytest.fixture
 def limited_url(db):
     """A DATABASE_URL whose role the test can make PostgreSQL refuse (dropped after)."""
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (set DATABASE_URL)")
-    _sql(f"DROP ROLE IF EXISTS {LIMITED_ROLE}")
-    _sql(f"CREATE ROLE {LIMITED_ROLE} LOGIN")
-    _sql(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {LIMITED_ROLE}")
-    _sql(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {LIMITED_ROLE}")
+    role = limited_role()
+    _sql(f"DROP ROLE IF EXISTS {role}")
+    _sql(f"CREATE ROLE {role} LOGIN")
+    _sql(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+    _sql(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
     db_settings = connection.settings_dict
     host, port = db_settings.get("HOST") or "127.0.0.1", db_settings.get("PORT") or 5432
-    yield f"postgres://{LIMITED_ROLE}@{host}:{port}/{db_settings['NAME']}"
+    yield f"postgres://{role}@{host}:{port}/{db_settings['NAME']}"
     close_old_connections()
-    _admit(LIMITED_ROLE)
-    _sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", LIMITED_ROLE)
-    _sql(f"DROP OWNED BY {LIMITED_ROLE}")
-    _sql(f"DROP ROLE {LIMITED_ROLE}")
+    _admit(role)
+    _sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", role)
+    _sql(f"DROP OWNED BY {role}")
+    _sql(f"DROP ROLE {role}")
 
 
 def _admin_cookie() -> str:
@@ -283,7 +291,7 @@ def test_a_refused_database_connection_is_a_503_with_retry_after_never_a_500(
     port = serve(DATABASE_URL=limited_url, TOOLHUB_DB_POOL_TIMEOUT="1")
     ask = _surfaces(port, callers["token"], _admin_cookie())[surface]
     assert ask()[0] == 200  # the limited role serves every surface while it may connect
-    _refuse(LIMITED_ROLE)
+    _refuse(limited_role())
     status, headers, text = ask()
     assert status == 503, text[:500]
     assert headers.get("retry-after") == "5"
@@ -293,7 +301,7 @@ def test_a_refused_database_connection_is_a_503_with_retry_after_never_a_500(
         assert json.loads(text)["error"] == "database_unavailable"
     else:
         assert "database cannot take this request" in text
-    _admit(LIMITED_ROLE)  # and once PostgreSQL takes clients again, so does ToolHub
+    _admit(limited_role())  # and once PostgreSQL takes clients again, so does ToolHub
     # (within the Retry-After: the pool tries again with a backoff of its own)
     assert wait_for(lambda: ask()[0] == 200, timeout=15, interval=0.5)
 
@@ -342,11 +350,11 @@ def test_an_admitted_call_whose_end_meets_a_refused_connection_ends_failed_not_l
             params = {"name": "slower_echo", "arguments": {}}
             answer = pool.submit(_mcp, port, token, "tools/call", params)
         execution = _running("slower_echo")
-        _refuse(LIMITED_ROLE)  # while the upstream still works on it (2 s)
+        _refuse(limited_role())  # while the upstream still works on it (2 s)
         error = _refusal_of(surface, answer.result(timeout=CLIENT_TIMEOUT))
     assert error["code"] == "database_unavailable"
     assert error["execution_id"] == str(execution.pk)
-    _admit(LIMITED_ROLE)
+    _admit(limited_role())
     execution.refresh_from_db()
     assert execution.status == ExecutionStatus.RUNNING  # nothing could write its end
     runner.executions_reap(now=execution.deadline_at + timedelta(seconds=1))
