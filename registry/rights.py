@@ -63,20 +63,24 @@ PLATFORM_RIGHTS = (
     ),
     PlatformRight(
         "agents",
-        "Manage agents",
-        "Create agents, set their roles, owner and webhook, and deactivate them.",
+        "See agents",
+        "See agents, their owners, roles and webhooks in the admin. Creating, changing and "
+        "deactivating agents takes a platform admin: an agent can be given any role.",
         ("registry.view_agent", "registry.add_agent", "registry.change_agent"),
     ),
     PlatformRight(
         "tokens",
-        "Issue and revoke tokens",
-        "Issue API tokens to agents and people (shown once) and revoke them.",
+        "See API tokens",
+        "See API tokens (never their values) in the admin. Issuing and revoking them takes a "
+        "platform admin (or, for an agent's tokens, its owner): a token acts with all its "
+        "user's rights.",
         ("registry.view_apitoken", "registry.add_apitoken", "registry.change_apitoken"),
     ),
     PlatformRight(
         "roles",
-        "Manage roles",
-        "Create roles, set their rights and members.",
+        "See roles",
+        "See roles, their rights and members in the admin. Creating, changing and deleting "
+        "roles takes a platform admin: a role can carry any right.",
         ("registry.view_role", "registry.add_role", "registry.change_role"),
     ),
     PlatformRight(

@@ -19,6 +19,7 @@ from registry.admin.audit import admin_time
 from registry.admin.forms import IdMultipleChoiceField
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Agent
+from registry.policy import policy_allows
 from registry.services import agents as agent_services
 from registry.services import tokens as token_services
 
@@ -139,6 +140,30 @@ class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("user__groups")
 
+    # Writes are the policy's (registry.policy); reading stays Django's view permission.
+    def has_add_permission(self, request):
+        return super().has_add_permission(request) and policy_allows(
+            actor=request.user, action="agent.write"
+        )
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and policy_allows(
+            actor=request.user, action="agent.write"
+        )
+
+    def has_issue_token_permission(self, request):
+        """The bulk action issues tokens for any agents: platform admins only."""
+        return self.has_view_permission(request) and policy_allows(
+            actor=request.user, action="token.write"
+        )
+
+    def _may_issue_token(self, request, agent) -> bool:
+        return policy_allows(actor=request.user, action="token.write", owner=agent.owner)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["may_issue_token"] = obj is not None and self._may_issue_token(request, obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is not None and not self.has_change_permission(request, obj):
             kwargs["form"] = AgentViewForm
@@ -232,12 +257,12 @@ class AgentAdmin(GuardedChangeListMixin, admin.ModelAdmin):
         agent = self.get_object(request, object_id)
         if agent is None:
             raise Http404("No such agent.")
-        if not self.has_change_permission(request, agent):
+        if not self._may_issue_token(request, agent):
             raise DjangoPermissionDenied
         back = reverse("admin:registry_agent_change", args=[agent.pk])
         return token_page(request, _issue_tokens(request.user, [agent]), back)
 
-    @admin.action(description="Issue a token (shown once)", permissions=["change"])
+    @admin.action(description="Issue a token (shown once)", permissions=["issue_token"])
     def issue_token(self, request, queryset):
         issued = _issue_tokens(request.user, queryset.select_related("user"))
         return token_page(request, issued, reverse("admin:registry_agent_changelist"))

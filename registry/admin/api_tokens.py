@@ -16,6 +16,7 @@ from django.utils.dateparse import parse_datetime
 
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import ApiToken
+from registry.policy import policy_allows
 from registry.services import tokens as token_services
 from toolhub.exceptions import Conflict
 
@@ -129,6 +130,18 @@ class ApiTokenAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     def get_fields(self, request, obj=None):
         return ["user", "name", "expires_in_days"] if obj is None else self.readonly_fields
 
+    # Issuing here is for any user, revoking for any token: platform admins (the policy's
+    # token.write); an agent's owner manages its tokens through the API.
+    def has_add_permission(self, request):
+        return super().has_add_permission(request) and policy_allows(
+            actor=request.user, action="token.write"
+        )
+
+    def has_revoke_permission(self, request):
+        return super().has_change_permission(request) and policy_allows(
+            actor=request.user, action="token.write"
+        )
+
     def has_change_permission(self, request, obj=None):
         return (
             False
@@ -159,7 +172,7 @@ class ApiTokenAdmin(GuardedChangeListMixin, admin.ModelAdmin):
                 )
         return super().add_view(request, form_url, extra_context)
 
-    @admin.action(description="Revoke selected tokens", permissions=["change"])
+    @admin.action(description="Revoke selected tokens", permissions=["revoke"])
     def revoke_tokens(self, request, queryset):
         count = 0
         for token in queryset:

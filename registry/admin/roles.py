@@ -10,6 +10,7 @@ from django.utils.html import format_html, format_html_join
 from registry import rights
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Role, RoleProfile, ToolGrant
+from registry.policy import policy_allows
 from registry.services import platform_admins as platform_admin_services
 from registry.services import roles as role_services
 
@@ -95,6 +96,19 @@ class RoleAdmin(GuardedChangeListMixin, admin.ModelAdmin):
     list_display = ["name", "description_display", "member_count"]
     search_fields = ["name"]
     readonly_fields = ["tools_granted", "other_permissions", "members"]
+
+    # Writes are the policy's (registry.policy); reading stays Django's view permission.
+    def _writes(self, request) -> bool:
+        return policy_allows(actor=request.user, action="role.write")
+
+    def has_add_permission(self, request):
+        return super().has_add_permission(request) and self._writes(request)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._writes(request)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self._writes(request)
 
     @admin.display(description="Other permissions held")
     def other_permissions(self, obj):

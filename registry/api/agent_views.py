@@ -11,15 +11,15 @@ from rest_framework.response import Response
 
 from registry import authorization
 from registry.api import agent_serializers as s
-from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
 from registry.models import Agent, ApiToken
+from registry.policy import policy_check
 from registry.services import agents as agent_services
 from registry.services import tokens as token_services
 from toolhub.api.openapi.errors import errors
 from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.params import parse_id
-from toolhub.exceptions import InvalidInput, NotFound, PermissionDenied
+from toolhub.exceptions import InvalidInput, NotFound
 
 
 def _find_user(ref: str):
@@ -61,9 +61,9 @@ class AgentAccessMixin(BaseAPIView):
         return agent
 
     def check_token_admin(self, agent: Agent) -> None:
-        user = self.request.user
-        if not (authorization.is_platform_admin(user) or agent.owner_id == user.pk):
-            raise PermissionDenied("Only platform admins and the agent's owner manage its tokens.")
+        """Who reads an agent's tokens, and a refusal before a body is read (the token
+        services check it again, whoever calls them)."""
+        policy_check(actor=self.request.user, action="token.write", owner=agent.owner)
 
 
 class AgentListView(AgentAccessMixin):
@@ -75,7 +75,7 @@ class AgentListView(AgentAccessMixin):
         request=s.AgentInputSerializer, responses={201: s.AgentOutputSerializer, **errors(409)}
     )
     def post(self, request):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="agent.write")  # before the body is read
         data = s.AgentInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
@@ -95,7 +95,7 @@ class AgentDetailView(AgentAccessMixin):
     )
     def patch(self, request, agent_id):
         agent = self.get_agent(agent_id)
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="agent.write")  # before the body is read
         data = s.AgentUpdateSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
@@ -109,7 +109,6 @@ class AgentDetailView(AgentAccessMixin):
     )
     def delete(self, request, agent_id):
         agent = self.get_agent(agent_id)
-        require_platform_admin(request.user)
         agent_services.agent_update(actor=request.user, agent=agent, data={"is_active": False})
         return Response(status=204)
 

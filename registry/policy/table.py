@@ -21,6 +21,7 @@ class Rule:
     grant: str | None  # a grant the actor needs on the tool written
     refusal: str
     own_control: bool = False  # governs callers' calls: agents never loosen their own
+    owner_may: bool = False  # the person who owns the subject (an agent) may too
 
 
 POLICY: dict[str, Rule] = {
@@ -109,6 +110,20 @@ POLICY: dict[str, Rule] = {
     "definition.decide": Rule(
         ADMIN, None, "Only platform admins approve or reject a tool's definition."
     ),
+    # Principals and what they act with. Each of these writes can hand out any right
+    # (an agent in the platform-admin role, a token for an admin, a role given "Grant
+    # access"), so each takes a platform admin, whatever right the admin pages show.
+    "agent.write": Rule(ADMIN, None, "Only platform admins may do this."),
+    "role.write": Rule(ADMIN, None, "Only platform admins may do this."),
+    "membership.write": Rule(
+        ADMIN, None, "Only platform admins change which roles an agent or a person holds."
+    ),
+    "token.write": Rule(
+        ADMIN,
+        None,
+        "Only platform admins and the agent's owner manage its tokens.",
+        owner_may=True,
+    ),
 }
 # Which rule a write of all tools (tool None) with a grant in its row falls back to.
 ALL_TOOLS_REFUSAL = "Only platform admins may set {what} for all tools."
@@ -145,12 +160,27 @@ def _refusal(action: str, tool: Tool | None, fields) -> PermissionDenied | None:
     return PermissionDenied(rule.refusal.format(tool=name), details=details)
 
 
+def _is_owner(actor, owner) -> bool:
+    """Whether ``actor`` is ``owner``, an active person (an agent owns nothing)."""
+    return (
+        owner is not None
+        and actor.is_authenticated
+        and actor.is_active
+        and actor.pk == owner.pk
+        and not _is_agent(actor)
+    )
+
+
 def policy_refusal(
-    *, actor, action: str, tool: Tool | None = None, loosens: bool = False, fields=()
+    *, actor, action: str, tool: Tool | None = None, loosens: bool = False, fields=(), owner=None
 ) -> PermissionDenied | None:
-    """Why ``actor`` may not make the write ``action`` (None when it may)."""
+    """Why ``actor`` may not make the write ``action`` (None when it may). ``owner``: the
+    person who owns what the write is about (an agent, for its tokens), for rows that let
+    the owner write too."""
     rule = POLICY[action]
     if actor is None:
+        return None
+    if rule.owner_may and _is_owner(actor, owner):
         return None
     if (
         rule.grant
@@ -171,14 +201,20 @@ def policy_refusal(
 
 
 def policy_check(
-    *, actor, action: str, tool: Tool | None = None, loosens: bool = False, fields=()
+    *, actor, action: str, tool: Tool | None = None, loosens: bool = False, fields=(), owner=None
 ) -> None:
     """Raise ``PermissionDenied`` unless ``actor`` may make the write ``action``."""
-    refusal = policy_refusal(actor=actor, action=action, tool=tool, loosens=loosens, fields=fields)
+    refusal = policy_refusal(
+        actor=actor, action=action, tool=tool, loosens=loosens, fields=fields, owner=owner
+    )
     if refusal is not None:
         raise refusal
 
 
-def policy_allows(*, actor, action: str, tool: Tool | None = None, loosens: bool = False) -> bool:
+def policy_allows(
+    *, actor, action: str, tool: Tool | None = None, loosens: bool = False, owner=None
+) -> bool:
     """For faces (admin pages, API hints): may ``actor`` make the write ``action``?"""
-    return policy_refusal(actor=actor, action=action, tool=tool, loosens=loosens) is None
+    return (
+        policy_refusal(actor=actor, action=action, tool=tool, loosens=loosens, owner=owner) is None
+    )

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from registry import crypto
 from registry.models import Agent
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.role_memberships import _roles, _set_membership
 from registry.services.validation import full_clean, raise_invalid
@@ -119,6 +120,7 @@ def agent_create(
     webhook_secret: str | None = None,
 ) -> Agent:
     """Create an agent and its user. ``webhook_secret`` is stored encrypted and never shown."""
+    policy_check(actor=actor, action="agent.write")
     User = get_user_model()
     roles = _roles(role_ids)
     agent = Agent(name=name, owner=owner, description=description, is_active=is_active)
@@ -143,6 +145,8 @@ def agent_create(
 
 @transaction.atomic
 def agent_update(*, actor, agent: Agent, data: dict) -> Agent:
+    """Change an agent's description, owner, webhook, roles or whether it is active."""
+    policy_check(actor=actor, action="agent.write")
     agent = Agent.objects.select_for_update().select_related("user", "owner").get(pk=agent.pk)
     before = agent_snapshot(agent)
     for field in ("description", "is_active", "owner"):

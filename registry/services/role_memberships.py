@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from django.contrib.auth.models import Group
 
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.validation import raise_invalid
 from toolhub.api.params import parse_id
@@ -66,8 +67,12 @@ def audit_membership(actor, target, *, added: Iterable, removed: Iterable) -> No
 
 
 def _set_membership(actor, user, roles: list[Group], *, target) -> None:
+    """Give ``user`` exactly ``roles``. A change takes a platform admin: a role can carry
+    any right, and an agent or its owner must never raise the agent's own."""
     current = set(user.groups.all())
     wanted = set(roles)
+    if wanted != current:
+        policy_check(actor=actor, action="membership.write")
     user.groups.add(*(wanted - current))
     user.groups.remove(*(current - wanted))
     audit_membership(actor, target, added=wanted - current, removed=current - wanted)

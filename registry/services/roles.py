@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from registry.authorization import CODENAMES
 from registry.models import RoleProfile
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.platform_admins import _keep_a_platform_admin, platform_admins_remain
 from registry.services.validation import raise_invalid
@@ -135,6 +136,7 @@ def role_snapshot(role: Group) -> dict:
 def role_create(
     *, actor, name: str, description: str = "", permissions: Iterable[str] = ()
 ) -> Group:
+    policy_check(actor=actor, action="role.write")
     name = (name or "").strip()
     if not name or len(name) > 150:
         raise_invalid(
@@ -226,6 +228,7 @@ def _platform_permissions(labels: Iterable[str]) -> list[Permission]:
 
 @transaction.atomic
 def role_update(*, actor, role: Group, data: dict) -> Group:
+    policy_check(actor=actor, action="role.write")
     before = role_snapshot(role)
     had_admins = platform_admins_remain()
     if "name" in data and data["name"] != role.name:
@@ -253,6 +256,7 @@ def role_update(*, actor, role: Group, data: dict) -> Group:
 
 @transaction.atomic
 def role_delete(*, actor, role: Group) -> None:
+    policy_check(actor=actor, action="role.write")
     snapshot = role_snapshot(role)
     snapshot["members"] = list(role.user_set.values_list("username", flat=True))
     snapshot["grants"] = [str(g) for g in role.tool_grants.select_related("tool")]

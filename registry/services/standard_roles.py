@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 
 from registry.authorization import CODENAMES
 from registry.models import Action
+from registry.policy import policy_check
 from registry.services import grants as grant_services
 from registry.services import roles as role_services
 from registry.services.audit import audit_record
@@ -157,6 +158,7 @@ def ensure_standard_roles(*, actor=None, missing_only: bool = False) -> list[Rol
     they are (what a deployment runs at every start: rights an admin took away on
     purpose stay away, and a role of the same name made by hand is not widened).
     """
+    policy_check(actor=actor, action="role.write")
     specs = STANDARD_ROLES
     if missing_only:
         existing = set(

@@ -8,13 +8,21 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from registry.models import ApiToken
+from registry.models import Agent, ApiToken
 from registry.models.tokens import generate_token, hash_token
+from registry.policy import policy_check
 from registry.services.audit import audit_record
 from registry.services.platform_admins import _keep_a_platform_admin, platform_admins_remain
 from registry.services.validation import raise_invalid
 
 # Tokens
+
+
+def _check_token_write(actor, user) -> None:
+    """Platform admins manage every token; an agent's owner manages the agent's (never
+    another agent's, nor a person's: a token acts with its user's rights)."""
+    agent = Agent.objects.filter(user_id=user.pk).select_related("owner").first()
+    policy_check(actor=actor, action="token.write", owner=agent.owner if agent else None)
 
 
 def token_snapshot(token: ApiToken) -> dict:
@@ -39,6 +47,7 @@ def token_issue(
     ahead (without an expiry, or with a later one, it gets that one); tokens issued
     before the setting stop that many days after they were issued (authentication).
     """
+    _check_token_write(actor, user)
     now = timezone.now()
     if expires_at is not None and expires_at <= now:
         raise_invalid(
@@ -68,10 +77,10 @@ def token_issue(
 
 
 @transaction.atomic
-@transaction.atomic
 def token_revoke(*, actor, token: ApiToken) -> ApiToken:
     """Revoke ``token`` (once); refused when it is the last way the last platform admin
     who cannot log in to the admin could act."""
+    _check_token_write(actor, token.user)
     had_admins = platform_admins_remain()
     claimed = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
         revoked_at=timezone.now()

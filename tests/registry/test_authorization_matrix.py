@@ -393,6 +393,37 @@ def test_governance_matrix(governed_world, method, path, expected):
     check_row(governed_world, method, path, expected)
 
 
+# Agents' owners (people without roles): ownr owns every agent of the cast (A among
+# them), othr owns another agent only. An owner manages her agent's tokens and nothing
+# else of it (registry.policy: token.write lets the owner, agent.write does not).
+OWNER_MATRIX = """
+endpoint                                    ownr othr
+GET    /agents/{A}                          200  404
+PATCH  /agents/{A}                          403  404
+DELETE /agents/{A}                          403  404
+GET    /agents/{A}/tokens                   200  404
+POST   /agents/{A}/tokens                   201  404
+DELETE /agents/{A}/tokens/{AT}              200  404
+POST   /agents                              403  403
+POST   /roles                               403  403
+PATCH  /roles/{R}                           404  404
+"""
+
+
+@pytest.fixture
+def owners_world(world):
+    otto = make_user("owner-otto")
+    agent_services.agent_create(actor=None, name="agent-otto", owner=otto)
+    owner = world["agents"]["read"].owner
+    tokens = {**world["tokens"], "ownr": make_token(owner), "othr": make_token(otto)}
+    return {**world, "tokens": tokens}
+
+
+@pytest.mark.parametrize(("method", "path", "expected"), parse_matrix(OWNER_MATRIX))
+def test_owner_matrix(owners_world, method, path, expected):
+    check_row(owners_world, method, path, expected)
+
+
 # Every route under /api/v1/ has a row: a new endpoint cannot ship without its column of answers.
 
 # A value of the right shape for each placeholder, so the tables' paths resolve offline.

@@ -82,7 +82,8 @@ class TestTokens:
             expires_at=timezone.now() - timedelta(seconds=1)
         )
         assert "expired" in bearer(raw3).get("/api/v1/tools").json()["error"]["message"]
-        agent_services.agent_update(actor=owner, agent=agent, data={"is_active": False})
+        # Deactivating is a platform admin's (agent.write), not the owner's.
+        agent_services.agent_update(actor=None, agent=agent, data={"is_active": False})
         response = bearer(raw).get("/api/v1/tools")
         assert response.status_code == 401 and "inactive" in response.json()["error"]["message"]
         actions = list(AuditEvent.objects.values_list("action", flat=True))
