@@ -11,9 +11,13 @@ The audit events and finished executions refuse ``DELETE`` except through retent
 (``toolhub.retention``, by the tables' owner, which the test connection is); the
 retention checkpoints and verification runs have no such path, so those tables are
 truncated, by their owner, when a test wrote to them (few do).
+
+At the end of the run the test database is dropped even if a session still holds it.
 """
 
 from __future__ import annotations
+
+from django.db.backends.postgresql.creation import DatabaseCreation as _Creation
 
 from toolhub.db.postgresql import base
 
@@ -51,5 +55,16 @@ class DatabaseOperations(base.DatabaseOperations):
         return statements
 
 
+class DatabaseCreation(_Creation):
+    def _destroy_test_db(self, test_database_name, verbosity):
+        """Drop the test database even while a process the tests started, or a pool of this
+        one, still holds a session on it (PostgreSQL 13+ ends those sessions): a test
+        database is never left behind on the machine."""
+        with self._nodb_cursor() as cursor:
+            name = self.connection.ops.quote_name(test_database_name)
+            cursor.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
+    creation_class = DatabaseCreation
