@@ -42,8 +42,11 @@ SERVERS = {
 }
 
 
-@pytest.fixture(params=sorted(SERVERS))
-def server(tmp_path, request):
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def server(tmp_path_factory, request):
+    """A migrated database, a token and the server, once per server kind for the file: the
+    tests only send requests, and each test opens connections of its own."""
+    tmp_path = tmp_path_factory.mktemp(f"keepalive-{request.param}")
     port = _free_port()
     env = {
         k: v
