@@ -23,17 +23,10 @@ from registry.services.mcp import META_REMOTE_NAME, META_SERVER, META_SERVER_ID
 from registry.services.tools import TOOL_FIELDS
 
 FORMATS = ("tools", "single")
-_FIELDS = (
-    "version",
-    "is_active",
-    "timeout_seconds",
-    "max_retries",
-    "cache_ttl_seconds",
-    "max_concurrency",
-    "max_response_bytes",
-    "requires_approval",
-)
-_HANDLED = {*_FIELDS, "name", "type", "description", "tool_metadata"}
+# The tool's managed fields an entry holds as they are; these four are written apart
+# (the entry's name and type first, the description as a block, metadata split up).
+_WRITTEN_APART = ("name", "type", "description", "tool_metadata")
+_FIELDS = tuple(field for field in TOOL_FIELDS if field not in _WRITTEN_APART)
 _METADATA_KEYS = ("category", "speed", "safety")
 _MCP_META = {META_SERVER, META_SERVER_ID, META_REMOTE_NAME}
 
@@ -124,7 +117,7 @@ def tool_entry(
         _python_target_entry(entry, configs)
     if metadata:
         entry["metadata"] = metadata
-    for field in _FIELDS + tuple(f for f in TOOL_FIELDS if f not in _HANDLED):
+    for field in _FIELDS:
         entry[field] = getattr(tool, field)
     if single:
         concurrency = entry.pop("max_concurrency")
