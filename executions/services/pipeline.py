@@ -42,8 +42,7 @@ from executions.services.refusal_secrets import (
     without_secrets,
 )
 from executions.services.task_queue import enqueue
-from registry import authorization as access
-from registry import snapshot
+from registry import authorization, snapshot
 from toolhub import tracing
 from toolhub.exceptions import Conflict, PermissionDenied
 
@@ -195,7 +194,7 @@ def execution_cancel(*, actor, execution: Execution) -> Execution:
     allowed = (
         execution.principal_id == actor.pk
         or (execution.agent_id is not None and execution.agent.owner_id == actor.pk)
-        or access.is_platform_admin(actor)
+        or authorization.is_platform_admin(actor)
     )
     if not allowed:
         raise PermissionDenied("Only the caller, the agent's owner or a platform admin may cancel.")

@@ -24,8 +24,7 @@ from executions.services.execution_audit import (
 from executions.services.refusal_secrets import without_secret_values, without_secrets
 from executions.services.sealed_inputs import sealed_write
 from executions.services.transitions import approval_snapshot
-from registry import authorization as access
-from registry import snapshot
+from registry import authorization, snapshot
 from registry.models import Action, Tool
 from registry.services.audit import audit_record
 from toolhub import context, rows, tracing
@@ -170,11 +169,11 @@ def _role_names(caller: Caller, tool: Tool | None = None, entries=None) -> list[
         granting = snapshot.cached(
             entries,
             ("roles_granting", caller.user.pk, tool.pk),
-            lambda: access.roles_granting(caller.user, Action.EXECUTE, tool),
+            lambda: authorization.roles_granting(caller.user, Action.EXECUTE, tool),
         )
         if granting:
             return list(granting)
-    return access.role_names_of(caller.user)
+    return authorization.role_names_of(caller.user)
 
 
 def admitted_write(
