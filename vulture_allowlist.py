@@ -113,3 +113,19 @@ generic_representation  # the tests hold the fast to_representation equal to DRF
 guard_name
 check_before
 check_after
+# django-oauth-toolkit's swappable model settings, read by Django and the toolkit by name.
+OAUTH2_PROVIDER_APPLICATION_MODEL
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL
+OAUTH2_PROVIDER_ID_TOKEN_MODEL
+OAUTH2_PROVIDER_GRANT_MODEL
+# Named by django-oauth-toolkit's settings (toolhub/settings/oauth.py) and read by Django.
+OAuthClientAdmin
+ToolHubOAuth2Validator
+access_token
+refresh_token
+OAUTH2_PROVIDER
+redirect_authenticated_user
+granted_at
+revoked_by
+person_id

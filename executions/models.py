@@ -218,6 +218,10 @@ class Execution(models.Model):
     protocol_version = models.CharField(
         max_length=20, blank=True, help_text="The MCP protocol revision the call was made in."
     )
+    # A call an OAuth client made for a person (the principal): which client. Empty for a
+    # static token's call. A client-credentials client acting as its agent is named too.
+    oauth_client_id = models.CharField(max_length=255, blank=True)
+    oauth_client_name = models.CharField(max_length=200, blank=True)
     worker = models.CharField(max_length=200, blank=True)
 
     class Meta:

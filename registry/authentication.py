@@ -13,6 +13,8 @@ from rest_framework import authentication, exceptions
 
 from registry import authorization, snapshot
 from registry.models.tokens import ApiToken, hash_token
+from registry.oauth import delegation
+from registry.oauth.tokens import ACCESS_PREFIX
 
 # last_used_at is refreshed at most this often, so authentication does not
 # write to the database on every request.
@@ -84,8 +86,18 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             ) from None
         return self.authenticate_token(raw)
 
-    def authenticate_token(self, raw: str):
-        """``(user, TokenCredentials)`` for a raw token, or AuthenticationFailed saying why."""
+    def authenticate_token(self, raw: str, *, delegated: bool = False):
+        """``(user, TokenCredentials)`` for a raw token, or AuthenticationFailed saying why.
+
+        ``delegated``: the caller (the MCP endpoint) also takes OAuth access tokens, and
+        checks their resource and scopes (``TokenCredentials.delegation``)."""
+        if raw.startswith(ACCESS_PREFIX):
+            if not delegated:
+                raise exceptions.AuthenticationFailed(
+                    "This is an OAuth access token for the MCP endpoint; the REST API takes "
+                    "an agent token (th_…)."
+                )
+            return self.authenticate_delegation(raw)
         token_hash = hash_token(raw)
         entries = snapshot.current()
         # Unknown tokens are not kept: guessing cannot fill the memory.
@@ -114,6 +126,16 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         # the execution pipeline reuses them (registry_entries).
         return user, TokenCredentials(token=token, registry=entries)
 
+    def authenticate_delegation(self, raw: str):
+        """``(user, TokenCredentials)`` for an OAuth access token: the person it acts for
+        (or the agent of a client-credentials client), the client, scopes and resource."""
+        entries = snapshot.current()
+        found = delegation.load(raw, entries)
+        if isinstance(found, str):
+            raise exceptions.AuthenticationFailed(found)
+        user, token = found
+        return user, TokenCredentials(token=token, registry=entries, delegation=token)
+
     def authenticate_header(self, request):
         return 'Bearer realm="toolhub"'
 
@@ -121,10 +143,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 @dataclass(frozen=True)
 class TokenCredentials:
     """What token authentication establishes besides the user (``request.auth``):
-    the token, and the in-memory registry entries it was validated against."""
+    the token, the in-memory registry entries it was validated against, and for an
+    OAuth access token what it delegates (``registry.oauth.delegation.Delegation``)."""
 
     token: Any
     registry: Any
+    delegation: Any = None
 
 
 def registry_entries(request):

@@ -47,6 +47,14 @@ WATCHED = (
 PARTIAL = (
     ("registry_apitoken", False, ("user_id", "token_hash", "expires_at", "revoked_at")),
     ("auth_user", True, ("username", "is_active", "is_superuser", "is_staff")),
+    # OAuth access tokens are kept like API tokens: revoking one (a consent withdrawn, a
+    # refresh rotated, RFC 7009) deletes it, and the next call must not find it kept.
+    ("oauth2_provider_accesstoken", False, ("user_id", "application_id", "expires", "scope")),
+    (
+        "oauth2_provider_application",
+        False,
+        ("client_id", "user_id", "authorization_grant_type", "name"),
+    ),
     (
         "registry_mcpserver",
         True,
@@ -85,7 +93,7 @@ def _sqlite_names(table: str, count: int) -> list[str]:
     return [f"{PG_NAME}_{table}_{n}" for n in range(count)]
 
 
-def _pg_statements() -> list[str]:
+def _pg_statements() -> list[tuple[str, str]]:
     statements = []
     whole = [(table, "INSERT OR UPDATE OR DELETE OR TRUNCATE") for table in WATCHED]
     parts = [
@@ -97,21 +105,24 @@ def _pg_statements() -> list[str]:
         for table, on_insert, columns in PARTIAL
     ]
     for table, events in whole + parts:
-        statements.append(f"DROP TRIGGER IF EXISTS {PG_NAME} ON {table}")
+        statements.append((table, f"DROP TRIGGER IF EXISTS {PG_NAME} ON {table}"))
         statements.append(
-            f"CREATE TRIGGER {PG_NAME} AFTER {events} ON {table} "
-            f"FOR EACH STATEMENT EXECUTE FUNCTION {PG_NAME}()"
+            (
+                table,
+                f"CREATE TRIGGER {PG_NAME} AFTER {events} ON {table} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {PG_NAME}()",
+            )
         )
     return statements
 
 
-def _sqlite_statements() -> list[str]:
+def _sqlite_statements() -> list[tuple[str, str]]:
     statements = []
     for table, kinds in _sqlite_events():
         for name, kind in zip(_sqlite_names(table, len(kinds)), kinds, strict=True):
-            statements.append(f"DROP TRIGGER IF EXISTS {name}")
+            statements.append((table, f"DROP TRIGGER IF EXISTS {name}"))
             statements.append(
-                f"CREATE TRIGGER {name} AFTER {kind} ON {table} BEGIN {_SQLITE_BUMP} END"
+                (table, f"CREATE TRIGGER {name} AFTER {kind} ON {table} BEGIN {_SQLITE_BUMP} END")
             )
     return statements
 
@@ -124,9 +135,13 @@ def install(connection) -> None:
     statements = {"postgresql": _pg_statements, "sqlite": _sqlite_statements}.get(
         connection.vendor, list
     )()
+    # A migration that runs before another app's tables exist (a migrate from scratch)
+    # installs what it can; post_migrate installs the rest once every app has migrated.
+    tables = set(connection.introspection.table_names())
     with connection.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
+        for table, statement in statements:
+            if table in tables:
+                cursor.execute(statement)
 
 
 def missing(connection) -> list[str]:

@@ -24,6 +24,8 @@ class RequestContext:
     client_name: str = ""
     client_version: str = ""
     protocol_version: str = ""
+    oauth_client_id: str = ""  # the OAuth client a call is made through, if any
+    oauth_client_name: str = ""
 
 
 _current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar(

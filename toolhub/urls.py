@@ -29,6 +29,9 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("admin/dashboard/", include("executions.admin_dashboard")),
     path("admin/", admin.site.urls),
+    # OAuth 2.1 for MCP clients (registry.oauth): the server, its metadata, the person's pages.
+    path("oauth/", include("registry.oauth.urls", namespace="oauth2_provider")),
+    path("", include("registry.oauth.urls_root")),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

@@ -75,9 +75,19 @@ def bound(request: McpRequest, protocol_version: str):
     """The request's id, address and MCP client, for the records written in this block."""
     with (
         context.bind(request_id=request.request_id, client_address=request.client_address),
-        context.amend(entry_point=EntryPoint.MCP, **request.client(protocol_version)),
+        context.amend(
+            entry_point=EntryPoint.MCP,
+            **request.client(protocol_version),
+            **_oauth_client(request.delegation),
+        ),
     ):
         yield
+
+
+def _oauth_client(delegation) -> dict[str, str]:
+    if delegation is None:
+        return {}
+    return {"oauth_client_id": delegation.client_id, "oauth_client_name": delegation.client_name}
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,30 @@ def unauthorized(scope, headers, message: str, *, presented: bool) -> Refused:
 
 
 def authenticate(raw: str):
-    return BearerTokenAuthentication().authenticate_token(raw)
+    return BearerTokenAuthentication().authenticate_token(raw, delegated=True)
+
+
+# What an OAuth token's scopes must hold for a method (registry.oauth: the person's rights
+# narrowed to what they consented to); methods not listed need no scope.
+_SCOPE_OF_METHOD = {"tools/list": "tools:read", "tools/call": "tools:call"}
+
+
+def insufficient_scope(scope, headers, message: dict, needed: str) -> Refused:
+    """403 naming the scope (RFC 6750 §3.1), so the client can ask the person for it."""
+    metadata = base_url(scope, headers) + METADATA_PATH + scope["path"].rstrip("/")
+    challenge = (
+        f'Bearer error="insufficient_scope", scope="{needed}", resource_metadata="{metadata}"'
+    )
+    error = {
+        "code": -32001,
+        "message": f"This client was not given '{needed}' by the person it acts for.",
+        "data": {"scope": needed},
+    }
+    return Refused(
+        403,
+        {"jsonrpc": "2.0", "id": message.get("id"), "error": error},
+        {"WWW-Authenticate": challenge},
+    )
 
 
 def too_many_streams(full: streams.Full, message: dict | None) -> Refused:
@@ -180,6 +203,9 @@ class Gate:
             await self.list_changes(scope, receive, send, request, headers)
             return
         message = parsed(body)
+        needed = _SCOPE_OF_METHOD.get(message.get("method"))
+        if request.delegation is not None and needed and not request.delegation.allows(needed):
+            raise insufficient_scope(scope, headers, message, needed)
         send = await self.before_sdk(message, request, headers, send)
         scope = {**scope, server.SCOPE_KEY: request}
         if message.get("method") != _LISTEN:
@@ -207,13 +233,20 @@ class Gate:
             user, credentials = await calls.in_thread(authenticate, raw.strip())
         except AuthenticationFailed as exc:
             raise unauthorized(scope, headers, str(exc.detail), presented=True) from None
+        delegation = credentials.delegation
+        if delegation is not None:
+            resource = base_url(scope, headers) + scope["path"].rstrip("/")
+            if not delegation.is_for(resource):
+                message = f"This token is for {delegation.resource}, not {resource} (RFC 8707)."
+                raise unauthorized(scope, headers, message, presented=True)
         if toolset is not None and await calls.in_thread(selectors.toolset_active, toolset) is None:
             raise Refused(404, {"error": "not_found", "message": "No such toolset."})
         client = scope.get("client")
         return sessions.McpRequest(
             user=user,
             registry=credentials.registry,
-            token_hash=credentials.token.token_hash,
+            token_hash=(delegation or credentials.token).token_hash,
+            delegation=delegation,
             request_id=request_id,
             client_address=client[0] if client else None,
             base_url=base_url(scope, headers),
@@ -306,6 +339,10 @@ class Gate:
             200,
             {
                 "resource": base + (resource_path or "/mcp"),
+                # ToolHub is its own authorization server (registry.oauth): its metadata
+                # is at <base>/.well-known/oauth-authorization-server (RFC 8414).
+                "authorization_servers": [base],
+                "scopes_supported": list(settings.TOOLHUB_OAUTH_SCOPES),
                 "bearer_methods_supported": ["header"],
                 "resource_name": "ToolHub",
                 "resource_documentation": base + "/docs/mcp-server",

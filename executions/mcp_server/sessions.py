@@ -110,6 +110,7 @@ class McpRequest:
     client_version: str = ""
     protocol_version: str = ""
     stream: Any = None  # the listen stream's place (``streams.Stream``), for its handler
+    delegation: Any = None  # an OAuth token's client, person, scopes (registry.oauth.delegation)
     extra: dict = field(default_factory=dict)
 
     def client(self, protocol_version: str) -> dict[str, str]:

@@ -37,6 +37,8 @@ ADMITTED_FIELDS = (
     "client_name",
     "client_version",
     "protocol_version",
+    "oauth_client_id",
+    "oauth_client_name",
     "request_id",
     "trace_id",
     "client_address",

@@ -81,7 +81,7 @@ def cost_of(tool) -> Decimal | None:
 # the encrypted secrets a finished call still holds (none). Version 4 adds the entry
 # point, the MCP client's name and version, the protocol revision and the guards'
 # decisions. Events written before keep the hash of their version, checked as such.
-CONTENT_VERSION = 4
+CONTENT_VERSION = 5
 
 
 def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION) -> str:
@@ -152,6 +152,11 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
             protocol_version=execution.protocol_version,
         )
         content["guard_decisions"] = stored_form(execution.guard_decisions or [])
+    if version >= 5:
+        content.update(
+            oauth_client_id=execution.oauth_client_id,
+            oauth_client_name=execution.oauth_client_name,
+        )
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 

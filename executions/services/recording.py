@@ -153,6 +153,8 @@ def call_record(
         client_name=storable_text(ctx.client_name)[:200],
         client_version=storable_text(ctx.client_version)[:100],
         protocol_version=storable_text(ctx.protocol_version)[:20],
+        oauth_client_id=ctx.oauth_client_id[:255],
+        oauth_client_name=storable_text(ctx.oauth_client_name)[:200],
         **fields,
     )
 

@@ -23,6 +23,7 @@ from registry.admin import (  # noqa: E402, F401
     guards,
     limits,
     mcp,
+    oauth,
     roles,
     tools,
     toolsets,

@@ -1,4 +1,5 @@
 from registry.models.audit import AuditChainHead, AuditCheckpoint, AuditEvent
+from registry.models.consents import Consent
 from registry.models.grants import (
     Action,
     ToolGrant,
@@ -27,6 +28,7 @@ __all__ = [
     "AuditChainHead",
     "AuditCheckpoint",
     "AuditEvent",
+    "Consent",
     "Guard",
     "GuardAction",
     "GuardKind",

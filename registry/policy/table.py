@@ -124,6 +124,17 @@ POLICY: dict[str, Rule] = {
         "Only platform admins and the agent's owner manage its tokens.",
         owner_may=True,
     ),
+    # OAuth (registry.oauth): a person's consent is theirs to withdraw, and any platform
+    # admin's; a client is registered by the client itself (RFC 7591, when on) or an admin.
+    "consent.revoke": Rule(
+        ADMIN,
+        None,
+        "Only the person who gave a consent, or a platform admin, may revoke it.",
+        owner_may=True,
+    ),
+    "oauth_client.write": Rule(
+        ADMIN, None, "Only platform admins register, change and remove OAuth clients."
+    ),
 }
 # Which rule a write of all tools (tool None) with a grant in its row falls back to.
 ALL_TOOLS_REFUSAL = "Only platform admins may set {what} for all tools."

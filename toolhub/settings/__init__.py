@@ -21,5 +21,6 @@ from toolhub.settings.database import *
 from toolhub.settings.broker import *
 from toolhub.settings.api import *
 from toolhub.settings.mcp import *
+from toolhub.settings.oauth import *
 from toolhub.settings.execution import *
 from toolhub.settings.logs import *

@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "guardian",
+    "oauth2_provider",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "toolhub",

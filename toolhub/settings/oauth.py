@@ -1,0 +1,87 @@
+"""ToolHub as the OAuth 2.1 authorization server of its MCP endpoint and REST API
+(django-oauth-toolkit; ``registry/oauth``, docs/security.md "OAuth sign-in for MCP clients").
+
+A person signs in, consents once per client, and the client gets a token that acts for
+that person at exactly one resource (``/mcp``, ``/mcp/<toolset>`` or ``/api/v1``): what
+it may do is the person's rights, narrowed to the scopes consented. Headless agents may
+use the client-credentials grant instead of a static token (the client acts as its agent).
+"""
+
+from __future__ import annotations
+
+from toolhub.env import env_bool, env_int, env_list
+from toolhub.settings.security import SILENCED_SYSTEM_CHECKS
+
+# Scopes a client may ask for, and what the consent page says of each.
+TOOLHUB_OAUTH_SCOPES = {
+    "tools:read": "See the tools you may run, with their descriptions and inputs",
+    "tools:call": "Run those tools for you (each call governed and recorded as yours)",
+}
+# Lifetimes (seconds). An access token is short-lived; its refresh token rotates at each
+# use, and one presented twice revokes the whole family (a stolen copy was used).
+TOOLHUB_OAUTH_ACCESS_TOKEN_SECONDS = env_int("TOOLHUB_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+TOOLHUB_OAUTH_REFRESH_TOKEN_SECONDS = env_int(
+    "TOOLHUB_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600, minimum=3600
+)
+# Dynamic client registration (RFC 7591) at /oauth/register/: open to any client, as MCP
+# clients expect; an operator who registers clients in the admin only can turn it off.
+TOOLHUB_OAUTH_REGISTRATION = env_bool("TOOLHUB_OAUTH_REGISTRATION", True)
+# Redirect URI schemes besides https and loopback http (RFC 8252 §7.1 private-use
+# schemes of desktop clients, e.g. "cursor" or "vscode"): none unless listed.
+TOOLHUB_OAUTH_REDIRECT_SCHEMES = env_list("TOOLHUB_OAUTH_REDIRECT_SCHEMES", [])
+
+OAUTH2_PROVIDER = {
+    "SCOPES": TOOLHUB_OAUTH_SCOPES,
+    "DEFAULT_SCOPES": list(TOOLHUB_OAUTH_SCOPES),
+    "OAUTH2_VALIDATOR_CLASS": "registry.oauth.validator.ToolHubOAuth2Validator",
+    "ACCESS_TOKEN_GENERATOR": "registry.oauth.tokens.access_token",
+    "REFRESH_TOKEN_GENERATOR": "registry.oauth.tokens.refresh_token",
+    # OAuth 2.1: the authorization code with PKCE (S256 only), refresh tokens, and client
+    # credentials for headless agents; no implicit or password grant.
+    "PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token", "client_credentials"],
+    # RFC 9700 (OAuth security best current practice), each as enforced behaviour:
+    # S256 only, `iss` in every authorization response (RFC 9207), tokens stored hashed,
+    # never accepted in a query string, no implicit or password grant.
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": TOOLHUB_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": TOOLHUB_OAUTH_REFRESH_TOKEN_SECONDS,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    # The consent page asks unless the person's remembered consent covers the request
+    # (registry.oauth.views); a client cannot skip it with approval_prompt=auto.
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # https anywhere; http only to a loopback host (checked by the validator and the
+    # client form); private-use schemes only as the operator lists them.
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http", *TOOLHUB_OAUTH_REDIRECT_SCHEMES],
+    "ALLOWED_SCHEMES": ["https", "http", *TOOLHUB_OAUTH_REDIRECT_SCHEMES],
+    "DCR_ENABLED": TOOLHUB_OAUTH_REGISTRATION,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "APPLICATION_ADMIN_CLASS": "registry.admin.oauth.OAuthClientAdmin",
+    "ACCESS_TOKEN_ADMIN_CLASS": "registry.admin.oauth.AccessTokenAdmin",
+    "REFRESH_TOKEN_ADMIN_CLASS": "registry.admin.oauth.RefreshTokenAdmin",
+    "GRANT_ADMIN_CLASS": "registry.admin.oauth.GrantAdmin",
+    "ID_TOKEN_ADMIN_CLASS": "registry.admin.oauth.IDTokenAdmin",
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "ToolHub",
+}
+# The toolkit's own models, named as its swappable settings (Django resolves a foreign key
+# to them, such as a consent's client, through these names).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"  # noqa: S105 - model names
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"  # noqa: S105
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"  # noqa: S105
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+# The toolkit warns that http redirect URIs are allowed at all: ToolHub allows them to a
+# loopback host only (RFC 8252 §7.3, desktop MCP clients' local listeners), which its
+# validator and client form enforce (registry/oauth/validator.py, redirect_refusal).
+SILENCED_SYSTEM_CHECKS = [*SILENCED_SYSTEM_CHECKS, "oauth2_provider.W008"]
