@@ -97,6 +97,18 @@ def _token(base: str, **data) -> httpx.Response:
     return httpx.post(base + "/oauth/token/", data=data, timeout=20)
 
 
+def _exchange(base: str, client_id: str, granted: dict, verifier: str) -> httpx.Response:
+    """The code of ``granted`` (the redirect's query) for tokens, with its PKCE verifier."""
+    return _token(
+        base,
+        grant_type="authorization_code",
+        code=granted["code"],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=verifier,
+    )
+
+
 @pytest.fixture
 def person(world):
     alice = make_user("alice-person")
@@ -112,14 +124,7 @@ def signed_in(world, person):
     page, verifier = alice.authorize(client["client_id"], world.url)
     assert page.status_code == 200, page.text[:800]
     granted = _code(alice.allow(page))
-    tokens = _token(
-        base,
-        grant_type="authorization_code",
-        code=granted["code"],
-        redirect_uri=REDIRECT,
-        client_id=client["client_id"],
-        code_verifier=verifier,
-    )
+    tokens = _exchange(base, client["client_id"], granted, verifier)
     assert tokens.status_code == 200, tokens.text
     return {"base": base, "client": client, "alice": alice, "tokens": tokens.json(), **granted}
 
@@ -215,14 +220,7 @@ def test_a_scope_the_person_did_not_give_is_refused_with_the_scope_named(world, 
     alice = Person(base, person.username)
     page, verifier = alice.authorize(client["client_id"], world.url, scope="tools:read")
     granted = _code(alice.allow(page))
-    access = _token(
-        base,
-        grant_type="authorization_code",
-        code=granted["code"],
-        redirect_uri=REDIRECT,
-        client_id=client["client_id"],
-        code_verifier=verifier,
-    ).json()["access_token"]
+    access = _exchange(base, client["client_id"], granted, verifier).json()["access_token"]
     listed, _ = rpc(world.url, access, "tools/list")
     assert listed.status_code == 200
     response, _ = rpc(world.url, access, "tools/call", {"name": "alpha", "arguments": {}})
