@@ -29,6 +29,8 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("admin/dashboard/", include("executions.admin_dashboard")),
     path("admin/", admin.site.urls),
+    # Single sign-on's sign-in and callback (404 while no identity provider is configured).
+    path("accounts/", include("registry.sso.urls")),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

@@ -24,6 +24,7 @@ from registry.admin import (  # noqa: E402, F401
     limits,
     mcp,
     roles,
+    sso,
     tools,
     toolsets,
     users,

@@ -23,3 +23,4 @@ from toolhub.settings.api import *
 from toolhub.settings.mcp import *
 from toolhub.settings.execution import *
 from toolhub.settings.logs import *
+from toolhub.settings.sso import *
