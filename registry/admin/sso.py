@@ -120,6 +120,7 @@ class SsoIdentityAdmin(
     list_display = ["user", "uid", "last_login", "date_joined"]
     search_fields = ["user__username", "uid"]
     fields = ["user", "uid", "last_login", "date_joined", "extra_data"]
+    readonly_fields = fields
     list_select_related = ["user"]
 
     def has_module_permission(self, request):
