@@ -138,7 +138,7 @@ class Entitlements:
     """What the mappings say about one person: the roles they govern, those the
     person's groups give, and the same for admin access."""
 
-    governed: dict[int, str] = field(default_factory=dict)  # role id -> name
+    governed: set[int] = field(default_factory=set)  # role ids some mapping names
     given: set[int] = field(default_factory=set)
     staff_governed: bool = False
     staff_given: bool = False
@@ -163,15 +163,12 @@ def entitlements(groups: Iterable[str]) -> Entitlements:
     rows = SsoGroupMapping.objects.values_list("idp_group", "role_id", "makes_staff")
     for group, role_id, staff in rows:
         _apply(result, group in groups, [role_id] if role_id else [], staff)
-    result.governed = dict(
-        Group.objects.filter(pk__in=list(result.governed)).values_list("id", "name")
-    )
     return result
 
 
 def _apply(result: Entitlements, member: bool, role_ids: list[int], staff: bool) -> None:
     for role_id in role_ids:
-        result.governed[role_id] = ""
+        result.governed.add(role_id)
         if member:
             result.given.add(role_id)
     if staff:
@@ -245,7 +242,7 @@ def sso_login_sync(
     plan = entitlements(groups)
     current = set(person.groups.values_list("id", flat=True))
     added = plan.given - current
-    removed = (current & set(plan.governed)) - plan.given
+    removed = (current & plan.governed) - plan.given
     changed = _refresh_profile(person, profile or {})
     if plan.staff_governed and not person.is_superuser and person.is_staff != plan.staff_given:
         person.is_staff = plan.staff_given
