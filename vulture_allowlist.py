@@ -129,3 +129,18 @@ redirect_authenticated_user
 granted_at
 revoked_by
 person_id
+
+# Single sign-on: django-allauth finds these by the dotted paths in toolhub/settings/sso.py
+# (ACCOUNT_ADAPTER, SOCIALACCOUNT_ADAPTER, the provider_class) and calls their hooks by name.
+SocialAccountAdapter
+AccountAdapter
+ToolHubOIDCProvider
+list_apps
+can_authenticate_by_email
+is_open_for_signup
+is_auto_signup_allowed
+on_authentication_error
+respond_user_inactive
+complete_login
+oauth2_adapter_class
+extract_uid

@@ -47,6 +47,14 @@ def nested(levels: int) -> str:
     return "[" * levels + "]" * levels
 
 
+@pytest.fixture(autouse=True)
+def _single_sign_on_on(settings):
+    """Its admin pages exist only with single sign-on configured: checked with the rest."""
+    settings.TOOLHUB_SSO_ISSUER = "https://idp.example.com"
+    settings.TOOLHUB_SSO_CLIENT_ID = "toolhub"
+    settings.TOOLHUB_SSO_CLIENT_SECRET = "robustness-secret"
+
+
 @pytest.fixture
 def admin_client(superuser) -> Client:
     client = Client()

@@ -25,6 +25,7 @@ from registry.admin import (  # noqa: E402, F401
     mcp,
     oauth,
     roles,
+    sso,
     tools,
     toolsets,
     users,

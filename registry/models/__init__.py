@@ -10,6 +10,7 @@ from registry.models.guards import Guard, GuardAction, GuardKind, GuardStage
 from registry.models.limits import RateLimitRule, RateLimitScope
 from registry.models.mcp import MCPServer as MCPServer
 from registry.models.principals import Agent, Role, RoleProfile
+from registry.models.sso import SsoGroupMapping
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
 from registry.models.toolsets import Toolset
@@ -37,6 +38,7 @@ __all__ = [
     "RateLimitScope",
     "Role",
     "RoleProfile",
+    "SsoGroupMapping",
     "Tool",
     "ToolConfig",
     "ToolGrant",

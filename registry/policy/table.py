@@ -135,6 +135,10 @@ POLICY: dict[str, Rule] = {
     "oauth_client.write": Rule(
         ADMIN, None, "Only platform admins register, change and remove OAuth clients."
     ),
+    # A mapping hands its role (any right) and admin access to everyone in a group.
+    "sso_mapping.write": Rule(
+        ADMIN, None, "Only platform admins map identity provider groups to roles."
+    ),
 }
 # Which rule a write of all tools (tool None) with a grant in its row falls back to.
 ALL_TOOLS_REFUSAL = "Only platform admins may set {what} for all tools."

@@ -260,6 +260,10 @@ def role_delete(*, actor, role: Group) -> None:
     snapshot = role_snapshot(role)
     snapshot["members"] = list(role.user_set.values_list("username", flat=True))
     snapshot["grants"] = [str(g) for g in role.tool_grants.select_related("tool")]
+    # Single sign-on mappings to the role go with it (database cascade): say which.
+    mappings = sorted(str(m) for m in role.sso_group_mappings.select_related("role"))
+    if mappings:
+        snapshot["sso_group_mappings"] = mappings
     role_id, role_repr = str(role.pk), role.name
     had_admins = platform_admins_remain()
     role.delete()

@@ -24,3 +24,4 @@ from toolhub.settings.mcp import *
 from toolhub.settings.oauth import *
 from toolhub.settings.execution import *
 from toolhub.settings.logs import *
+from toolhub.settings.sso import *

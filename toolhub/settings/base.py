@@ -30,6 +30,12 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # Single sign-on (toolhub/settings/sso.py): django-allauth's OpenID Connect provider.
+    # Before the registry, whose admin replaces allauth's pages.
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "toolhub",
     "registry",
     "executions",
@@ -47,6 +53,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # django-allauth's request context, which its sign-in flow reads (single sign-on).
+    "allauth.account.middleware.AccountMiddleware",
     # A page whose view gets no database connection answers 503 (the API: its handler).
     "toolhub.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
