@@ -27,7 +27,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "guardian",
-    "oauth2_provider",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     # Single sign-on (toolhub/settings/sso.py): django-allauth's OpenID Connect provider.
@@ -36,6 +35,9 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
+    # The OAuth 2.1 server (toolhub/settings/oauth.py). Its admin module imports the
+    # registry's admins (the classes its settings name), so it comes after allauth's.
+    "oauth2_provider",
     "toolhub",
     "registry",
     "executions",
