@@ -122,6 +122,8 @@ OAUTH2_PROVIDER_GRANT_MODEL
 # Named by django-oauth-toolkit's settings (toolhub/settings/oauth.py) and read by Django.
 OAuthClientAdmin
 ToolHubOAuth2Validator
+GuardedMetadataFetcher
+fetch
 access_token
 refresh_token
 OAUTH2_PROVIDER

@@ -13,7 +13,7 @@ urlpatterns = [
     path("token/", oauth_views.TokenView.as_view(), name="token"),
     path("revoke_token/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
     path("introspect/", oauth_views.IntrospectTokenView.as_view(), name="introspect"),
-    path("register/", oauth_views.DynamicClientRegistrationView.as_view(), name="dcr-register"),
+    path("register/", views.RegistrationView.as_view(), name="dcr-register"),
     path(
         "register/<str:client_id>/",
         oauth_views.DynamicClientRegistrationManagementView.as_view(),

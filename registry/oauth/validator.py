@@ -13,10 +13,13 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
+from django.utils import timezone
+from oauth2_provider.cimd import is_cimd_client_id
+from oauth2_provider.models import get_application_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors
 
-from registry.models import Agent
+from registry.models import Agent, Consent
 from registry.oauth import resources
 from registry.services.audit import audit_record
 
@@ -59,7 +62,41 @@ def client_summary(client) -> dict:
     return {"client_id": client.client_id, "name": client.name}
 
 
+def audit_client(client, action: str, *, by: str, before: dict | None = None) -> None:
+    """``oauth.client_registered`` / ``oauth.client_changed`` for a client that registered
+    itself (RFC 7591) or was read from its metadata document."""
+    audit_record(
+        actor=None,
+        action=action,
+        target=client,
+        target_repr=client.name or client.client_id,
+        before=before,
+        after={
+            **client_summary(client),
+            "redirect_uris": client.redirect_uris.split(),
+            "grant_type": client.authorization_grant_type,
+            "by": by,
+        },
+    )
+
+
 class ToolHubOAuth2Validator(OAuth2Validator):
+    def validate_client_id(self, client_id, request, *args, **kwargs):
+        """The toolkit's; a client read from its metadata document (first sight, or the
+        document changed since) is audited."""
+        if not is_cimd_client_id(client_id):
+            return super().validate_client_id(client_id, request, *args, **kwargs)
+        fields = ("name", "redirect_uris")
+        before = get_application_model().objects.filter(client_id=client_id).values(*fields).first()
+        valid = super().validate_client_id(client_id, request, *args, **kwargs)
+        client = request.client
+        if valid and client is not None:
+            now = {name: getattr(client, name) for name in fields}
+            if before != now:
+                action = "oauth.client_registered" if before is None else "oauth.client_changed"
+                audit_client(client, action, by="metadata document", before=before)
+        return valid
+
     def validate_redirect_uri(self, client_id, redirect_uri, request, *args, **kwargs):
         if redirect_refusal(redirect_uri) is not None:
             return False
@@ -82,6 +119,13 @@ class ToolHubOAuth2Validator(OAuth2Validator):
         person = request.user
         if request.grant_type == "client_credentials":
             person = None
+        else:  # "last used": when the client last got a token for the person there
+            Consent.objects.filter(
+                person=person,
+                client=request.client,
+                resource__in=list(request.resource or []),
+                revoked_at__isnull=True,
+            ).update(last_used_at=timezone.now())
         audit_record(
             actor=person if person is not None else request.client.user,
             action="oauth.token_issued",

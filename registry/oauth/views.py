@@ -10,6 +10,7 @@ answer is remembered (``registry.services.consents``).
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.contrib import admin, messages
@@ -22,11 +23,13 @@ from django.views import View
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import AuthorizationView
+from oauth2_provider.views import AuthorizationView, DynamicClientRegistrationView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from registry.models import Consent, Toolset
 from registry.oauth import resources
+from registry.oauth.client_documents import last_refusal
+from registry.oauth.validator import audit_client
 from registry.services.consents import consent_give, consent_revoke, live_consent
 from toolhub.exceptions import PermissionDenied
 
@@ -66,7 +69,7 @@ class ConsentView(AuthorizationView):  # its base asks the person to sign in fir
         try:
             scopes, credentials = self.validate_authorization_request(request)
         except OAuthToolkitError as error:
-            return self.error_response(error, application=None)
+            return self.error_response(self._said_why(error, request), application=None)
         application = get_application_model().objects.get(client_id=credentials["client_id"])
         if credentials.get("code_challenge_method") != "S256":
             # Refused before the page (the toolkit refuses it only once the person allowed):
@@ -105,6 +108,14 @@ class ConsentView(AuthorizationView):  # its base asks the person to sign in fir
             joiner = "&" if urlsplit(location).query else "?"
             response["Location"] = f"{location}{joiner}{urlencode({'iss': issuer})}"
         return response
+
+    @staticmethod
+    def _said_why(error: OAuthToolkitError, request) -> OAuthToolkitError:
+        """A client named by a metadata document that could not be used: say why."""
+        reason = last_refusal(request.GET.get("client_id", ""))
+        if reason and getattr(error, "oauthlib_error", None) is not None:
+            error.oauthlib_error.description = reason[0].upper() + reason[1:] + "."
+        return error
 
     @staticmethod
     def _invalid_target(exc, credentials) -> OAuthToolkitError:
@@ -153,6 +164,19 @@ class ConsentView(AuthorizationView):  # its base asks the person to sign in fir
             consent_give(
                 person=self.request.user, client=application, resource=resource, scopes=scopes
             )
+        return response
+
+
+class RegistrationView(DynamicClientRegistrationView):
+    """RFC 7591 registration (the toolkit's), audited."""
+
+    def post(self, request, *args, **kwargs):
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 201:
+            client_id = json.loads(response.content).get("client_id")
+            client = get_application_model().objects.filter(client_id=client_id).first()
+            if client is not None:
+                audit_client(client, "oauth.client_registered", by="registration (RFC 7591)")
         return response
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -38,17 +37,12 @@ from registry.services.standard_roles import ensure_standard_roles
 from registry.sso import claims as sso_claims
 from tests.conftest import make_role
 from tests.factories import make_user
+from tests.node_packages import NODE_DIR, require_node
 from tests.test_settings_env import run_settings
 from tests.workers import wait_for
 from toolhub.exceptions import PermissionDenied
 from toolhub.settings.sso import _group_roles
 
-ROOT = Path(__file__).resolve().parents[2]
-NODE_DIR = ROOT / "tests" / "node"
-IN_CI = (
-    os.environ.get("CI", "").lower() == "true"
-    or os.environ.get("TOOLHUB_TEST_EXPECT_SERVICES", "").lower() == "true"
-)
 CLIENT_ID = "toolhub"
 # A canary: it must reach no page and no log line.
 CLIENT_SECRET = "sso-client-secret-canary-5f0c9d2e71b84a66"
@@ -57,22 +51,6 @@ User = get_user_model()
 
 
 # The identity provider
-
-
-def _node_problem() -> str | None:
-    """Why the provider cannot start here, or None."""
-    node = shutil.which("node")
-    if node is None:
-        return "node is not installed (apt-get install nodejs npm; .ci/run does)"
-    if not (NODE_DIR / "node_modules" / "oidc-provider").is_dir():
-        return (
-            "tests/node has no node_modules: run `npm ci --prefix tests/node` (scripts/test does)"
-        )
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
-    major = int(version.strip().lstrip("v").split(".")[0] or 0)
-    if major < 20:
-        return f"node {version.strip()} is too old for oidc-provider 9 (20 or later)"
-    return None
 
 
 class IdentityProvider:
@@ -102,11 +80,7 @@ class IdentityProvider:
 
 @pytest.fixture(scope="module")
 def idp(live_server, tmp_path_factory):
-    problem = _node_problem()
-    if problem:
-        if IN_CI or shutil.which("node"):
-            pytest.fail(f"The single sign-on tests need their identity provider: {problem}.")
-        pytest.skip(problem)
+    require_node("oidc-provider", "The single sign-on tests")
     workdir = tmp_path_factory.mktemp("idp")
     accounts = workdir / "accounts.json"
     accounts.write_text(json.dumps({"accounts": []}))

@@ -26,6 +26,9 @@ TOOLHUB_OAUTH_REFRESH_TOKEN_SECONDS = env_int(
 # Dynamic client registration (RFC 7591) at /oauth/register/: open to any client, as MCP
 # clients expect; an operator who registers clients in the admin only can turn it off.
 TOOLHUB_OAUTH_REGISTRATION = env_bool("TOOLHUB_OAUTH_REGISTRATION", True)
+# Client ID metadata documents: a client names itself by the https URL of its metadata,
+# which ToolHub fetches (through the egress guard), caches and checks redirects against.
+TOOLHUB_OAUTH_CLIENT_DOCUMENTS = env_bool("TOOLHUB_OAUTH_CLIENT_DOCUMENTS", True)
 # Redirect URI schemes besides https and loopback http (RFC 8252 §7.1 private-use
 # schemes of desktop clients, e.g. "cursor" or "vscode"): none unless listed.
 TOOLHUB_OAUTH_REDIRECT_SCHEMES = env_list("TOOLHUB_OAUTH_REDIRECT_SCHEMES", [])
@@ -66,6 +69,10 @@ OAUTH2_PROVIDER = {
     "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http", *TOOLHUB_OAUTH_REDIRECT_SCHEMES],
     "ALLOWED_SCHEMES": ["https", "http", *TOOLHUB_OAUTH_REDIRECT_SCHEMES],
     "DCR_ENABLED": TOOLHUB_OAUTH_REGISTRATION,
+    # A client may be its own metadata document (an https client_id), read through the
+    # egress guard (executions/egress/cimd.py): ToolHub's outgoing connections all obey it.
+    "CIMD_ENABLED": TOOLHUB_OAUTH_CLIENT_DOCUMENTS,
+    "CIMD_METADATA_FETCHER": "executions.egress.cimd.GuardedMetadataFetcher",
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "APPLICATION_ADMIN_CLASS": "registry.admin.oauth.OAuthClientAdmin",
     "ACCESS_TOKEN_ADMIN_CLASS": "registry.admin.oauth.AccessTokenAdmin",

@@ -7,106 +7,32 @@ MCP side with the official SDK client holding the OAuth access token.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
-import secrets
+import time
 from html import unescape
-from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx
 import pytest
 from django.db import close_old_connections
 
-from executions.models import Execution
+from executions.models import Approval, Execution
+from executions.services.approvals import approval_decide
 from registry.models import AuditEvent, Consent
+from registry.services import limits as limit_services
 from tests.executions.mcp_server.conftest import all_tools, mcp_client, rpc
+from tests.executions.mcp_server.oauth_flow import (
+    REDIRECT,
+    Person,
+    exchange,
+    redirected,
+    register,
+    token,
+)
 from tests.factories import make_user
+from toolhub.exceptions import PermissionDenied
 
-REDIRECT = "http://127.0.0.1:8765/callback"
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
-    return verifier, challenge.decode()
-
-
-class Person:
-    """A browser-like session of one person at the live ToolHub."""
-
-    def __init__(self, base: str, username: str):
-        self.base = base
-        self.http = httpx.Client(base_url=base, timeout=20, follow_redirects=False)
-        page = self.http.get("/accounts/login/")
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
-        signed = self.http.post(
-            "/accounts/login/",
-            data={"username": username, "password": "pw-" + username, "csrfmiddlewaretoken": csrf},
-        )
-        assert signed.status_code == 302, signed.text[:500]
-
-    def authorize(self, client_id: str, resource: str, *, scope="tools:read tools:call", **extra):
-        verifier, challenge = _pkce()
-        params = {
-            "response_type": "code",
-            "client_id": client_id,
-            "redirect_uri": REDIRECT,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-            "state": "state-1",
-            "scope": scope,
-            "resource": resource,
-            **extra,
-        }
-        return self.http.get("/oauth/authorize/", params=params), verifier
-
-    def allow(self, page: httpx.Response) -> httpx.Response:
-        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
-        fields = {name: unescape(value) for name, value in fields.items()}
-        return self.http.post("/oauth/authorize/", data={**fields, "allow": "Allow"})
-
-
-def _code(response: httpx.Response) -> dict:
-    assert response.status_code == 302, response.text[:500]
-    location = response.headers["location"]
-    assert location.startswith(REDIRECT), location
-    return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
-
-
-def _register(base: str, **extra) -> dict:
-    answer = httpx.post(
-        base + "/oauth/register/",
-        json={
-            "client_name": "Desk Assistant",
-            "redirect_uris": [REDIRECT],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            **extra,
-        },
-        timeout=20,
-    )
-    assert answer.status_code == 201, answer.text
-    return answer.json()
-
-
-def _token(base: str, **data) -> httpx.Response:
-    return httpx.post(base + "/oauth/token/", data=data, timeout=20)
-
-
-def _exchange(base: str, client_id: str, granted: dict, verifier: str) -> httpx.Response:
-    """The code of ``granted`` (the redirect's query) for tokens, with its PKCE verifier."""
-    return _token(
-        base,
-        grant_type="authorization_code",
-        code=granted["code"],
-        redirect_uri=REDIRECT,
-        client_id=client_id,
-        code_verifier=verifier,
-    )
 
 
 @pytest.fixture
@@ -119,12 +45,12 @@ def person(world):
 @pytest.fixture
 def signed_in(world, person):
     base = world.url.rsplit("/mcp", 1)[0]
-    client = _register(base)
+    client = register(base)
     alice = Person(base, person.username)
     page, verifier = alice.authorize(client["client_id"], world.url)
     assert page.status_code == 200, page.text[:800]
-    granted = _code(alice.allow(page))
-    tokens = _exchange(base, client["client_id"], granted, verifier)
+    granted = redirected(alice.allow(page))
+    tokens = exchange(base, client["client_id"], granted, verifier)
     assert tokens.status_code == 200, tokens.text
     return {"base": base, "client": client, "alice": alice, "tokens": tokens.json(), **granted}
 
@@ -156,7 +82,7 @@ def test_the_consent_page_names_the_client_where_it_returns_the_person_and_what_
     world, person
 ):
     base = world.url.rsplit("/mcp", 1)[0]
-    client = _register(base)
+    client = register(base)
     page, _ = Person(base, person.username).authorize(client["client_id"], world.url)
     assert page.status_code == 200
     text = unescape(page.text)
@@ -216,11 +142,11 @@ def test_a_token_for_one_resource_is_refused_at_another(world, signed_in):
 
 def test_a_scope_the_person_did_not_give_is_refused_with_the_scope_named(world, person):
     base = world.url.rsplit("/mcp", 1)[0]
-    client = _register(base)
+    client = register(base)
     alice = Person(base, person.username)
     page, verifier = alice.authorize(client["client_id"], world.url, scope="tools:read")
-    granted = _code(alice.allow(page))
-    access = _exchange(base, client["client_id"], granted, verifier).json()["access_token"]
+    granted = redirected(alice.allow(page))
+    access = exchange(base, client["client_id"], granted, verifier).json()["access_token"]
     listed, _ = rpc(world.url, access, "tools/list")
     assert listed.status_code == 200
     response, _ = rpc(world.url, access, "tools/call", {"name": "alpha", "arguments": {}})
@@ -233,7 +159,7 @@ def test_a_scope_the_person_did_not_give_is_refused_with_the_scope_named(world, 
 def test_consent_is_remembered_and_revoking_it_refuses_the_next_call(world, person, signed_in):
     alice, client_id = signed_in["alice"], signed_in["client"]["client_id"]
     again, _ = alice.authorize(client_id, world.url)
-    assert "code" in _code(again)  # no page: the consent covers it
+    assert "code" in redirected(again)  # no page: the consent covers it
     access = signed_in["tokens"]["access_token"]
     listed, _ = rpc(world.url, access, "tools/list")
     assert listed.status_code == 200
@@ -247,7 +173,7 @@ def test_consent_is_remembered_and_revoking_it_refuses_the_next_call(world, pers
     assert revoked.status_code == 302
     response, _ = rpc(world.url, access, "tools/list")
     assert response.status_code == 401
-    refreshed = _token(
+    refreshed = token(
         signed_in["base"],
         grant_type="refresh_token",
         refresh_token=signed_in["tokens"]["refresh_token"],
@@ -262,13 +188,13 @@ def test_consent_is_remembered_and_revoking_it_refuses_the_next_call(world, pers
 def test_a_refresh_token_rotates_and_one_used_twice_revokes_the_family(world, signed_in):
     base, client_id = signed_in["base"], signed_in["client"]["client_id"]
     first = signed_in["tokens"]["refresh_token"]
-    rotated = _token(base, grant_type="refresh_token", refresh_token=first, client_id=client_id)
+    rotated = token(base, grant_type="refresh_token", refresh_token=first, client_id=client_id)
     assert rotated.status_code == 200, rotated.text
     fresh = rotated.json()
     assert fresh["refresh_token"] != first
     ok, _ = rpc(world.url, fresh["access_token"], "tools/list")
     assert ok.status_code == 200
-    replayed = _token(base, grant_type="refresh_token", refresh_token=first, client_id=client_id)
+    replayed = token(base, grant_type="refresh_token", refresh_token=first, client_id=client_id)
     assert replayed.status_code == 400
     refused, _ = rpc(world.url, fresh["access_token"], "tools/list")
     assert refused.status_code == 401  # the whole family went
@@ -288,21 +214,21 @@ def test_a_revoked_access_token_is_refused_on_the_next_call(world, signed_in):
 
 def test_a_code_replayed_or_a_wrong_verifier_gets_no_token(world, person):
     base = world.url.rsplit("/mcp", 1)[0]
-    client = _register(base)
+    client = register(base)
     alice = Person(base, person.username)
     page, verifier = alice.authorize(client["client_id"], world.url)
-    granted = _code(alice.allow(page))
+    granted = redirected(alice.allow(page))
     common = {"grant_type": "authorization_code", "redirect_uri": REDIRECT}
-    wrong = _token(
+    wrong = token(
         base, **common, code=granted["code"], client_id=client["client_id"], code_verifier="x" * 50
     )
     assert wrong.status_code == 400
     assert wrong.json()["error"] == "invalid_grant"
     page, verifier = alice.authorize(client["client_id"], world.url)
-    granted = _code(page)  # remembered consent: the code comes at once
+    granted = redirected(page)  # remembered consent: the code comes at once
     once = dict(common, code=granted["code"], client_id=client["client_id"], code_verifier=verifier)
-    assert _token(base, **once).status_code == 200
-    replay = _token(base, **once)
+    assert token(base, **once).status_code == 200
+    replay = token(base, **once)
     assert replay.status_code == 400
     assert replay.json()["error"] == "invalid_grant"
 
@@ -317,13 +243,13 @@ def test_a_code_replayed_or_a_wrong_verifier_gets_no_token(world, person):
 )
 def test_a_bad_authorization_request_is_refused_back_to_the_client(world, person, extra, error):
     base = world.url.rsplit("/mcp", 1)[0]
-    client = _register(base)
+    client = register(base)
     alice = Person(base, person.username)
     resource = extra.pop("resource", world.url)
     if "code_challenge_method" in extra:
         extra["code_challenge"] = "x" * 43
     response, _ = alice.authorize(client["client_id"], resource or "", **extra)
-    answer = _code(response)
+    answer = redirected(response)
     assert answer["error"] == error, answer
     assert answer["state"] == "state-1"
     assert answer.get("iss") == base  # RFC 9207 on errors too
@@ -332,7 +258,7 @@ def test_a_bad_authorization_request_is_refused_back_to_the_client(world, person
 
 def test_a_redirect_uri_the_client_did_not_register_is_refused_without_redirecting(world, person):
     base = world.url.rsplit("/mcp", 1)[0]
-    client = _register(base)
+    client = register(base)
     alice = Person(base, person.username)
     response, _ = alice.authorize(
         client["client_id"], world.url, redirect_uri="http://127.0.0.1:1/x"
@@ -343,10 +269,129 @@ def test_a_redirect_uri_the_client_did_not_register_is_refused_without_redirecti
 
 def test_a_plain_http_redirect_to_another_host_is_refused(world, person):
     base = world.url.rsplit("/mcp", 1)[0]
-    client = _register(base, redirect_uris=["http://evil.example/callback"])
+    client = register(base, redirect_uris=["http://evil.example/callback"])
     alice = Person(base, person.username)
     response, _ = alice.authorize(
         client["client_id"], world.url, redirect_uri="http://evil.example/callback"
     )
     assert response.status_code == 400
     assert "evil.example" not in response.headers.get("location", "")
+
+
+def test_the_person_a_call_was_made_for_may_not_approve_it(
+    world, person, signed_in, approvers_role
+):
+    person.groups.add(approvers_role)  # alice may approve the gated tool's calls, not her own
+    refusals = []
+
+    def alice_then_the_approver():
+        deadline = time.monotonic() + 20
+        try:
+            while time.monotonic() < deadline:
+                approval = Approval.objects.filter(execution__tool=world.gated).first()
+                if approval is not None:
+                    try:
+                        approval_decide(actor=person, approval=approval, approve=True)
+                    except PermissionDenied as exc:
+                        refusals.append(exc.code)
+                    approval_decide(actor=world.approver, approval=approval, approve=True)
+                    return
+                time.sleep(0.2)
+        finally:
+            close_old_connections()
+
+    async def scenario():
+        async with mcp_client(world.url, signed_in["tokens"]["access_token"]) as client:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, alice_then_the_approver)
+                return await client.call_tool("golf_gated", {"path": "for-alice"})
+
+    result = anyio.run(scenario)
+    assert refusals == ["four_eyes"]
+    assert not result.is_error, result
+    close_old_connections()
+    execution = Execution.objects.get(tool=world.gated)
+    assert execution.principal_id == person.pk
+    assert execution.approval.decided_by_id == world.approver.pk
+
+
+def test_a_per_user_limit_counts_each_persons_calls_through_a_client_apart(
+    world, person, signed_in
+):
+    limit_services.rate_limit_create(
+        actor=None,
+        tool=world.tools["bravo"],
+        scope="user",
+        max_requests=1,
+        time_window_seconds=3600,
+    )
+    access = signed_in["tokens"]["access_token"]
+    first, _ = rpc(world.url, access, "tools/call", {"name": "bravo", "arguments": {"path": "a"}})
+    _, second = rpc(world.url, access, "tools/call", {"name": "bravo", "arguments": {"path": "b"}})
+    assert first.status_code == 200
+    assert second[-1]["result"]["isError"] is True
+    close_old_connections()
+    refused = Execution.objects.filter(principal=person, tool_name="bravo").latest("created_at")
+    assert refused.reason_code == "rate_limited"
+    assert refused.oauth_client_id == signed_in["client"]["client_id"]
+
+    async def agents_call():  # the agent (another principal) still has its own room
+        async with mcp_client(world.url, world.token) as client:
+            return await client.call_tool("bravo", {"path": "agent"})
+
+    assert not anyio.run(agents_call).is_error
+
+
+def test_the_admin_finds_a_call_by_its_client_and_shows_the_client(
+    world, person, signed_in, superuser
+):
+    rpc(
+        world.url,
+        signed_in["tokens"]["access_token"],
+        "tools/call",
+        {"name": "alpha", "arguments": {"path": "e"}},
+    )
+    close_old_connections()
+    execution = Execution.objects.filter(principal=person).latest("created_at")
+    from django.test import Client
+
+    admin = Client()
+    admin.force_login(superuser)
+    client_id = signed_in["client"]["client_id"]
+    listed = admin.get("/admin/executions/execution/", {"oauth_client": client_id})
+    assert str(execution.pk)[:8] in listed.content.decode()
+    assert (
+        admin.get("/admin/executions/execution/", {"oauth_client": "someone-else"})
+        .content.decode()
+        .count(str(execution.pk)[:8])
+        == 0
+    )
+    page = admin.get(f"/admin/executions/execution/{execution.pk}/change/").content.decode()
+    assert client_id in page and "Desk Assistant" in page
+
+
+def test_a_token_for_the_rest_api_discovers_and_calls_there_and_nothing_else(world, person):
+    base = world.url.rsplit("/mcp", 1)[0]
+    client = register(base)
+    alice = Person(base, person.username)
+    page, verifier = alice.authorize(client["client_id"], base + "/api/v1")
+    assert "REST API" in unescape(page.text)
+    granted = redirected(alice.allow(page))
+    access = exchange(base, client["client_id"], granted, verifier).json()["access_token"]
+    api = httpx.Client(
+        base_url=base + "/api/v1", headers={"Authorization": f"Bearer {access}"}, timeout=30
+    )
+    listed = api.get("/registry/me").json()["name_map"].values()
+    names = {entry["tool_name"] for entry in listed}
+    assert {"alpha", "bravo", "charlie"} <= names
+    called = api.post(
+        "/executions", json={"tool": "alpha", "input_data": {"path": "r"}, "wait": True}
+    )
+    assert called.status_code in (200, 202), called.text
+    assert called.json()["oauth_client_id"] == client["client_id"]
+    assert api.get(f"/executions/{called.json()['id']}").status_code == 200
+    refused = api.get("/agents")
+    assert refused.status_code == 403
+    assert "OAuth token" in refused.json()["error"]["message"]
+    at_mcp, _ = rpc(world.url, access, "tools/list")
+    assert at_mcp.status_code == 401  # a token for the REST API is not one for /mcp
