@@ -332,6 +332,41 @@ def profile(args) -> None:
     print(f"\nrows run in-process that did not succeed: {len(failed)}")
 
 
+def oauth_token(args) -> None:
+    """A person in the bench role, an OAuth client and an access token acting for that person
+    at ``--resource`` (the MCP endpoint): what the consent page and the token endpoint would
+    leave behind, made directly so the bench measures the calls, not a browser.
+    Prints one JSON line: {"token"}."""
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.utils import timezone
+    from oauth2_provider.models import AccessToken, Application, set_token_value
+
+    from registry.oauth.tokens import access_token
+
+    person = get_user_model().objects.create_user(username="bench-person", password=None)
+    person.groups.add(Group.objects.get(name="bench-callers"))
+    client = Application.objects.create(
+        name="bench client",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://127.0.0.1/callback",
+    )
+    token = AccessToken(
+        user=person,
+        application=client,
+        expires=timezone.now() + timedelta(hours=6),
+        scope="tools:read tools:call",
+        resource=[args.resource],
+    )
+    raw = access_token(None)
+    set_token_value(token, raw)
+    token.save()
+    print(json.dumps({"token": raw}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -342,8 +377,10 @@ def main() -> None:
     profile_parser.add_argument("--token", required=True)
     profile_parser.add_argument("--calls", type=int, default=300)
     profile_parser.add_argument("--top", type=int, default=30)
+    oauth_parser = sub.add_parser("oauth_token")
+    oauth_parser.add_argument("--resource", required=True)
     args = parser.parse_args()
-    {"seed": seed, "profile": profile}[args.command](args)
+    {"seed": seed, "profile": profile, "oauth_token": oauth_token}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ EXECUTION_COLUMNS = [
     Column("client_name", "client_name"),
     Column("client_version", "client_version"),
     Column("protocol_version", "protocol_version"),
+    Column("oauth_client_id", "oauth_client_id"),
+    Column("oauth_client_name", "oauth_client_name"),
     Column("trace_id", "trace_id"),
     Column("created_at", "created_at"),
     Column("started_at", "started_at"),

@@ -247,6 +247,12 @@ class Execution(models.Model):
                 condition=models.Q(cached_from__isnull=False),
             ),
             models.Index(fields=["request_id"], name="exec_request_idx"),
+            # "Every call client C made for anyone": only OAuth calls write an entry.
+            models.Index(
+                fields=["oauth_client_id", "-created_at"],
+                name="exec_oauth_client_idx",
+                condition=~models.Q(oauth_client_id=""),
+            ),
             # Only calls admitted with traces on have one: the others write no entry.
             models.Index(
                 fields=["trace_id"], name="exec_trace_idx", condition=~models.Q(trace_id="")

@@ -13,7 +13,7 @@ from rest_framework import authentication, exceptions
 
 from registry import authorization, snapshot
 from registry.models.tokens import ApiToken, hash_token
-from registry.oauth import delegation
+from registry.oauth import delegation, resources
 from registry.oauth.tokens import ACCESS_PREFIX
 
 # last_used_at is refreshed at most this often, so authentication does not
@@ -84,19 +84,32 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "The token contains invalid characters."
             ) from None
-        return self.authenticate_token(raw)
+        user, credentials = self.authenticate_token(raw)
+        if credentials.delegation is not None:
+            self._check_delegation(request, credentials.delegation)
+        return user, credentials
 
-    def authenticate_token(self, raw: str, *, delegated: bool = False):
+    @staticmethod
+    def _check_delegation(request, found) -> None:
+        """An OAuth token at the REST API: for this API (its resource), and a request its
+        scopes cover (``registry.oauth.delegation.REST_SCOPES``)."""
+        here = request.build_absolute_uri("/" + resources.REST_PATH.strip("/"))
+        if not found.is_for(here):
+            raise exceptions.AuthenticationFailed(
+                f"This token is for {found.resource}, not {here} (RFC 8707)."
+            )
+        match = getattr(request._request, "resolver_match", None)
+        refusal = delegation.rest_refusal(found, request.method, match and match.url_name)
+        if refusal:
+            raise exceptions.PermissionDenied(refusal)
+
+    def authenticate_token(self, raw: str):
         """``(user, TokenCredentials)`` for a raw token, or AuthenticationFailed saying why.
 
-        ``delegated``: the caller (the MCP endpoint) also takes OAuth access tokens, and
-        checks their resource and scopes (``TokenCredentials.delegation``)."""
+        An OAuth access token's resource and scopes are the caller's to check against the
+        request (``TokenCredentials.delegation``): the REST API here, the MCP endpoint in
+        its gate."""
         if raw.startswith(ACCESS_PREFIX):
-            if not delegated:
-                raise exceptions.AuthenticationFailed(
-                    "This is an OAuth access token for the MCP endpoint; the REST API takes "
-                    "an agent token (th_…)."
-                )
             return self.authenticate_delegation(raw)
         token_hash = hash_token(raw)
         entries = snapshot.current()

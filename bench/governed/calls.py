@@ -30,6 +30,10 @@ class Calls:
         self.tool_id = seed["tool_id"]
         self.tool_name = seed["tool_name"]
         self.headers = {"Authorization": f"Bearer {seed['token']}"}
+        # --oauth: an OAuth access token acting for a person (bench_django.py oauth_token).
+        self.oauth_headers = (
+            {"Authorization": f"Bearer {seed['oauth_token']}"} if seed.get("oauth_token") else None
+        )
         self.read_path: list[str] = []  # one finished execution's URL, set after the warm-up
 
     # clients -------------------------------------------------------------------------------
@@ -43,6 +47,10 @@ class Calls:
         headers = {**self.headers, "Accept": "application/json, text/event-stream"}
         return httpx.Client(base_url=self.base, headers=headers, timeout=60, trust_env=False)
 
+    def mcp_oauth_client(self) -> httpx.Client:
+        headers = {**self.oauth_headers, "Accept": "application/json, text/event-stream"}
+        return httpx.Client(base_url=self.base, headers=headers, timeout=60, trust_env=False)
+
     def modes(self, mcp: bool, floor: bool) -> list[tuple[str, object, object]]:
         """(kind, client factory, call) of each mode measured, in order."""
         modes = [
@@ -51,6 +59,8 @@ class Calls:
         ]
         if mcp:
             modes += [("mcp", self.mcp_client, self.mcp)]
+        if mcp and self.oauth_headers:
+            modes += [("mcp_oauth", self.mcp_oauth_client, self.mcp)]
         if floor:
             modes += [
                 ("noop", self.governed_client, self.noop),

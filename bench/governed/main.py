@@ -20,6 +20,7 @@ from governed.report import machine, report, results_json, source_label
 from governed.stack import (
     PY,
     migrate_and_seed,
+    oauth_token,
     run_profile,
     start_celery,
     start_upstream,
@@ -86,6 +87,8 @@ class Run:
             self.ok = code == 0
             return code
         web, port, base = start_web(self.procs, self.launch, self.env, args)
+        if args.oauth:
+            seed["oauth_token"] = oauth_token(self.launch, self.env, self.src, base + "/mcp")
         groups = {"gunicorn": web.pid, "celery": celery.pid, "upstream": upstream.pid}
         self.pg_stats = PgStats(self.target.database)
         calls = Calls(base, upstream_url, seed)
@@ -118,6 +121,10 @@ class Run:
                 calls.direct(client, x)
         if self.args.mcp:
             with calls.mcp_client() as client:
+                for x in range(warmup):
+                    calls.mcp(client, x)
+        if calls.oauth_headers:
+            with calls.mcp_oauth_client() as client:
                 for x in range(warmup):
                     calls.mcp(client, x)
 
@@ -165,7 +172,12 @@ class Run:
     def _finish(self, results: list[RunResult], phases: dict, capacity) -> int:
         """Every measured governed call's row is final and succeeded; print (and write) the report."""
         time.sleep(0.5)
-        ids = [r[0] for res in results if res.kind in ("governed", "mcp") for r in res.records]
+        ids = [
+            r[0]
+            for res in results
+            if res.kind in ("governed", "mcp", "mcp_oauth")
+            for r in res.records
+        ]
         rows = verify_rows(ids, self.target.database)
         meta = {
             "machine": machine(self.target),

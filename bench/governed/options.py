@@ -72,6 +72,12 @@ def parse_args() -> argparse.Namespace:
         help="also MCP tools/call through /mcp (serves toolhub.asgi with uvicorn workers: "
         "REST and MCP on the same ASGI server)",
     )
+    parser.add_argument(
+        "--oauth",
+        action="store_true",
+        help="with --mcp: also MCP tools/call with an OAuth access token acting for a person "
+        "(mode mcp_oauth), against the static agent token's (mode mcp)",
+    )
     parser.add_argument("--profile-calls", type=int, default=300)
     parser.add_argument(
         "--ref",

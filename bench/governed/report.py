@@ -86,6 +86,13 @@ def _comparisons(results: list[RunResult]) -> list[str]:
                 f"MCP rps / direct rps = {m.rps / d.rps:.4f}; MCP rps / REST rps = "
                 f"{m.rps / g.rps:.2f}"
             )
+        o = by.get(("mcp_oauth", c))
+        if o and m:
+            lines.append(
+                f"- c={c}: MCP with an OAuth token (for a person) p50 - with the agent's static "
+                f"token p50 = {fmt(o.pct(50) - m.pct(50))} ms; rps OAuth / static = "
+                f"{o.rps / m.rps:.2f}"
+            )
         for kind, what in (
             ("noop", "GET /healthz (Django, no database)"),
             ("read", "GET one execution (DRF, token auth, one row)"),

@@ -67,6 +67,14 @@ def migrate_and_seed(launch: list[str], env: dict[str, str], src: Path, upstream
     return json.loads(out.strip().splitlines()[-1])
 
 
+def oauth_token(launch: list[str], env: dict[str, str], src: Path, resource: str) -> str:
+    """An OAuth access token for a person at ``resource`` (bench_django.py oauth_token)."""
+    out = run_checked(
+        [*launch, str(BENCH / "bench_django.py"), "oauth_token", "--resource", resource], env, src
+    )
+    return json.loads(out.strip().splitlines()[-1])["token"]
+
+
 def start_celery(procs: Processes, launch: list[str], env: dict[str, str], args):
     cmd = [
         *launch,

@@ -120,6 +120,17 @@ class PrincipalFilter(InputFilter):
         return queryset.filter(principals, principal_name=value)
 
 
+class OAuthClientFilter(InputFilter):
+    """Calls an OAuth client made for a person, by the client's id (exec_oauth_client_idx)."""
+
+    title = "OAuth client"
+    parameter_name = "oauth_client"
+    placeholder = "client id"
+
+    def filter(self, queryset, value):
+        return queryset.filter(oauth_client_id=value)
+
+
 def executions_changelist_url(**params) -> str:
     return reverse("admin:executions_execution_changelist") + "?" + urlencode(params)
 
@@ -148,6 +159,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         AgentFilter,
         RoleFilter,
         PrincipalFilter,
+        OAuthClientFilter,
         integrity_filter(EXECUTION_TARGET),
     ]
     # Exact matches only (see get_search_results): the primary key, exec_request_idx and
@@ -197,6 +209,8 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         "client_name",
         "client_version",
         "protocol_version",
+        "oauth_client_id",
+        "oauth_client_name",
         "worker",
         "audit_link",
     ]

@@ -19,6 +19,8 @@ from executions.services import idempotency
 from executions.services.pipeline import execution_cancel, execution_submit
 from registry.api.base import BaseAPIView
 from registry.authentication import registry_entries
+from registry.oauth.delegation import recorded_client
+from toolhub import context
 from toolhub.api.openapi.errors import errors
 from toolhub.api.openapi.pages import page_parameters, paginated
 from toolhub.api.pagination import CursorPagination
@@ -157,15 +159,16 @@ class ExecutionListView(BaseAPIView):
         if held.replay is not None:
             return self._replay(request, held.replay)
         try:
-            submitted = execution_submit(
-                user=request.user,
-                tool_ref=values.get("tool_id") or values.get("tool"),
-                arguments=values.get("input_data"),
-                wait=values.get("wait"),
-                role_ref=values.get("role_id") or values.get("role"),
-                registry=registry_entries(request),
-                on_admitted=held.admitted,
-            )
+            with context.amend(**recorded_client(getattr(request.auth, "delegation", None))):
+                submitted = execution_submit(
+                    user=request.user,
+                    tool_ref=values.get("tool_id") or values.get("tool"),
+                    arguments=values.get("input_data"),
+                    wait=values.get("wait"),
+                    role_ref=values.get("role_id") or values.get("role"),
+                    registry=registry_entries(request),
+                    on_admitted=held.admitted,
+                )
         finally:
             idempotency.release(held)  # refused: the key is free for the corrected call
         execution, quota = submitted.execution, submitted.quota

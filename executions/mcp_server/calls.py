@@ -27,6 +27,7 @@ from executions.mcp_server.sessions import McpRequest
 from executions.models import Approval, EntryPoint, Execution
 from executions.services.pipeline import execution_cancel, execution_submit
 from registry import authorization, formats, selectors
+from registry.oauth.delegation import recorded_client
 from registry.schema import tool_output_schema
 from toolhub import context
 from toolhub.db import pool
@@ -78,16 +79,10 @@ def bound(request: McpRequest, protocol_version: str):
         context.amend(
             entry_point=EntryPoint.MCP,
             **request.client(protocol_version),
-            **_oauth_client(request.delegation),
+            **recorded_client(request.delegation),
         ),
     ):
         yield
-
-
-def _oauth_client(delegation) -> dict[str, str]:
-    if delegation is None:
-        return {}
-    return {"oauth_client_id": delegation.client_id, "oauth_client_name": delegation.client_name}
 
 
 @dataclass(frozen=True)

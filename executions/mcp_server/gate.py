@@ -67,7 +67,7 @@ def unauthorized(scope, headers, message: str, *, presented: bool) -> Refused:
 
 
 def authenticate(raw: str):
-    return BearerTokenAuthentication().authenticate_token(raw, delegated=True)
+    return BearerTokenAuthentication().authenticate_token(raw)
 
 
 # What an OAuth token's scopes must hold for a method (registry.oauth: the person's rights

@@ -12,6 +12,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from oauth2_provider import admin as oauth_admin
 
+from registry import authorization
 from registry.admin.mixins import GuardedChangeListMixin
 from registry.models import Agent, Consent
 from registry.oauth.validator import redirect_refusal
@@ -21,17 +22,18 @@ from registry.services.consents import consent_revoke
 
 
 class PlatformAdminsOnly(GuardedChangeListMixin):
-    """Visible and writable to platform admins only (``oauth_client.write``); its list's
-    filters apply or are refused, as every changelist's."""
+    """Written by platform admins only (``oauth_client.write``), seen by them and by
+    reviewers (who acted for whom is evidence); its list's filters apply or are refused,
+    as every changelist's."""
 
     def _allowed(self, request) -> bool:
         return policy_allows(actor=request.user, action="oauth_client.write")
 
     def has_module_permission(self, request):
-        return self._allowed(request)
+        return self.has_view_permission(request)
 
     def has_view_permission(self, request, obj=None):
-        return self._allowed(request)
+        return self._allowed(request) or authorization.is_reviewer(request.user)
 
     def has_change_permission(self, request, obj=None):
         return self._allowed(request) and super().has_change_permission(request, obj)
@@ -122,7 +124,15 @@ class IDTokenAdmin(PlatformAdminsOnly, oauth_admin.IDTokenAdmin):
 
 @admin.register(Consent)
 class ConsentAdmin(PlatformAdminsOnly, admin.ModelAdmin):
-    list_display = ("person", "client", "resource", "scopes", "granted_at", "revoked_at")
+    list_display = (
+        "person",
+        "client",
+        "resource",
+        "scopes",
+        "granted_at",
+        "last_used_at",
+        "revoked_at",
+    )
     list_filter = ("revoked_at", "client")
     search_fields = ("person__username", "client__name", "client__client_id", "resource")
     list_select_related = ("person", "client")

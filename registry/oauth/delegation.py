@@ -44,6 +44,44 @@ class Delegation:
         return resources.normalized(resource) == self.resource
 
 
+# What an OAuth token may do at the REST API (resource <origin>/api/v1), by (method, URL
+# name): discover and call tools, and follow its own calls. Everything else (governance,
+# agents, audit) takes an agent's token or a person's session.
+REST_SCOPES = {
+    ("GET", "registry-me"): "tools:read",
+    ("GET", "tool-list"): "tools:read",
+    ("GET", "tool-detail"): "tools:read",
+    ("GET", "tool-schema"): "tools:read",
+    ("GET", "toolset-list"): "tools:read",
+    ("GET", "toolset-detail"): "tools:read",
+    ("POST", "execution-list"): "tools:call",
+    ("GET", "execution-list"): "tools:call",
+    ("GET", "execution-detail"): "tools:call",
+    ("GET", "execution-output"): "tools:call",
+    ("POST", "execution-cancel"): "tools:call",
+}
+
+
+def rest_refusal(delegation: Delegation, method: str, url_name: str | None) -> str | None:
+    """Why ``delegation`` may not make this REST request, or None."""
+    needed = REST_SCOPES.get((method, url_name or ""))
+    if needed is None:
+        return (
+            "An OAuth token may discover and call tools and follow its calls; this endpoint "
+            "takes an agent token or a person's session."
+        )
+    if not delegation.allows(needed):
+        return f"The person this client acts for did not give it '{needed}'."
+    return None
+
+
+def recorded_client(delegation: Delegation | None) -> dict[str, str]:
+    """What a call's record says of the OAuth client it came through (``toolhub.context``)."""
+    if delegation is None:
+        return {}
+    return {"oauth_client_id": delegation.client_id, "oauth_client_name": delegation.client_name}
+
+
 def _checksum(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 

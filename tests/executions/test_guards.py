@@ -17,6 +17,7 @@ from executions.guards import guard_registry
 from executions.models import Approval, Execution
 from executions.python_tools import registry as tool_registry
 from executions.services.approvals import approval_decide
+from executions.services.execution_audit import CONTENT_VERSION
 from registry.models import AuditEvent
 from registry.services import agents as agent_services
 from registry.services import grants as grant_services
@@ -434,7 +435,7 @@ def test_decisions_are_in_the_audit_chain_and_the_chain_verifies(world):
     answer = fetch_text(world, "mail bob@example.net")
     event = AuditEvent.objects.get(action="execution.succeeded", target_id=answer["id"])
     assert event.after["guard_decisions"] == answer["guard_decisions"]
-    assert event.after["content_version"] == 4
+    assert event.after["content_version"] == CONTENT_VERSION
     assert "bob@example.net" not in json.dumps(event.after)
     report = audit_verify()
     assert report.ok, report.problem

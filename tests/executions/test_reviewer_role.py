@@ -12,20 +12,31 @@ import json
 from datetime import timedelta
 
 import pytest
+from allauth.socialaccount.models import SocialAccount
 from django.contrib import admin
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from oauth2_provider.models import (
+    AccessToken,
+    Application,
+    Grant,
+    IDToken,
+    RefreshToken,
+    set_token_value,
+)
 
 from executions.models import Approval, Execution
 from registry.models import (
     Agent,
     ApiToken,
     AuditEvent,
+    Consent,
     Guard,
     MCPServer,
     RateLimitRule,
+    SsoGroupMapping,
     Tool,
     Toolset,
 )
@@ -37,6 +48,7 @@ from registry.services import mcp as mcp_services
 from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
+from registry.sso.config import PROVIDER_ID
 from tests.conftest import make_role, token_client
 from tests.factories import make_token, make_user
 
@@ -46,8 +58,57 @@ CANARY = "canary-reviewer-secret-3b9d"
 MCP_CANARY = "canary-reviewer-mcp-4c0e"
 
 
+def oauth_and_sso_rows(person, role, settings) -> dict:
+    """A row of each OAuth and single sign-on admin page (SSO switched on, as its pages show
+    only then)."""
+    settings.TOOLHUB_SSO_ISSUER = "https://idp.example.com"
+    settings.TOOLHUB_SSO_CLIENT_ID = "toolhub"
+    settings.TOOLHUB_SSO_CLIENT_SECRET = "reviewer-test-secret"
+    client = Application.objects.create(
+        name="reviewed client",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://127.0.0.1/cb",
+    )
+    expires = timezone.now() + timedelta(hours=1)
+    access = AccessToken(user=person, application=client, expires=expires, scope="tools:read")
+    set_token_value(access, "tho_reviewed-access")
+    access.save()
+    refresh = RefreshToken(user=person, application=client, access_token=access)
+    set_token_value(refresh, "thr_reviewed-refresh")
+    refresh.save()
+    grant = Grant.objects.create(
+        user=person,
+        application=client,
+        code="reviewed-code",
+        expires=expires,
+        redirect_uri="http://127.0.0.1/cb",
+        scope="tools:read",
+        code_challenge="c" * 43,
+        code_challenge_method="S256",
+    )
+    id_token = IDToken.objects.create(user=person, application=client, expires=expires)
+    consent = Consent.objects.create(
+        person=person, client=client, resource="http://testserver/mcp", scopes=["tools:read"]
+    )
+    mapping = SsoGroupMapping.objects.create(idp_group="reviewed", role=role)
+    identity = SocialAccount.objects.create(
+        user=person, provider=PROVIDER_ID, uid="https://idp.example.com#reviewed"
+    )
+    return {
+        "oauth2_provider.application": client.pk,
+        "oauth2_provider.accesstoken": access.pk,
+        "oauth2_provider.refreshtoken": refresh.pk,
+        "oauth2_provider.grant": grant.pk,
+        "oauth2_provider.idtoken": id_token.pk,
+        "registry.consent": consent.pk,
+        "registry.ssogroupmapping": mapping.pk,
+        "socialaccount.socialaccount": identity.pk,
+    }
+
+
 @pytest.fixture
-def world(reviewer_user, owner):
+def world(reviewer_user, owner, settings):
     readers = role_services.role_create(actor=None, name="readers")
     tool = tool_services.tool_create(
         actor=None,
@@ -106,6 +167,7 @@ def world(reviewer_user, owner):
         output_data={"ok": True},
     )
     return {
+        **oauth_and_sso_rows(owner, readers, settings),
         "owner": owner,
         "role": readers,
         "tool": tool,
@@ -145,6 +207,7 @@ def objects_by_model(world, reviewer_user) -> dict:
         "registry.tool": world["tool"].pk,
         "executions.execution": world["done"].pk,
         "executions.approval": world["approval"].pk,
+        **{label: pk for label, pk in world.items() if "." in label},
     }
 
 

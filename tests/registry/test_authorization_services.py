@@ -27,17 +27,30 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from oauth2_provider.models import Application
 
 import registry.services
-from registry.models import Agent, ApiToken, Guard, RateLimitRule, Tool, ToolGrant, Toolset
+from registry.models import (
+    Agent,
+    ApiToken,
+    Consent,
+    Guard,
+    RateLimitRule,
+    SsoGroupMapping,
+    Tool,
+    ToolGrant,
+    Toolset,
+)
 from registry.models.mcp import MCPServer
 from registry.services import agents as agent_services
+from registry.services import consents as consent_services
 from registry.services import grants as grant_services
 from registry.services import guards as guard_services
 from registry.services import limits as limit_services
 from registry.services import mcp as mcp_services
 from registry.services import pinning, standard_roles
 from registry.services import roles as role_services
+from registry.services import sso as sso_services
 from registry.services import tokens as token_services
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
@@ -101,6 +114,11 @@ token_revoke.own_agent                 403  403  403  403  403   ok   ok   ok   
 token_issue.other_agent                403  403  403  403  403   ok   ok  403   ok
 token_revoke.other_agent               403  403  403  403  403   ok   ok  403   ok
 token_issue.person                     403  403  403  403  403   ok   ok  403   ok
+consent_revoke.owners                  403  403  403  403  403   ok   ok   ok   ok
+consent_revoke.someone_elses           403  403  403  403  403   ok   ok  403   ok
+sso_mapping_create                     403  403  403  403  403   ok   ok  403   ok
+sso_mapping_update                     403  403  403  403  403   ok   ok  403   ok
+sso_mapping_delete                     403  403  403  403  403   ok   ok  403   ok
 """
 
 
@@ -125,10 +143,22 @@ def services_world(governed_world):
         actor=None, tool=u, scope="agent", max_requests=10, time_window_seconds=60
     )
     guard_services.guard_create(actor=None, tool=u, name="svc-guard", kind="pii", action="redact")
-    other = agent_services.agent_create(actor=None, name="agent-oa", owner=make_user("owner-otto"))
+    otto = make_user("owner-otto")
+    other = agent_services.agent_create(actor=None, name="agent-oa", owner=otto)
     make_token(other.user)
     users = {**governed_world["users"], "ownr": governed_world["agents"]["read"].owner}
-    return {**governed_world, "U": u, "PY": py, "OA": other, "users": users}
+    client = Application.objects.create(
+        name="svc client",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://127.0.0.1/cb",
+    )
+    for person in (users["ownr"], otto):
+        consent_services.consent_give(
+            person=person, client=client, resource="http://testserver/mcp", scopes=["tools:call"]
+        )
+    sso_services.sso_mapping_create(actor=None, idp_group="svc", role=roles["readers"])
+    return {**governed_world, "U": u, "PY": py, "OA": other, "users": users, "otto": otto}
 
 
 def _u(w):
@@ -293,6 +323,22 @@ WRITES = {
         actor=a, token=_token_of(w, "OA")
     ),
     "token_issue.person": lambda w, a: token_services.token_issue(actor=a, user=w["users"]["ownr"]),
+    # A consent is its person's to withdraw (and any platform admin's).
+    "consent_revoke.owners": lambda w, a: consent_services.consent_revoke(
+        actor=a, consent=Consent.objects.get(person=w["users"]["ownr"])
+    ),
+    "consent_revoke.someone_elses": lambda w, a: consent_services.consent_revoke(
+        actor=a, consent=Consent.objects.get(person=w["otto"])
+    ),
+    "sso_mapping_create": lambda w, a: sso_services.sso_mapping_create(
+        actor=a, idp_group="svc-new", role=_role(w, "readers")
+    ),
+    "sso_mapping_update": lambda w, a: sso_services.sso_mapping_update(
+        actor=a, mapping=SsoGroupMapping.objects.get(idp_group="svc"), data={"makes_staff": True}
+    ),
+    "sso_mapping_delete": lambda w, a: sso_services.sso_mapping_delete(
+        actor=a, mapping=SsoGroupMapping.objects.get(idp_group="svc")
+    ),
 }
 
 
