@@ -224,6 +224,39 @@ def test_a_web_process_names_its_connections_as_the_web_process(serve, callers):
         assert 0 < counter.count() <= DOCUMENTED_WEB_BOUND
 
 
+@pytest.mark.parametrize("surface", ["rest", "mcp"])
+def test_connections_whose_backends_ended_while_pooled_are_replaced_before_use(
+    serve, callers, surface
+):
+    """As after a database restart: every pooled connection's server end is gone (the
+    backends terminated, and out of pg_stat_activity). The next calls are answered by
+    fresh connections, not refused: the pool lends no connection whose socket has read
+    its server's goodbye without checking it first."""
+    port = serve(DATABASE_URL=f"{_database_url()}?application_name={SERVER_NAME}")
+    token = callers["token"]
+
+    def call():
+        if surface == "rest":
+            return _rest_call(port, token, "slow_echo")[0]
+        status, _, text = _mcp(port, token, "tools/call", {"name": "slow_echo", "arguments": {}})
+        results = [m.get("result", {}) for m in _mcp_messages(text)]
+        return status if results and not results[-1].get("isError") else text
+
+    with ThreadPoolExecutor(max_workers=4) as pool:  # several connections in the pool
+        assert set(pool.map(lambda _: call(), range(8))) == {200}
+    with BackendCounter() as counter:
+        before = counter.count()
+        assert before >= 1
+        _sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            SERVER_NAME,
+        )
+        wait_for(lambda: counter.count() == 0, timeout=10)
+    for _ in range(before + 2):  # more calls than there were dead connections
+        assert call() == 200
+
+
 # --------------------------------------------------------------------------- refusals
 
 

@@ -70,6 +70,20 @@ def authenticate(raw: str):
     return BearerTokenAuthentication().authenticate_token(raw)
 
 
+def lookups(raw: str, toolset: str | None, session_id: str | None):
+    """What the gate reads before the body, in one worker-thread step (each step costs a
+    thread hand-off and a connection borrow): the token's user and credentials, whether
+    the toolset is active, and the 2025 session the request names (None: unknown, or
+    another token's). Raises ``AuthenticationFailed``."""
+    user, credentials = authenticate(raw)
+    holder = (credentials.delegation or credentials.token).token_hash
+    if toolset is not None and selectors.toolset_active(toolset) is None:
+        return user, credentials, False, None
+    if session_id is None:
+        return user, credentials, True, None
+    return user, credentials, True, sessions.session_find(session_id[:64], holder)
+
+
 # What an OAuth token's scopes must hold for a method (registry.oauth: the person's rights
 # narrowed to what they consented to); methods not listed need no scope.
 _SCOPE_OF_METHOD = {"tools/list": "tools:read", "tools/call": "tools:call"}
@@ -184,7 +198,7 @@ class Gate:
             raise Refused(503, {"error": "not_started", "message": "ASGI lifespan not run."})
         if scope["method"] not in ("POST", "GET", "DELETE"):
             raise Refused(405, {"error": "method_not_allowed"}, {"Allow": "GET, POST, DELETE"})
-        request = await self.authenticated(scope, headers, request_id, match["slug"])
+        request, found = await self.authenticated(scope, headers, request_id, match["slug"])
         body = b""
         if scope["method"] == "POST":
             length = headers.get("content-length", "")
@@ -192,7 +206,7 @@ class Gate:
             if length.isdigit() and int(length) > limit:
                 raise Refused(413, {"error": "too_large", "message": f"Body over {limit} bytes."})
             body = await read_body(receive, limit, settings.TOOLHUB_MCP_BODY_TIMEOUT)
-        await self.with_session(request, headers)
+        self.with_session(request, headers, found)
         if scope["method"] == "DELETE":
             if request.session is None:
                 raise Refused(405, {"error": "no_session"}, {"Allow": "GET, POST"})
@@ -225,12 +239,16 @@ class Gate:
         except streams.Full as full:
             raise too_many_streams(full, message) from None
 
-    async def authenticated(self, scope, headers, request_id, toolset) -> sessions.McpRequest:
+    async def authenticated(self, scope, headers, request_id, toolset):
+        """The request's caller (401 with the resource metadata when none), its toolset
+        (404 when not active) and the 2025 session its header names (``with_session``)."""
         scheme, _, raw = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not raw.strip():
             raise unauthorized(scope, headers, "An agent token is required.", presented=False)
         try:
-            user, credentials = await calls.in_thread(authenticate, raw.strip())
+            user, credentials, toolset_active, found = await calls.in_thread(
+                lookups, raw.strip(), toolset, headers.get("mcp-session-id")
+            )
         except AuthenticationFailed as exc:
             raise unauthorized(scope, headers, str(exc.detail), presented=True) from None
         delegation = credentials.delegation
@@ -239,10 +257,10 @@ class Gate:
             if not delegation.is_for(resource):
                 message = f"This token is for {delegation.resource}, not {resource} (RFC 8707)."
                 raise unauthorized(scope, headers, message, presented=True)
-        if toolset is not None and await calls.in_thread(selectors.toolset_active, toolset) is None:
+        if not toolset_active:
             raise Refused(404, {"error": "not_found", "message": "No such toolset."})
         client = scope.get("client")
-        return sessions.McpRequest(
+        request = sessions.McpRequest(
             user=user,
             registry=credentials.registry,
             token_hash=(delegation or credentials.token).token_hash,
@@ -252,12 +270,13 @@ class Gate:
             base_url=base_url(scope, headers),
             toolset=toolset,
         )
+        return request, found
 
-    async def with_session(self, request: sessions.McpRequest, headers) -> None:
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
+    @staticmethod
+    def with_session(request: sessions.McpRequest, headers, found) -> None:
+        """The session the request's ``Mcp-Session-Id`` names (``lookups`` found it)."""
+        if headers.get("mcp-session-id") is None:
             return
-        found = await calls.in_thread(sessions.session_find, session_id[:64], request.token_hash)
         if found is None:  # the client starts a new session (the spec's answer: 404)
             raise Refused(
                 404,

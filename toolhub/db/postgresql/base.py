@@ -9,9 +9,11 @@ connection works just as well, and the value it returns is handed to the first
 ``snapshot.generation()`` of the same request instead of being read again.
 
 With the connection pool (``toolhub.db.pool``, decision 0008) every request borrows
-its connection, so the check runs when the pool lends one (the pool's own check,
-an empty query, is off): a connection that died while pooled is dropped and
-another lent, and the value read is handed on the same way.
+its connection, and every MCP step and the end of a call borrow again: a lent
+connection whose socket has something to read (its server ended it, or spoke
+unasked) is checked by the generation read and dropped if that fails, another
+lent; a quiet one is used as it is, with no round trip (the pool's own check, an
+empty query, is off). The generation is then read when the request needs it.
 
 The value is used only when the check runs for that very read (the request's
 first database use): a check that ran for an earlier query may predate the
@@ -38,6 +40,7 @@ writes) and docs/decisions/0002-generation-health-check.md (the health check).
 from __future__ import annotations
 
 import re
+import select
 
 import psycopg
 from django.conf import settings
@@ -105,16 +108,34 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return self._prepare_cursor(RawBindingCursor(self.connection))
 
     def connect(self):
-        """With a pool, a lent connection is checked by the generation read: one that
-        died while pooled (a database restart) is dropped and another lent."""
+        """With a pool, a lent connection is checked before use: one that died while pooled
+        (a database restart, a terminated backend) is dropped and another lent.
+
+        The check costs no round trip when the connection is quiet: an idle connection has
+        nothing to read unless its server ended it (the server's goodbye, then the end of
+        the stream) or sent something unasked (a notice). Only then is it asked, by the
+        generation read, and dropped if that fails (decision 0002)."""
         super().connect()
         if self.pool is None or self.in_atomic_block:
             return
         for _ in range(self.pool.max_size):
+            if self._quiet():
+                return
             self._read_generation_or_close()
             if self.connection is not None:
                 return
             super().connect()  # after max_size dead ones, the pool opens a new one
+
+    def _quiet(self) -> bool:
+        """Whether the lent connection is open with nothing waiting to be read."""
+        conn = self.connection
+        if conn is None or conn.closed or conn.pgconn.status != psycopg.pq.ConnStatus.OK:
+            return False
+        try:
+            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
 
     def close_if_health_check_failed(self):
         if self.connection is None or not self.health_check_enabled or self.health_check_done:
