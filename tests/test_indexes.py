@@ -23,6 +23,7 @@ EXECUTION_INDEXES = {
     "exec_cached_from_idx",
     "exec_request_idx",
     "exec_trace_idx",  # partial: only calls that carry a trace id (OpenTelemetry on)
+    "exec_oauth_client_idx",  # partial: only calls an OAuth client made
 }
 AUDIT_INDEXES = {
     "registry_auditevent_pkey",
@@ -60,6 +61,7 @@ def test_execution_indexes():
     # Rare columns: only the calls that have a value write an entry.
     assert found["exec_role_time_idx"].endswith("WHERE (role_id IS NOT NULL)")
     assert found["exec_cached_from_idx"].endswith("WHERE (cached_from_id IS NOT NULL)")
+    assert "WHERE (NOT ((oauth_client_id)::text = ''::text))" in found["exec_oauth_client_idx"]
 
 
 def test_audit_indexes():

@@ -103,18 +103,18 @@ class ToolHubOAuth2Validator(OAuth2Validator):
         return super().validate_redirect_uri(client_id, redirect_uri, request, *args, **kwargs)
 
     def validate_grant_type(self, client_id, grant_type, client, request, *args, **kwargs):
-        if grant_type == "client_credentials" and client_agent(client) is None:
-            return False  # only a client an admin made for an (active) agent
-        return super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs)
-
-    def _save_bearer_token(self, token, request, *args, **kwargs):
-        if request.grant_type == "client_credentials":
-            try:
+        if grant_type == "client_credentials":
+            if client_agent(client) is None:
+                return False  # only a client an admin made for an (active) agent
+            try:  # checked with the request, so a refusal is the token endpoint's answer
                 request.resource = [resources.single(self._requested_resources(request))]
             except resources.ResourceError as exc:
                 raise errors.CustomOAuth2Error(
                     error="invalid_target", description=str(exc), request=request
                 ) from None
+        return super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs)
+
+    def _save_bearer_token(self, token, request, *args, **kwargs):
         super()._save_bearer_token(token, request, *args, **kwargs)
         person = request.user
         if request.grant_type == "client_credentials":

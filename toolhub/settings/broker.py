@@ -88,6 +88,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "executions.expire_approvals",
         "schedule": env_int("TOOLHUB_APPROVAL_EXPIRY_INTERVAL", 60, minimum=5),
     },
+    "clear-expired-oauth-tokens": {
+        "task": "registry.clear_expired_oauth_tokens",
+        "schedule": env_int("TOOLHUB_OAUTH_CLEAR_INTERVAL", 3600, minimum=60),
+    },
     # Each MCP server has its own interval (sync_interval_minutes); this says how often
     # beat looks for servers that are due.
     "resync-mcp-servers": {

@@ -15,6 +15,7 @@ import anyio
 import httpx
 import pytest
 from django.db import close_old_connections
+from oauth2_provider.models import Application
 
 from executions.models import Approval, Execution
 from executions.services.approvals import approval_decide
@@ -395,3 +396,65 @@ def test_a_token_for_the_rest_api_discovers_and_calls_there_and_nothing_else(wor
     assert "OAuth token" in refused.json()["error"]["message"]
     at_mcp, _ = rpc(world.url, access, "tools/list")
     assert at_mcp.status_code == 401  # a token for the REST API is not one for /mcp
+
+
+def _confidential_client(user, secret: str) -> Application:
+    return Application.objects.create(
+        name="Nightly batch",
+        user=user,
+        client_type=Application.CLIENT_CONFIDENTIAL,
+        authorization_grant_type=Application.GRANT_CLIENT_CREDENTIALS,
+        client_secret=secret,
+    )
+
+
+def test_a_headless_agent_gets_a_token_with_client_credentials_and_calls_as_itself(world):
+    base = world.url.rsplit("/mcp", 1)[0]
+    client = _confidential_client(world.agent.user, "cc-secret-1")
+    answer = token(
+        base,
+        grant_type="client_credentials",
+        client_id=client.client_id,
+        client_secret="cc-secret-1",
+        resource=world.url,
+    )
+    assert answer.status_code == 200, answer.text
+    assert "refresh_token" not in answer.json()
+    access = answer.json()["access_token"]
+    _, messages = rpc(
+        world.url, access, "tools/call", {"name": "alpha", "arguments": {"path": "c"}}
+    )
+    assert not messages[-1]["result"].get("isError"), messages
+    close_old_connections()
+    execution = Execution.objects.filter(tool_name="alpha").latest("created_at")
+    assert execution.agent_id == world.agent.pk  # the agent itself, as its static token would
+    assert execution.oauth_client_name == "Nightly batch"
+    issued = AuditEvent.objects.filter(action="oauth.token_issued").latest("occurred_at")
+    assert issued.after["grant_type"] == "client_credentials"
+    assert issued.after["person"] is None
+
+
+def test_client_credentials_are_refused_to_a_client_that_is_no_agents_or_names_no_resource(
+    world, person
+):
+    base = world.url.rsplit("/mcp", 1)[0]
+    persons_client = _confidential_client(person, "cc-secret-2")
+    refused = token(
+        base,
+        grant_type="client_credentials",
+        client_id=persons_client.client_id,
+        client_secret="cc-secret-2",
+        resource=world.url,
+    )
+    assert refused.status_code in (400, 401)
+    assert refused.json()["error"] == "unauthorized_client"
+    agents_client = _confidential_client(world.agent.user, "cc-secret-3")
+    no_resource = token(
+        base,
+        grant_type="client_credentials",
+        client_id=agents_client.client_id,
+        client_secret="cc-secret-3",
+    )
+    assert no_resource.status_code == 400
+    assert no_resource.json()["error"] == "invalid_target"
+    assert not AuditEvent.objects.filter(action="oauth.token_issued").exists()
