@@ -43,6 +43,8 @@ WATCHED = (
     "auth_group_permissions",
     "auth_user_groups",
     "auth_user_user_permissions",
+    # A withdrawn or narrowed consent: the tokens it covered act for no one from then on.
+    "registry_consent",
 )
 PARTIAL = (
     ("registry_apitoken", False, ("user_id", "token_hash", "expires_at", "revoked_at")),

@@ -102,6 +102,11 @@ def filter_executions(qs, params, *, also=()):
     return qs
 
 
+def visible_to(request):
+    """The executions the caller may see (an OAuth client: the calls it made for its person)."""
+    return selectors.execution_visible_to(request.user, getattr(request.auth, "delegation", None))
+
+
 class ExecutionListView(BaseAPIView):
     known_query_params = None
 
@@ -110,7 +115,7 @@ class ExecutionListView(BaseAPIView):
         responses=paginated(ExecutionSerializer, ExecutionCursorPagination),
     )
     def get(self, request):
-        qs = filter_executions(selectors.execution_visible_to(request.user), request.query_params)
+        qs = filter_executions(visible_to(request), request.query_params)
         paginator = ExecutionCursorPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         data = ExecutionSerializer(page, many=True, context={"request": request}).data
@@ -178,7 +183,7 @@ class ExecutionListView(BaseAPIView):
 
     def _replay(self, request, execution_id: str) -> Response:
         """The execution an earlier request with the same key made, as it is now."""
-        execution = selectors.execution_visible_to(request.user).filter(pk=execution_id).first()
+        execution = visible_to(request).filter(pk=execution_id).first()
         if execution is None:
             raise NotFound("The execution this Idempotency-Key made is gone.", code="not_found")
         body = ExecutionSerializer(execution, context={"request": request}).data
@@ -196,7 +201,7 @@ class ExecutionsByToolView(BaseAPIView):
     def get(self, request, tool_id):
         if not self.tool_queryset().filter(pk=tool_id).exists():
             raise NotFound("Tool not found.", code="tool_not_found")
-        qs = selectors.execution_visible_to(request.user).filter(tool_id=tool_id)
+        qs = visible_to(request).filter(tool_id=tool_id)
         qs = filter_executions(qs, request.query_params)
         paginator = ExecutionCursorPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
@@ -209,7 +214,7 @@ class ExecutionLookupMixin(BaseAPIView):
     def get_execution(self, execution_id):
         # Agents poll this: the row alone (no joined tool, agent and role, no
         # ordering for a primary-key lookup) compiles and reads in half the time.
-        visible = selectors.execution_visible_to(self.request.user).select_related(None)
+        visible = visible_to(self.request).select_related(None)
         try:
             return visible.get(pk=execution_id)
         except Execution.DoesNotExist:

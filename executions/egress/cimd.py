@@ -97,7 +97,7 @@ class GuardedMetadataFetcher:
                     preload_content=False,
                 )
                 try:
-                    return self._document(response)
+                    return self._document(response, deadline)
                 finally:
                     response.release_conn()
             except urllib3.exceptions.HTTPError as exc:
@@ -108,7 +108,7 @@ class GuardedMetadataFetcher:
         raise CIMDError(f"the client's metadata document could not be fetched ({reason})")
 
     @staticmethod
-    def _document(response):
+    def _document(response, deadline: float):
         if response.status != 200:
             raise CIMDError(f"the client's metadata document answered HTTP {response.status}")
         kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -117,7 +117,16 @@ class GuardedMetadataFetcher:
         ):
             raise CIMDError(f"the client's metadata document is not JSON ({kind or 'no type'})")
         limit = oauth2_settings.CIMD_MAX_DOCUMENT_SIZE
-        body = response.read(limit + 1)
+        # Read piece by piece against the one deadline: a read's timeout is per read, so a
+        # host sending a byte now and then would otherwise hold a thread for hours.
+        body = b""
+        while len(body) <= limit:
+            if time.monotonic() > deadline:
+                raise CIMDError("the client's metadata document took too long to arrive")
+            chunk = response.read1(limit + 1 - len(body))
+            if not chunk:
+                break
+            body += chunk
         if len(body) > limit:
             raise CIMDError(f"the client's metadata document is over {limit} bytes")
         try:

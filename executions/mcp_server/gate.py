@@ -217,7 +217,8 @@ class Gate:
             await self.list_changes(scope, receive, send, request, headers)
             return
         message = parsed(body)
-        needed = _SCOPE_OF_METHOD.get(message.get("method"))
+        method = message.get("method")
+        needed = _SCOPE_OF_METHOD.get(method) if isinstance(method, str) else None
         if request.delegation is not None and needed and not request.delegation.allows(needed):
             raise insufficient_scope(scope, headers, message, needed)
         send = await self.before_sdk(message, request, headers, send)

@@ -246,7 +246,8 @@ def build_server() -> ToolHubServer:
 
 def _caller_and_path(ctx) -> str:
     request = request_of(ctx)
-    return f"user={request.user.pk} path=/mcp/{request.toolset or ''}"
+    client = request.delegation.client_id if request.delegation else ""
+    return f"user={request.user.pk} path=/mcp/{request.toolset or ''} client={client}"
 
 
 def request_state_boundary() -> RequestStateBoundary:

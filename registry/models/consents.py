@@ -58,3 +58,12 @@ class Consent(models.Model):
 
     def covers(self, scopes) -> bool:
         return self.is_live and set(scopes) <= set(self.scopes)
+
+    @classmethod
+    def covering(cls, person, client, resource: str, scopes) -> bool:
+        """Whether ``person``'s live consent lets ``client`` act at ``resource`` with
+        ``scopes``: what every token acting for a person must still have behind it."""
+        consent = cls.objects.filter(
+            person=person, client=client, resource=resource, revoked_at__isnull=True
+        ).first()
+        return consent is not None and consent.covers(scopes)

@@ -19,6 +19,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from registry import authorization, snapshot
+from registry.models import Consent
 from registry.oauth import resources
 from registry.oauth.validator import client_agent
 
@@ -104,8 +105,11 @@ def _load(checksum: str):
         user = agent.user
     else:
         user = token.user
-    authorization.role_ids_of(user)  # read once, onto the shared user
     resource = resources.normalized(token.resource[0])
+    scopes = frozenset(token.scope.split())
+    if agent is None and not Consent.covering(user, client, resource, scopes):
+        return None  # a token outliving its consent (withdrawn, or narrowed) acts for no one
+    authorization.role_ids_of(user)  # read once, onto the shared user
     key = f"oauth\0{client.client_id}\0{user.pk}\0{resource}"
     return (
         user,
@@ -115,7 +119,7 @@ def _load(checksum: str):
             client_id=client.client_id,
             client_name=client.name or client.client_id,
             person_id=None if agent is not None else user.pk,
-            scopes=frozenset(token.scope.split()),
+            scopes=scopes,
             resource=resource,
             expires=token.expires,
         ),

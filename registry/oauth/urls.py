@@ -16,7 +16,7 @@ urlpatterns = [
     path("register/", views.RegistrationView.as_view(), name="dcr-register"),
     path(
         "register/<str:client_id>/",
-        oauth_views.DynamicClientRegistrationManagementView.as_view(),
+        views.RegistrationManagementView.as_view(),
         name="dcr-register-management",
     ),
 ]

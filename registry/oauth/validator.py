@@ -114,6 +114,19 @@ class ToolHubOAuth2Validator(OAuth2Validator):
                 ) from None
         return super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs)
 
+    def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
+        """The toolkit's, and the person's consent must still cover what the refresh
+        token was for (a consent withdrawn or narrowed ends its refresh tokens too)."""
+        if not super().validate_refresh_token(refresh_token, client, request, *args, **kwargs):
+            return False
+        found = request.refresh_token_instance
+        if found.user_id is None:
+            return True
+        scopes = found.access_token.scope.split() if found.access_token else []
+        return bool(found.resource) and all(
+            Consent.covering(found.user, client, resource, scopes) for resource in found.resource
+        )
+
     def _save_bearer_token(self, token, request, *args, **kwargs):
         super()._save_bearer_token(token, request, *args, **kwargs)
         person = request.user

@@ -23,13 +23,18 @@ from django.views import View
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import AuthorizationView, DynamicClientRegistrationView
+from oauth2_provider.views import (
+    AuthorizationView,
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+)
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from registry.models import Consent, Toolset
 from registry.oauth import resources
 from registry.oauth.client_documents import last_refusal
 from registry.oauth.validator import audit_client
+from registry.services.audit import audit_record
 from registry.services.consents import consent_give, consent_revoke, live_consent
 from toolhub.exceptions import PermissionDenied
 
@@ -156,6 +161,8 @@ class ConsentView(AuthorizationView):  # its base asks the person to sign in fir
             resource = resources.single((form.cleaned_data.get("resource") or "").split())
         except resources.ResourceError as exc:
             return self.error_response(self._invalid_target(exc, credentials), application)
+        # The grant, its tokens and the consent name the resource alike (as compared).
+        form.cleaned_data["resource"] = resource
         response = super().form_valid(form)
         # Remembered only when a code was issued: a refused request leaves nothing behind.
         query = parse_qs(urlsplit(response.get("Location", "")).query)
@@ -178,6 +185,43 @@ class RegistrationView(DynamicClientRegistrationView):
             if client is not None:
                 audit_client(client, "oauth.client_registered", by="registration (RFC 7591)")
         return response
+
+
+class RegistrationManagementView(DynamicClientRegistrationManagementView):
+    """RFC 7592 (the client reads, changes or removes its own registration), audited."""
+
+    def put(self, request, client_id, *args, **kwargs):
+        before = _client_fields(client_id)
+        response = super().put(request, client_id, *args, **kwargs)
+        client = get_application_model().objects.filter(client_id=client_id).first()
+        if response.status_code == 200 and client is not None:
+            audit_client(
+                client, "oauth.client_changed", by="registration (RFC 7592)", before=before
+            )
+        return response
+
+    def delete(self, request, client_id, *args, **kwargs):
+        before = _client_fields(client_id)
+        response = super().delete(request, client_id, *args, **kwargs)
+        if response.status_code == 204 and before is not None:
+            audit_record(
+                actor=None,
+                action="oauth.client_removed",
+                target_type="oauth2_provider.application",
+                target_id=client_id,
+                target_repr=before["name"] or client_id,
+                before={**before, "by": "registration (RFC 7592)"},
+            )
+        return response
+
+
+def _client_fields(client_id: str) -> dict | None:
+    return (
+        get_application_model()
+        .objects.filter(client_id=client_id)
+        .values("client_id", "name", "redirect_uris", "authorization_grant_type")
+        .first()
+    )
 
 
 class ConnectionsView(LoginRequiredMixin, View):

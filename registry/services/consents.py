@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_grant_model,
+    get_refresh_token_model,
+)
 
 from registry.models import Consent
 from registry.policy import policy_check
@@ -40,6 +44,10 @@ def consent_give(*, person, client, resource: str, scopes) -> Consent:
             return before
         before.revoked_at, before.revoked_by = timezone.now(), person
         before.save(update_fields=["revoked_at", "revoked_by"])
+        if not set(before.scopes) <= set(scopes):  # narrower now: the wider tokens go
+            # (not the code just issued for this very consent; an older, wider code's
+            # token would act for no one: it is checked against the consent on use)
+            revoke_client_tokens(person=person, client=client, resource=resource, codes=False)
     consent = Consent.objects.create(
         person=person, client=client, resource=resource, scopes=sorted(set(scopes))
     )
@@ -77,22 +85,32 @@ def consent_revoke(*, actor, consent: Consent) -> Consent:
     return consent
 
 
-def revoke_client_tokens(*, person, client, resource: str) -> int:
-    """Revoke the access and refresh tokens ``client`` holds for ``person`` at ``resource``
-    (how many)."""
+def _for(token, resource: str) -> bool:
+    # Every grant and token names its resource as compared (registry.oauth.resources):
+    # the consent page, the remembered consent and client credentials all write it so.
+    return resource in (token.resource or [])
+
+
+def revoke_client_tokens(*, person, client, resource: str, codes: bool = True) -> int:
+    """Revoke the access and refresh tokens (and, with ``codes``, the unused codes)
+    ``client`` holds for ``person`` at ``resource``; how many tokens."""
+    grants = get_grant_model().objects.filter(user=person, application=client) if codes else []
+    for grant in grants:
+        if _for(grant, resource):
+            grant.delete()
     refresh = [
         token
         for token in get_refresh_token_model().objects.filter(
             user=person, application=client, revoked__isnull=True
         )
-        if resource in (token.resource or [])
+        if _for(token, resource)
     ]
     for token in refresh:
         token.revoke()  # and its access token
     access = [
         token
         for token in get_access_token_model().objects.filter(user=person, application=client)
-        if resource in (token.resource or [])
+        if _for(token, resource)
     ]
     for token in access:
         token.revoke()

@@ -2,7 +2,8 @@
 
 For what ToolHub fetches over TLS from a client (an OAuth client's metadata document):
 the CA's PEM file is what the fetching process trusts (``SSL_CERT_FILE``). A path
-listed in ``stall`` never answers (a hanging host).
+listed in ``stall`` never answers (a hanging host); one in ``drip`` answers a byte a
+second (a host holding the reader).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class DocumentServer:
         self.ca, cert, key = make_authority(directory)
         self.documents: dict[str, tuple[bytes, str]] = {}
         self.stall: set[str] = set()
+        self.drip: set[str] = set()  # answers, then a byte a second
         self.hits: list[str] = []
         server = self
 
@@ -82,6 +84,19 @@ class DocumentServer:
                 server.hits.append(self.path)
                 if self.path in server.stall:
                     time.sleep(30)
+                    return
+                if self.path in server.drip:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "60")
+                    self.end_headers()
+                    for _ in range(60):
+                        try:
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                        except OSError:
+                            return
+                        time.sleep(1)
                     return
                 body, kind = server.documents.get(self.path, (b"{}", ""))
                 if not kind:

@@ -73,6 +73,8 @@ OAUTH2_PROVIDER = {
     # egress guard (executions/egress/cimd.py): ToolHub's outgoing connections all obey it.
     "CIMD_ENABLED": TOOLHUB_OAUTH_CLIENT_DOCUMENTS,
     "CIMD_METADATA_FETCHER": "executions.egress.cimd.GuardedMetadataFetcher",
+    # Fetches at once per process: each holds a request thread up to its 5 s deadline.
+    "CIMD_MAX_CONCURRENT_FETCHES": 2,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "APPLICATION_ADMIN_CLASS": "registry.admin.oauth.OAuthClientAdmin",
     "ACCESS_TOKEN_ADMIN_CLASS": "registry.admin.oauth.AccessTokenAdmin",

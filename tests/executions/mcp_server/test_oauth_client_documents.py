@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -101,6 +102,8 @@ def test_a_redirect_the_document_does_not_list_is_refused(toolhub, documents, al
         ("too_large", "over"),
         ("not_json", "not JSON"),
         ("other_id", ""),
+        ("hanging", "could not be fetched"),
+        ("drip", "took too long"),
     ],
 )
 def test_a_document_that_cannot_be_used_is_refused_saying_why(
@@ -115,10 +118,16 @@ def test_a_document_that_cannot_be_used_is_refused_saying_why(
         documents.serve_json(path, document(client_id, padding="x" * 20_000))
     elif case == "not_json":
         documents.serve_json(path, b"<html></html>", kind="text/html")
+    elif case == "hanging":
+        documents.stall.add(path)
+    elif case == "drip":
+        documents.drip.add(path)
     elif case == "other_id":
         documents.serve_json(path, document(documents.origin + "/someone-else.json"))
     person = Person(toolhub, alice.username)
+    started = time.monotonic()
     page, _ = person.authorize(client_id, toolhub + "/mcp")
+    assert time.monotonic() - started < 15  # the fetch's 5 s deadline holds, with room
     assert page.status_code in (400, 401), page.status_code
     assert "location" not in page.headers  # never redirected anywhere the document named
     if said:

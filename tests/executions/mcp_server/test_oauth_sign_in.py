@@ -14,12 +14,14 @@ from html import unescape
 import anyio
 import httpx
 import pytest
+from django.contrib.auth.models import Permission
 from django.db import close_old_connections
 from oauth2_provider.models import Application
 
 from executions.models import Approval, Execution
 from executions.services.approvals import approval_decide
 from registry.models import AuditEvent, Consent
+from registry.services import consents as consent_services
 from registry.services import limits as limit_services
 from tests.executions.mcp_server.conftest import all_tools, mcp_client, rpc
 from tests.executions.mcp_server.oauth_flow import (
@@ -458,3 +460,73 @@ def test_client_credentials_are_refused_to_a_client_that_is_no_agents_or_names_n
     assert no_resource.status_code == 400
     assert no_resource.json()["error"] == "invalid_target"
     assert not AuditEvent.objects.filter(action="oauth.token_issued").exists()
+
+
+def _signed_in_at(world, person, resource: str, scope="tools:read tools:call") -> tuple:
+    base = world.url.rsplit("/mcp", 1)[0]
+    client = register(base)
+    alice = Person(base, person.username)
+    page, verifier = alice.authorize(client["client_id"], resource, scope=scope)
+    granted = redirected(alice.allow(page) if page.status_code == 200 else page)
+    tokens = exchange(base, client["client_id"], granted, verifier).json()
+    return base, client, alice, tokens
+
+
+def test_a_resource_written_with_a_trailing_slash_is_still_revoked_with_its_consent(world, person):
+    _, _, _, tokens = _signed_in_at(world, person, world.url + "/")
+    listed, _ = rpc(world.url, tokens["access_token"], "tools/list")
+    assert listed.status_code == 200
+    consent = Consent.objects.get(person=person, revoked_at__isnull=True)
+    assert consent.resource == world.url
+    consent_services.consent_revoke(actor=person, consent=consent)
+    refused, _ = rpc(world.url, tokens["access_token"], "tools/list")
+    assert refused.status_code == 401
+
+
+def test_a_narrower_consent_ends_the_wider_tokens(world, person):
+    base, client, alice, wide = _signed_in_at(world, person, world.url)
+    page, verifier = alice.authorize(
+        client["client_id"], world.url, scope="tools:read", prompt="consent"
+    )
+    assert page.status_code == 200  # asked again: the person now allows less
+    granted = redirected(alice.allow(page))
+    narrow = exchange(base, client["client_id"], granted, verifier).json()
+    call = {"name": "alpha", "arguments": {"path": "w"}}
+    assert rpc(world.url, wide["access_token"], "tools/call", call)[0].status_code == 401
+    assert rpc(world.url, narrow["access_token"], "tools/call", call)[0].status_code == 403
+    assert rpc(world.url, narrow["access_token"], "tools/list")[0].status_code == 200
+
+
+def test_a_client_of_a_reviewer_sees_only_the_calls_it_made(world, person):
+    person.user_permissions.add(Permission.objects.get(codename="review_all"))
+    agents_call, _ = rpc(
+        world.url, world.token, "tools/call", {"name": "alpha", "arguments": {"path": "a"}}
+    )
+    assert agents_call.status_code == 200
+    base, _, _, tokens = _signed_in_at(world, person, world.url.rsplit("/mcp", 1)[0] + "/api/v1")
+    api = httpx.Client(
+        base_url=base + "/api/v1",
+        headers={"Authorization": f"Bearer {tokens['access_token']}"},
+        timeout=30,
+    )
+    mine = api.post(
+        "/executions", json={"tool": "alpha", "input_data": {"path": "m"}, "wait": True}
+    )
+    listed = api.get("/executions").json()["results"]
+    assert [e["id"] for e in listed] == [mine.json()["id"]]
+    close_old_connections()
+    others = Execution.objects.exclude(pk=mine.json()["id"]).first()
+    assert api.get(f"/executions/{others.pk}").status_code == 404
+
+
+def test_a_method_that_is_not_text_is_refused_not_a_server_error(world, signed_in):
+    response = httpx.post(
+        world.url,
+        json={"jsonrpc": "2.0", "id": 1, "method": ["tools/call"], "params": {}},
+        headers={
+            "Authorization": f"Bearer {signed_in['tokens']['access_token']}",
+            "Accept": "application/json, text/event-stream",
+        },
+        timeout=20,
+    )
+    assert response.status_code < 500

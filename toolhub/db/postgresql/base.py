@@ -115,6 +115,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         nothing to read unless its server ended it (the server's goodbye, then the end of
         the stream) or sent something unasked (a notice). Only then is it asked, by the
         generation read, and dropped if that fails (decision 0002)."""
+        self.checked_generation = NOT_CHECKED  # a value an earlier borrow read is no use
         super().connect()
         if self.pool is None or self.in_atomic_block:
             return
@@ -131,11 +132,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
         conn = self.connection
         if conn is None or conn.closed or conn.pgconn.status != psycopg.pq.ConnStatus.OK:
             return False
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return False
+        poller = select.poll()
         try:
-            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+            poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+            return not poller.poll(0)
         except (OSError, ValueError):
             return False
-        return not readable
 
     def close_if_health_check_failed(self):
         if self.connection is None or not self.health_check_enabled or self.health_check_done:
