@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.db import close_old_connections
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -313,6 +315,36 @@ def test_an_expiring_token_is_refreshed_before_the_call_and_the_rotation_is_stor
         assert token not in text
     # The rotated-out refresh token is spent: the provider refuses it now.
     assert world["idp"].introspect(old_refresh)["active"] is False
+
+
+def test_two_calls_at_once_refresh_the_token_once(world):
+    _, connection = connected(world, "alice")
+    UpstreamConnection.objects.filter(pk=connection.pk).update(
+        expires_at=timezone.now() + timedelta(seconds=30)
+    )
+    asked = len(world["idp"].token_requests())
+    clients = [as_person(world, world["people"]["alice"]) for _ in range(2)]
+    bodies: list[dict] = []
+
+    def one(client):
+        try:
+            bodies.append(call(client).json())
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=one, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    # A rotated refresh token used twice would be refused (and the grant revoked): the
+    # second call waited for the first one's refresh and used its token.
+    assert [b["status"] for b in bodies] == ["succeeded", "succeeded"], bodies
+    assert world["idp"].token_requests()[asked:] == ["refresh_token"]
+    assert len(events("upstream_connection.refreshed")) == 1
+    connection.refresh_from_db()
+    assert world["api"].bearer_tokens() == [connection.access_token()] * 2
 
 
 @pytest.mark.parametrize("mode", ["fail", "hang"])
