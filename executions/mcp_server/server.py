@@ -123,10 +123,9 @@ async def _call_tool(ctx, params: types.CallToolRequestParams):
     request = request_of(ctx)
     revision = request.client(ctx.protocol_version)["protocol_version"]
     progress = Progress(ctx, params)
-    if params.request_state is not None and calls.connect_from_state(params.request_state):
-        # A 2026-07-28 client back from connecting the person's account: a new call (once).
-        return await _call(ctx, request, params, revision, progress, retried=True)
-    if params.request_state is not None:  # a 2026-07-28 client still waiting for approval
+    # A 2026-07-28 client back from connecting the person's account: a new call (once).
+    connected = params.request_state is not None and calls.connect_from_state(params.request_state)
+    if params.request_state is not None and not connected:  # still waiting for approval
         execution = await calls.in_thread(calls.execution_from_state, request, params.request_state)
         if execution is None:
             raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState.")
@@ -136,7 +135,7 @@ async def _call_tool(ctx, params: types.CallToolRequestParams):
         calls.in_toolset, request, params.name
     ):
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-    return await _call(ctx, request, params, revision, progress)
+    return await _call(ctx, request, params, revision, progress, retried=connected)
 
 
 async def _call(ctx, request, params, revision: str, progress: Progress, *, retried=False):
