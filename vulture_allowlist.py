@@ -146,3 +146,9 @@ respond_user_inactive
 complete_login
 oauth2_adapter_class
 extract_uid
+
+# People's upstream accounts: model fields the admin and the "My upstream accounts" page
+# show (registry/models/upstream.py), and a form field the admin renders and reads back.
+refreshed_at
+refreshed_by
+clear_client_secret

@@ -42,6 +42,7 @@ EXECUTION_COLUMNS = [
     Column("protocol_version", "protocol_version"),
     Column("oauth_client_id", "oauth_client_id"),
     Column("oauth_client_name", "oauth_client_name"),
+    Column("upstream_connection_id", "upstream_connection_id"),
     Column("trace_id", "trace_id"),
     Column("created_at", "created_at"),
     Column("started_at", "started_at"),

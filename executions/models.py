@@ -222,6 +222,13 @@ class Execution(models.Model):
     # static token's call. A client-credentials client acting as its agent is named too.
     oauth_client_id = models.CharField(max_length=255, blank=True)
     oauth_client_name = models.CharField(max_length=200, blank=True)
+    # A tool acting with its caller's own upstream account: the connection whose token the
+    # call used (``registry.upstream_connection``'s id; never the token), set when it ran.
+    upstream_connection_id = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="The caller's upstream connection the call used (its id, never its token).",
+    )
     worker = models.CharField(max_length=200, blank=True)
 
     class Meta:

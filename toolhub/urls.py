@@ -32,6 +32,8 @@ urlpatterns = [
     # OAuth 2.1 for MCP clients (registry.oauth): the server, its metadata, the person's pages.
     path("oauth/", include("registry.oauth.urls", namespace="oauth2_provider")),
     path("", include("registry.oauth.urls_root")),
+    # People's own upstream accounts: connecting, the providers' callbacks, disconnecting.
+    path("accounts/upstream/", include("executions.accounts.urls")),
     # Single sign-on's sign-in and callback (404 while no identity provider is configured).
     path("accounts/", include("registry.sso.urls")),
     path("api/v1/", include(api_v1)),

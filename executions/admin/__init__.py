@@ -1,3 +1,3 @@
 """Admin for executions, approvals, and the tool page's test run."""
 
-from executions.admin import approvals, executions, tools  # noqa: F401
+from executions.admin import approvals, executions, tools, upstream  # noqa: F401

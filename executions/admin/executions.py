@@ -211,6 +211,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
         "protocol_version",
         "oauth_client_id",
         "oauth_client_name",
+        "upstream_connection_id",
         "worker",
         "audit_link",
     ]

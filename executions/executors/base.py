@@ -56,6 +56,10 @@ class ToolCall:
     # The hash of the tool's approved definition as its MCP server gives it (empty:
     # none pinned); the MCP executor refuses a call whose server shows another.
     pinned_definition_hash: str = ""
+    # An HTTP tool of auth_type ``caller_account``: the access token of the person the call
+    # is made for, at the tool's upstream provider (also in ``secret_values``). The
+    # executor sends it to the tool's own origin only.
+    caller_token: str = ""
 
 
 @dataclass

@@ -165,6 +165,21 @@ def state_for(execution: Execution) -> str:
     return json.dumps({"execution": str(execution.pk)})
 
 
+def state_for_connect(provider: str) -> str:
+    """The ``requestState`` of a call that waits for its person to connect their account at
+    ``provider``: its retry is the same call, admitted anew."""
+    return json.dumps({"connect": provider})
+
+
+def connect_from_state(state: str) -> bool:
+    """Whether a (verified, unsealed) ``requestState`` is one of ``state_for_connect``."""
+    try:
+        data = json.loads(state)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("connect"), str)
+
+
 def execution_from_state(request: McpRequest, state: str) -> Execution | None:
     """The caller's execution a (verified, unsealed) ``requestState`` names."""
     try:

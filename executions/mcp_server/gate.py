@@ -310,6 +310,9 @@ class Gate:
         """A ``send`` that holds the ``initialize`` response until the SDK's answer is
         known, and stores a session (its id in ``Mcp-Session-Id``) only for a result."""
         info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        capabilities = params.get("capabilities")
+        elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+        url_elicitation = isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)
         held: list[dict] = []
         decided = False
 
@@ -323,6 +326,7 @@ class Gate:
                     protocol_version=agreed
                     if agreed in HANDSHAKE_PROTOCOL_VERSIONS
                     else LATEST_HANDSHAKE_VERSION,
+                    url_elicitation=url_elicitation,
                 )
             )
 

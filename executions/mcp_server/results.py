@@ -33,6 +33,10 @@ _TOOL_ERRORS = {
     "controls_unavailable",
     "queue_unavailable",
     "database_unavailable",
+    # The person connects their upstream account (the text names where), or the tool
+    # needs a person at all: a person reading the conversation can act on either.
+    "connection_required",
+    "person_required",
 }
 
 
@@ -50,12 +54,21 @@ def execution_meta(execution: Execution, base_url: str) -> dict:
     }
 
 
-def refusal(error: ToolHubError, name: str) -> types.CallToolResult:
+def connect_url(error: ToolHubError, base_url: str) -> str:
+    """Where the person connects the account a ``connection_required`` refusal names."""
+    path = str(error.extra.get("connect_url") or "")
+    return f"{base_url}{path}" if path.startswith("/") else path
+
+
+def refusal(error: ToolHubError, name: str, base_url: str = "") -> types.CallToolResult:
     """A refused call: a tool result with isError, or the protocol error (raised)."""
     execution_id = error.extra.get("execution_id")
     body = {"code": error.code, "message": error.message, "execution_id": execution_id}
     if error.details is not None:
         body["details"] = error.details
+    if error.code == "connection_required":
+        body["connect_url"] = connect_url(error, base_url)
+        body["provider"] = error.extra.get("provider")
     if error.code not in _TOOL_ERRORS:
         raise MCPError(
             types.INVALID_PARAMS,
@@ -70,6 +83,8 @@ def refusal(error: ToolHubError, name: str) -> types.CallToolResult:
         ]
     elif error.code == "guard_denied":
         lines += [f"- {d.get('guard')}: {d.get('message')}" for d in error.details or []]
+    elif error.code == "connection_required":
+        lines.append(f"Connect it here, then call again: {body['connect_url']}")
     retry = (getattr(error, "headers", None) or {}).get("Retry-After")
     if retry is not None:
         body["retry_after_seconds"] = int(retry)

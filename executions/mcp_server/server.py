@@ -18,7 +18,7 @@ from django.conf import settings
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp.shared.subscriptions import (
     SUBSCRIPTION_ID_META_KEY,
     ToolsListChanged,
@@ -36,6 +36,8 @@ _STATE_KEY_LABEL = "toolhub.mcp.request-state:"
 PROGRESS_SECONDS = 1.0
 # How often a call waiting for approval (and then its run) looks at its execution.
 APPROVAL_POLL_SECONDS = 1.0
+# The handshake revision that has URL-mode elicitation (and its -32042 error).
+URL_ELICITATION_REVISION = "2025-11-25"
 
 
 class ToolHubServer(Server):
@@ -114,14 +116,16 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
     except DatabaseUnavailable as error:
         # A tool result the model can wait out, as queue_unavailable; an admitted
         # call's execution_id is in it (its record ends failed: docs/operations.md).
-        return results.refusal(error, params.name)
+        return results.refusal(error, params.name, request_of(ctx).base_url)
 
 
 async def _call_tool(ctx, params: types.CallToolRequestParams):
     request = request_of(ctx)
     revision = request.client(ctx.protocol_version)["protocol_version"]
     progress = Progress(ctx, params)
-    if params.request_state is not None:  # a 2026-07-28 client still waiting for approval
+    # A 2026-07-28 client back from connecting the person's account: a new call (once).
+    connected = params.request_state is not None and calls.connect_from_state(params.request_state)
+    if params.request_state is not None and not connected:  # still waiting for approval
         execution = await calls.in_thread(calls.execution_from_state, request, params.request_state)
         if execution is None:
             raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState.")
@@ -131,10 +135,10 @@ async def _call_tool(ctx, params: types.CallToolRequestParams):
         calls.in_toolset, request, params.name
     ):
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-    return await _call(ctx, request, params, revision, progress)
+    return await _call(ctx, request, params, revision, progress, retried=connected)
 
 
-async def _call(ctx, request, params, revision: str, progress: Progress):
+async def _call(ctx, request, params, revision: str, progress: Progress, *, retried=False):
     admitted: dict[str, Any] = {}
 
     def on_admitted(execution: Execution) -> None:
@@ -152,7 +156,9 @@ async def _call(ctx, request, params, revision: str, progress: Progress):
             )
         )
         if outcome.error is not None:
-            return results.refusal(outcome.error, params.name)
+            if outcome.error.code == "connection_required" and not retried:
+                return _connect_first(ctx, request, outcome.error, revision, params.name)
+            return results.refusal(outcome.error, params.name, request.base_url)
         execution = outcome.execution
         if execution.status == ExecutionStatus.PENDING_APPROVAL:
             return await _awaiting_approval(
@@ -175,6 +181,37 @@ async def _call(ctx, request, params, revision: str, progress: Progress):
         if admitted.get("remembered"):
             with anyio.CancelScope(shield=True):
                 await calls.in_thread(sessions.call_forget, request, ctx.request_id)
+
+
+def _connect_first(ctx, request, error, revision: str, name: str):
+    """The person must connect their upstream account first. A client that completes
+    URL-mode elicitations is asked to open the connect page: at 2026-07-28 an
+    ``input_required`` result whose retry is the same call, admitted anew (once); at
+    2025-11-25 the ``-32042`` URL-elicitation-required error, after which the client calls
+    again. Any other client gets the tool result naming the URL."""
+    url = results.connect_url(error, request.base_url)
+    provider = error.extra.get("provider") or ""
+    message = f"{error.message} Connect it here: {url}"
+    capabilities = getattr(ctx.session, "client_capabilities", None)
+    elicits = getattr(capabilities, "elicitation", None) if capabilities else None
+    if revision in MODERN_PROTOCOL_VERSIONS and getattr(elicits, "url", None) is not None:
+        ask = types.ElicitRequest(params=types.ElicitRequestURLParams(message=message, url=url))
+        return types.InputRequiredResult(
+            input_requests={"connect": ask}, request_state=calls.state_for_connect(provider)
+        )
+    session = request.session
+    if session is not None and session.url_elicitation and revision == URL_ELICITATION_REVISION:
+        raise UrlElicitationRequiredError(
+            [
+                types.ElicitRequestURLParams(
+                    message=message,
+                    url=url,
+                    elicitation_id=str(error.extra.get("execution_id") or provider),
+                )
+            ],
+            message=error.message,
+        )
+    return results.refusal(error, name, request.base_url)
 
 
 async def _awaiting_approval(request, execution, structured: bool, revision: str, progress):

@@ -92,6 +92,9 @@ class Session:
     client_name: str = ""
     client_version: str = ""
     protocol_version: str = ""
+    # The client said at ``initialize`` that it completes URL-mode elicitations (2025-11-25):
+    # a call that needs the person to connect an account is answered with one.
+    url_elicitation: bool = False
 
 
 @dataclass
@@ -126,7 +129,12 @@ class McpRequest:
 
 
 def session_open(
-    *, token_hash: str, client_name: str, client_version: str, protocol_version: str
+    *,
+    token_hash: str,
+    client_name: str,
+    client_version: str,
+    protocol_version: str,
+    url_elicitation: bool = False,
 ) -> Session:
     """Store a session of ``token_hash``, pushing out its least recently used one(s)
     past ``TOOLHUB_MCP_SESSIONS_PER_TOKEN``."""
@@ -136,6 +144,7 @@ def session_open(
         client_name=client_name[:200],
         client_version=client_version[:100],
         protocol_version=protocol_version[:20],
+        url_elicitation=url_elicitation,
     )
     _put(_SESSION_KEY.format(session.id), session.__dict__, settings.TOOLHUB_MCP_SESSION_TTL)
     for pushed_out in _index_add(token_hash, session.id):
@@ -209,7 +218,8 @@ def session_find(session_id: str, token_hash: str) -> Session | None:
         return None
     if client is None:
         _index_touch(key=_INDEX_KEY.format(token_hash), session_id=session_id)
-    return Session(**found)
+    known = {name: found[name] for name in Session.__dataclass_fields__ if name in found}
+    return Session(**known)
 
 
 def session_close(session_id: str, token_hash: str) -> bool:

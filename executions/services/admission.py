@@ -4,9 +4,11 @@ Steps, in order (docs/execution.md): who calls (the role asked for must be the
 caller's, 403) → resolve the tool among those the caller may read, by name, id
 or a name a discovery format listed it under (404; two such tools: 409) →
 active (409) → ``execute`` permission (403) → not quarantined (409
-``tool_definition_changed``) → validate and coerce the arguments (422) → rate
-limits (429) → the before-guards (403 ``guard_denied``, or approval asked for) →
-the approval gate (``pending_approval``) → the result cache. The answer is a
+``tool_definition_changed``) → validate and coerce the arguments (422) → a tool
+acting with its caller's own upstream account: made for a person (403
+``person_required``) who connected one (409 ``connection_required``) → rate limits
+(429) → the before-guards (403 ``guard_denied``, or approval asked for) → the
+approval gate (``pending_approval``) → the result cache. The answer is a
 value, an ``Admission`` to record and dispatch; a call that may not run is
 refused where that is decided: ``Refused`` is raised with its ``Refusal`` (the
 error to answer, its ``code`` the error's, and what the record keeps), which the
@@ -22,7 +24,7 @@ from django.contrib.auth.models import Group
 
 from executions.guards import engine as guards
 from executions.models import ApprovalReason, ExecutionStatus
-from executions.services import governance
+from executions.services import governance, upstream_accounts
 from executions.services.execution_audit import input_hash
 from executions.services.refusal_secrets import (
     RAW_INPUT_NOT_KEPT,
@@ -206,6 +208,7 @@ def admission_decide(
     spec = _runnable_tool(caller, tool_ref, entries)
     stored, sealed, defaulted = _valid_arguments(caller, spec, arguments)
     secrets = sealed.secrets
+    _with_callers_account(caller, spec, stored, secrets)
     quota = _within_rate_limits(caller, spec.tool, spec.rules, stored, secrets)
     guarded = _guards_before(caller, spec, stored, secrets)
     digest = input_hash(stored)
@@ -308,6 +311,19 @@ def _invalid(caller: Caller, spec: snapshot.ToolSpec, outcome) -> Refusal:
         raw_input=raw_input,
         secrets=tuple(forms),
     )
+
+
+def _with_callers_account(caller: Caller, spec: snapshot.ToolSpec, stored: dict, secrets: dict):
+    """A tool that acts with its caller's own upstream account: the call is made for a
+    person who has connected one (``upstream_accounts.connection_refusal``)."""
+    error = upstream_accounts.connection_refusal(
+        user=caller.user, agent=caller.agent, tool=spec.tool
+    )
+    if error is not None:
+        refusal = Refusal(
+            error, caller, spec.tool, inputs=stored, secrets=tuple(secret_forms(secrets.values()))
+        )
+        raise Refused(refusal)
 
 
 def _within_rate_limits(caller: Caller, tool: Tool, rules, stored: dict, secrets: dict):

@@ -80,8 +80,10 @@ def cost_of(tool) -> Decimal | None:
 # included). Version 3 adds the claim's bookkeeping (worker, deadline, heartbeat) and
 # the encrypted secrets a finished call still holds (none). Version 4 adds the entry
 # point, the MCP client's name and version, the protocol revision and the guards'
-# decisions. Events written before keep the hash of their version, checked as such.
-CONTENT_VERSION = 5
+# decisions. Version 5 adds the OAuth client a call came through; version 6 the
+# caller's upstream connection it used (its id). Events written before keep the hash of
+# their version, checked as such.
+CONTENT_VERSION = 6
 
 
 def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION) -> str:
@@ -157,6 +159,8 @@ def execution_content_hash(execution: Execution, version: int = CONTENT_VERSION)
             oauth_client_id=execution.oauth_client_id,
             oauth_client_name=execution.oauth_client_name,
         )
+    if version >= 6:
+        content["upstream_connection_id"] = execution.upstream_connection_id
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 

@@ -28,5 +28,6 @@ from registry.admin import (  # noqa: E402, F401
     sso,
     tools,
     toolsets,
+    upstream,
     users,
 )

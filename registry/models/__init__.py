@@ -14,6 +14,7 @@ from registry.models.sso import SsoGroupMapping
 from registry.models.tokens import ApiToken
 from registry.models.tools import Tool, ToolConfig, ToolParameter
 from registry.models.toolsets import Toolset
+from registry.models.upstream import UpstreamConnection, UpstreamProvider
 from registry.models.verification import (
     FINISHED_VERIFICATIONS,
     VerificationFinding,
@@ -46,6 +47,8 @@ __all__ = [
     "ToolParameter",
     "ToolUserObjectPermission",
     "Toolset",
+    "UpstreamConnection",
+    "UpstreamProvider",
     "VerificationFinding",
     "VerificationRun",
     "VerificationStatus",

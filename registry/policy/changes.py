@@ -19,7 +19,10 @@ ADMIN_ONLY_TYPES = ("command",)  # their whole definition is what runs (a progra
 # Configs that lend the operator's connections (TOOLHUB_DATABASE_ALIASES), and that say
 # where callers' per-call secrets go: removing the map, moving the destination and adding
 # it back would send them elsewhere.
-LENT_CREDENTIAL_CONFIGS = ("connection_alias",)
+# A tool naming an upstream provider (``upstream_provider``) is sent each caller's own
+# token at that provider: which tool gets people's accounts is a platform admin's choice.
+LENT_ACCOUNT_CONFIGS = ("upstream_provider",)
+LENT_CREDENTIAL_CONFIGS = ("connection_alias", *LENT_ACCOUNT_CONFIGS)
 PER_CALL_SECRET_CONFIGS = ("headers_input_map",)
 RISK_CONFIGS = LENT_CREDENTIAL_CONFIGS + PER_CALL_SECRET_CONFIGS
 RISK_METADATA = ("risk", "safety")  # decides whether calls fail closed

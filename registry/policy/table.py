@@ -59,7 +59,8 @@ POLICY: dict[str, Rule] = {
         ADMIN,
         MANAGE,
         "Only platform admins change the risk of '{tool}' (whether its calls fail closed), "
-        "lend it a connection the operator holds or say where callers' per-call secrets go.",
+        "lend it a connection the operator holds or callers' own upstream accounts, or say "
+        "where callers' per-call secrets go.",
     ),
     "tool.credentials": Rule(
         ADMIN,
@@ -134,6 +135,18 @@ POLICY: dict[str, Rule] = {
     ),
     "oauth_client.write": Rule(
         ADMIN, None, "Only platform admins register, change and remove OAuth clients."
+    ),
+    # People's own upstream accounts (registry.models.upstream): a provider holds ToolHub's
+    # client secret there and decides where people are sent to sign in; a connection is
+    # its person's to end, and any platform admin's.
+    "upstream_provider.write": Rule(
+        ADMIN, None, "Only platform admins register, change and remove upstream providers."
+    ),
+    "upstream_connection.revoke": Rule(
+        ADMIN,
+        None,
+        "Only the person whose upstream account it is, or a platform admin, may disconnect it.",
+        owner_may=True,
     ),
     # A mapping hands its role (any right) and admin access to everyone in a group.
     "sso_mapping.write": Rule(

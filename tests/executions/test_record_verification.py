@@ -66,6 +66,8 @@ def calls(upstream, allow_loopback, eager_tasks):
         ("client_name", "forged-client"),
         ("client_version", "0"),
         ("protocol_version", "2024-11-05"),
+        # Covered since content_version 6: the caller's upstream connection the call used.
+        ("upstream_connection_id", "42"),
     ],
 )
 def test_an_edited_finished_execution_fails_verification(calls, column, value):

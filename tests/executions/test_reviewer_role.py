@@ -39,6 +39,7 @@ from registry.models import (
     SsoGroupMapping,
     Tool,
     Toolset,
+    UpstreamConnection,
 )
 from registry.services import agents as agent_services
 from registry.services import grants as grant_services
@@ -48,6 +49,7 @@ from registry.services import mcp as mcp_services
 from registry.services import roles as role_services
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
+from registry.services import upstream as upstream_services
 from registry.sso.config import PROVIDER_ID
 from tests.conftest import make_role, token_client
 from tests.factories import make_token, make_user
@@ -143,6 +145,22 @@ def world(reviewer_user, owner, settings):
     toolset = toolset_services.toolset_create(
         actor=None, name="Reviewed", slug="reviewed", tools=[tool]
     )
+    # An upstream provider (its client secret a canary) and a person's connection to it
+    # (its tokens canaries too): seen, never their secrets.
+    provider = upstream_services.upstream_provider_create(
+        actor=None,
+        name="Reviewed IdP",
+        slug="reviewed-idp",
+        authorization_url="https://idp.example/auth",
+        token_url="https://idp.example/token",
+        client_id="toolhub",
+        client_secret=CANARY,
+    )
+    connection = upstream_services.upstream_connection_save(
+        person=owner,
+        provider=provider,
+        tokens=upstream_services.TokenSet(f"{CANARY}-access", f"{CANARY}-refresh", 3600),
+    )
     pending = Execution.objects.create(
         tool=tool,
         tool_name=tool.name,
@@ -182,6 +200,8 @@ def world(reviewer_user, owner, settings):
         "approval": approval,
         "done": done,
         "grant": readers.tool_grants.get(),
+        "registry.upstreamprovider": provider.pk,
+        "registry.upstreamconnection": connection.pk,
         "event": AuditEvent.objects.order_by("id").first(),
     }
 
@@ -309,7 +329,12 @@ def test_no_admin_action_changes_anything(world, browser):
         post_action(
             browser, reverse("admin:registry_mcpserver_changelist"), action, [world["server"].pk]
         )
+    connection = world["registry.upstreamconnection"]
+    post_action(
+        browser, reverse("admin:registry_upstreamconnection_changelist"), "revoke", [connection]
+    )
     assert snapshot() == before
+    assert UpstreamConnection.objects.get(pk=connection).revoked_at is None
 
 
 def test_the_reviewer_cannot_revoke_tokens(world, browser):

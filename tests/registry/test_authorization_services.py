@@ -40,6 +40,8 @@ from registry.models import (
     Tool,
     ToolGrant,
     Toolset,
+    UpstreamConnection,
+    UpstreamProvider,
 )
 from registry.models.mcp import MCPServer
 from registry.services import agents as agent_services
@@ -54,6 +56,7 @@ from registry.services import sso as sso_services
 from registry.services import tokens as token_services
 from registry.services import tools as tool_services
 from registry.services import toolsets as toolset_services
+from registry.services import upstream as upstream_services
 from tests.factories import make_token, make_user
 from tests.registry.test_authorization_matrix import _world, governed_world, world
 from toolhub.exceptions import ToolHubError
@@ -119,6 +122,12 @@ consent_revoke.someone_elses           403  403  403  403  403   ok   ok  403   
 sso_mapping_create                     403  403  403  403  403   ok   ok  403   ok
 sso_mapping_update                     403  403  403  403  403   ok   ok  403   ok
 sso_mapping_delete                     403  403  403  403  403   ok   ok  403   ok
+upstream_provider_create               403  403  403  403  403   ok   ok  403   ok
+upstream_provider_update               403  403  403  403  403   ok   ok  403   ok
+upstream_provider_delete               403  403  403  403  403   ok   ok  403   ok
+upstream_revoke.owners                 403  403  403  403  403   ok   ok   ok   ok
+upstream_revoke.someone_elses          403  403  403  403  403   ok   ok  403   ok
+config_set.upstream_provider           403  403  403  403  403   ok   ok  403   ok
 """
 
 
@@ -158,6 +167,18 @@ def services_world(governed_world):
             person=person, client=client, resource="http://testserver/mcp", scopes=["tools:call"]
         )
     sso_services.sso_mapping_create(actor=None, idp_group="svc", role=roles["readers"])
+    provider = upstream_services.upstream_provider_create(
+        actor=None,
+        name="Svc Acme",
+        slug="svc-acme",
+        authorization_url="https://idp.example/auth",
+        token_url="https://idp.example/token",
+        client_id="svc",
+    )
+    for person in (users["ownr"], otto):
+        upstream_services.upstream_connection_save(
+            person=person, provider=provider, tokens=upstream_services.TokenSet("a", "r", 3600)
+        )
     return {**governed_world, "U": u, "PY": py, "OA": other, "users": users, "otto": otto}
 
 
@@ -338,6 +359,31 @@ WRITES = {
     ),
     "sso_mapping_delete": lambda w, a: sso_services.sso_mapping_delete(
         actor=a, mapping=SsoGroupMapping.objects.get(idp_group="svc")
+    ),
+    # Upstream providers are platform admins'; a person's connection is theirs to end too.
+    "upstream_provider_create": lambda w, a: upstream_services.upstream_provider_create(
+        actor=a,
+        name="Svc Two",
+        slug="svc-two",
+        authorization_url="https://idp.example/auth",
+        token_url="https://idp.example/token",
+        client_id="svc",
+    ),
+    "upstream_provider_update": lambda w, a: upstream_services.upstream_provider_update(
+        actor=a, provider=UpstreamProvider.objects.get(slug="svc-acme"), data={"name": "Svc"}
+    ),
+    "upstream_provider_delete": lambda w, a: upstream_services.upstream_provider_delete(
+        actor=a, provider=UpstreamProvider.objects.get(slug="svc-acme")
+    ),
+    "upstream_revoke.owners": lambda w, a: upstream_services.upstream_connection_revoke(
+        actor=a, connection=UpstreamConnection.objects.get(person=w["users"]["ownr"])
+    ),
+    "upstream_revoke.someone_elses": lambda w, a: upstream_services.upstream_connection_revoke(
+        actor=a, connection=UpstreamConnection.objects.get(person=w["otto"])
+    ),
+    # Which tool is sent people's own tokens is a platform admin's choice (tool.risk).
+    "config_set.upstream_provider": lambda w, a: tool_services.config_set(
+        actor=a, tool=_u(w), config_key="upstream_provider", config_value="svc-acme"
     ),
 }
 

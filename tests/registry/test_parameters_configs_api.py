@@ -238,7 +238,12 @@ class TestConfigs:
 # (key, a value the HTTP executor cannot use, what the error says, a value it can use)
 HTTP_CASES = [
     ("method", "TRACE", "one of GET, HEAD, OPTIONS, DELETE, POST, PUT or PATCH", "post"),
-    ("auth_type", "kerberos", "one of none, bearer_token, api_key or basic_auth", "api_key"),
+    (
+        "auth_type",
+        "kerberos",
+        "one of none, bearer_token, api_key, basic_auth or caller_account",
+        "api_key",
+    ),
     ("headers", "not an object", "JSON object", {"X-Env": "prod", "X-Count": 3, "X-Off": None}),
     ("headers", {"Bad Header": "x"}, "not a valid header name", '{"Accept": "text/csv"}'),
     ("headers", {"X-A": "line\r\nbreak"}, "line break", {"X-A": "one line"}),

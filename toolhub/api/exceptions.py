@@ -80,13 +80,26 @@ def _named_scheme(exc: drf.NotAuthenticated, request) -> drf.NotAuthenticated:
     return named
 
 
+def _absolute_urls(extra: dict, request) -> dict:
+    """An error's extra keys, a ``*_url`` given as a path of this site made absolute (where
+    to go next: the page connecting an upstream account)."""
+    if request is None:
+        return extra
+    return {
+        key: request.build_absolute_uri(value)
+        if key.endswith("_url") and isinstance(value, str) and value.startswith("/")
+        else value
+        for key, value in extra.items()
+    }
+
+
 def exception_handler(exc, context):
     headers: dict[str, str] = {}
     if pool.is_unavailable(exc):  # no database connection could be had: 503, Retry-After
         exc = pool.unavailable_from(exc)
     if isinstance(exc, ToolHubError):
         body = error_body(exc.code, exc.message, exc.details)
-        body["error"].update(exc.extra)
+        body["error"].update(_absolute_urls(exc.extra, context.get("request")))
         return Response(body, status=exc.status_code, headers=getattr(exc, "headers", None))
     if isinstance(exc, Http404):
         exc = drf.NotFound(str(exc) or "Not found.")

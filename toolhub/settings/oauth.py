@@ -9,7 +9,7 @@ use the client-credentials grant instead of a static token (the client acts as i
 
 from __future__ import annotations
 
-from toolhub.env import env_bool, env_int, env_list
+from toolhub.env import env_bool, env_float, env_int, env_list
 from toolhub.settings.security import SILENCED_SYSTEM_CHECKS
 
 # Scopes a client may ask for, and what the consent page says of each.
@@ -32,6 +32,10 @@ TOOLHUB_OAUTH_CLIENT_DOCUMENTS = env_bool("TOOLHUB_OAUTH_CLIENT_DOCUMENTS", True
 # Redirect URI schemes besides https and loopback http (RFC 8252 §7.1 private-use
 # schemes of desktop clients, e.g. "cursor" or "vscode"): none unless listed.
 TOOLHUB_OAUTH_REDIRECT_SCHEMES = env_list("TOOLHUB_OAUTH_REDIRECT_SCHEMES", [])
+# People's own upstream accounts (tools of auth_type caller_account): how long ToolHub waits
+# for an upstream provider's token or revocation endpoint (connecting, refreshing before a
+# call, token exchange, disconnecting). A provider that hangs fails the call within it.
+TOOLHUB_UPSTREAM_TOKEN_TIMEOUT = env_float("TOOLHUB_UPSTREAM_TOKEN_TIMEOUT", 10.0, minimum=0.1)
 
 OAUTH2_PROVIDER = {
     "SCOPES": TOOLHUB_OAUTH_SCOPES,

@@ -8,7 +8,7 @@ from typing import Any
 
 from executions.executors.base import ErrorType
 from executions.executors.http.configs import HeaderFromInput, _config
-from executions.executors.http.values import _Failure, _header_value, _scalar
+from executions.executors.http.values import CALLER_ACCOUNT, _Failure, _header_value, _scalar
 
 
 def lent_secrets(configs: Mapping[str, Any]) -> list[str]:
@@ -17,16 +17,32 @@ def lent_secrets(configs: Mapping[str, Any]) -> list[str]:
     runs, so an executor that fails in any way leaves none of it behind."""
     secrets: list[str] = []
     try:
+        if _config(configs or {}, "auth_type") == CALLER_ACCOUNT:
+            return []  # the person's token: the runner holds it as a secret of the call
         _auth_headers(configs or {}, secrets)
     except _Failure:
         pass  # the call fails the same way; what was read before is still its
     return secrets
 
 
-def _auth_headers(configs: Mapping[str, Any], secrets: list[str]) -> list[tuple[str, str]]:
+def _auth_headers(
+    configs: Mapping[str, Any], secrets: list[str], caller_token: str = ""
+) -> list[tuple[str, str]]:
     auth_type = _config(configs, "auth_type")
     if auth_type == "none":
         return []
+    if auth_type == CALLER_ACCOUNT:
+        # The person's own token (the runner resolved it from their connection); none of
+        # the tool's own credentials go with it.
+        if not caller_token:
+            raise _Failure(
+                ErrorType.CONFIG,
+                "auth_type 'caller_account' sends the caller's own token, and this call has "
+                "none (it is not made for a person with a connection to the tool's provider)",
+            )
+        secrets.append(caller_token)
+        value = _header_value("Authorization", f"Bearer {caller_token}", ErrorType.CONFIG)
+        return [("Authorization", value)]
     if auth_type == "bearer_token":
         # The seed's form keeps the token in `api_key`; `bearer_token` names it too.
         token = _config(configs, "bearer_token") or _config(configs, "api_key")

@@ -39,6 +39,8 @@ from executions.executors.http.values import (
     _header_text_problem,
     _scalar,
 )
+from registry.models import UpstreamProvider
+from registry.models.upstream import UPSTREAM_SLUG_PATTERN
 
 
 def _header_name(value: Any) -> str:
@@ -87,6 +89,25 @@ def _password(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ConfigValueError(got(value))
     return str(value)
+
+
+_PROVIDER_SLUG = re.compile(UPSTREAM_SLUG_PATTERN)
+
+
+def _provider_slug(value: Any) -> str:
+    slug = text(value)
+    if not _PROVIDER_SLUG.match(slug):
+        raise ConfigValueError(got(value))
+    return slug
+
+
+def _provider_registered(value: Any) -> None:
+    """At save time: the provider must exist (a platform admin registers it first)."""
+    if not UpstreamProvider.objects.filter(slug=str(value)).exists():
+        raise ConfigValueError(
+            f"no upstream provider has the slug {shown(value)}: register it first (admin, "
+            "Upstream providers)"
+        )
 
 
 def _absolute_url(value: Any) -> str:
@@ -265,6 +286,13 @@ CONFIGS = ExecutorConfigs(
             "a valid HTTP header name",
             _header_name,
             DEFAULT_API_KEY_HEADER,
+            sends_credentials=True,
+        ),
+        ConfigKey(
+            "upstream_provider",
+            "the slug of a registered upstream provider (auth_type caller_account)",
+            _provider_slug,
+            check=_provider_registered,
             sends_credentials=True,
         ),
         ConfigKey("username", "a string without ':'", _username),

@@ -24,6 +24,7 @@ from executions.executors.http.values import (
     _ABSOLUTE_URL,
     _CREDENTIAL_HEADERS,
     _PLACEHOLDER,
+    CALLER_ACCOUNT,
     FORM_CONTENT_TYPE,
     QUERY_METHODS,
     _Failure,
@@ -101,8 +102,10 @@ def _prepare(call: ToolCall, secrets: list[str]) -> _Prepared:
     timeout = _timeout(call)
     method = _config(configs, "method")
     consumed: set[str] = set()
-    headers, sensitive = _request_headers(configs, inputs, consumed, secrets)
+    headers, sensitive = _request_headers(configs, inputs, consumed, secrets, call.caller_token)
     url = _request_url(configs, inputs, consumed, secrets)
+    if _config(configs, "auth_type") == CALLER_ACCOUNT:
+        _only_to_the_tools_origin(configs, url, headers)
     payload = {k: v for k, v in inputs.items() if k not in consumed}
     query: list[tuple[str, str]] = list(url.params.multi_items())
     content: bytes | None = None
@@ -122,7 +125,11 @@ def _prepare(call: ToolCall, secrets: list[str]) -> _Prepared:
 
 
 def _request_headers(
-    configs: Mapping[str, Any], inputs: Mapping[str, Any], consumed: set[str], secrets: list[str]
+    configs: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    consumed: set[str],
+    secrets: list[str],
+    caller_token: str = "",
 ) -> tuple[list[tuple[str, str]], set[str]]:
     """The headers sent (auth and mapped inputs override static ones) and the lower-cased
     names of those not forwarded to another origin."""
@@ -130,7 +137,7 @@ def _request_headers(
     headers: list[tuple[str, str]] = [
         (name, value) for name, value in static_headers.items() if value is not None
     ]
-    auth = _auth_headers(configs, secrets)
+    auth = _auth_headers(configs, secrets, caller_token)
     mapped = _mapped_headers(configs, inputs, consumed, secrets)
     overriding = {name.lower() for name, _ in auth + mapped}
     headers = [(n, v) for n, v in headers if n.lower() not in overriding] + auth + mapped
@@ -139,6 +146,46 @@ def _request_headers(
     secret_values = [s for s in secrets if s]
     sensitive |= {n.lower() for n, v in headers if any(s in v for s in secret_values)}
     return headers, sensitive
+
+
+def _origin_of(url: httpx.URL) -> tuple[str, str, int]:
+    scheme = url.scheme.lower()
+    return scheme, url.raw_host.decode("ascii").lower(), url.port or egress.DEFAULT_PORTS[scheme]
+
+
+def _only_to_the_tools_origin(
+    configs: Mapping[str, Any], url: httpx.URL, headers: list[tuple[str, str]]
+) -> None:
+    """A caller's own token goes to the origin of the tool's ``base_url`` and nowhere else:
+    not to an absolute ``endpoint`` elsewhere, not to a host an input fills in, not
+    replaced by URL credentials or a header an input sets (redirects to another origin
+    drop it: ``sending``)."""
+    base = _config(configs, "base_url") or ""
+    authority = base.split("://", 1)[-1].split("/", 1)[0]
+    if not base or _PLACEHOLDER.search(authority):
+        raise _Failure(
+            ErrorType.CONFIG,
+            "auth_type 'caller_account' needs a base_url whose scheme, host and port are "
+            "fixed (no {placeholder}): its origin is the only one the caller's token goes to",
+        )
+    try:
+        allowed = _origin_of(httpx.URL(base))
+    except (httpx.InvalidURL, KeyError, UnicodeError):
+        raise _Failure(ErrorType.CONFIG, "base_url is not an absolute http(s) URL") from None
+    if url.userinfo or _origin_of(url) != allowed:
+        raise _Failure(
+            ErrorType.CONFIG,
+            "auth_type 'caller_account': the caller's token goes to the origin of base_url "
+            f"only ({allowed[0]}://{allowed[1]}:{allowed[2]}), and this call's URL is "
+            "elsewhere or carries credentials of its own",
+        )
+    names = [name.lower() for name, _ in headers]
+    if names.count("authorization") != 1:
+        raise _Failure(
+            ErrorType.CONFIG,
+            "auth_type 'caller_account' sends the caller's token as the Authorization "
+            "header: no other config or input may set it (headers_input_map)",
+        )
 
 
 def _request_url(

@@ -15,7 +15,10 @@ USER_AGENT = "ToolHub-HTTPExecutor/1"
 
 QUERY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 METHODS = ("GET", "HEAD", "OPTIONS", "DELETE", "POST", "PUT", "PATCH")
-AUTH_TYPES = ("none", "bearer_token", "api_key", "basic_auth")
+AUTH_TYPES = ("none", "bearer_token", "api_key", "basic_auth", "caller_account")
+# The caller's own account at an upstream provider: the person's token, from their
+# connection (registry.models.upstream), sent as a bearer token to the tool's own origin.
+CALLER_ACCOUNT = "caller_account"
 DEFAULT_API_KEY_HEADER = "X-API-Key"
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})

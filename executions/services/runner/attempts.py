@@ -12,9 +12,10 @@ from executions import telemetry
 from executions.executors import get_executor, lent_secrets
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
 from executions.models import Execution
-from executions.services import run_configs
+from executions.services import run_configs, upstream_accounts
 from executions.services.budget import total_budget_seconds
 from executions.services.pinned_calls import pinned_hash
+from executions.services.runner.finish import UPSTREAM_CONNECTION
 from executions.services.runner.redacting import CallSecrets
 from executions.services.sealed_inputs import sealed_read
 from registry.models import Tool
@@ -67,7 +68,7 @@ def _prepare(execution: Execution, spec):
 
 
 def _tool_call(
-    execution: Execution, tool: Tool, configs, inputs, secrets: CallSecrets, attempt
+    execution: Execution, tool: Tool, configs, inputs, secrets: CallSecrets, attempt, account
 ) -> ToolCall:
     return ToolCall(
         tool_name=tool.name,
@@ -82,7 +83,20 @@ def _tool_call(
         attempt=attempt,
         secret_values=secrets.values,
         pinned_definition_hash=pinned_hash(tool),
+        caller_token=account.token if account is not None else "",
     )
+
+
+def _callers_account(execution: Execution, configs, secrets: CallSecrets):
+    """``(account, secrets)``: the caller's own upstream token when the tool acts with it
+    (``upstream_accounts``; None otherwise), with the call's secrets grown by every token
+    value it holds. Raises ``AccountUnavailable``."""
+    account = upstream_accounts.account_for_call(execution, configs)
+    if account is None:
+        return None, secrets
+    secrets = CallSecrets([*secrets.values, *account.secrets])
+    log_secrets.add(secrets.text)
+    return account, secrets
 
 
 def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, float]:
@@ -99,12 +113,21 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
             0,
             0.0,
         )
+    try:
+        account, secrets = _callers_account(execution, configs, secrets)
+    except upstream_accounts.AccountUnavailable as unavailable:  # nothing was sent
+        result = ExecutorResult(
+            ok=False, error_type=unavailable.error_type, error_message=unavailable.message
+        )
+        if unavailable.connection_id is not None:
+            result.metadata[UPSTREAM_CONNECTION] = unavailable.connection_id
+        return secrets.result(result), 0, (time.monotonic() - started) * 1000
     inputs = sealed.inputs(execution.input_data)
     deadline = started + total_budget_seconds(tool)
     attempt = 0
     while True:
         attempt += 1  # recorded with the outcome: one write per run, not one per attempt
-        call = _tool_call(execution, tool, configs, inputs, secrets, attempt)
+        call = _tool_call(execution, tool, configs, inputs, secrets, attempt, account)
         # The upstream may take the tool's whole timeout: its connection goes back to
         # the pool meanwhile (the finish borrows one again).
         pool.release()
@@ -118,6 +141,8 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
                 result.error_message += f" (the upstream asks to retry after {retry_after:g} s)"
             break
         time.sleep(pause)
+    if account is not None:  # which connection the call used (its id, never its token)
+        result.metadata[UPSTREAM_CONNECTION] = account.connection_id
     # The one redaction: nothing of the result is read before it (the retry above
     # reads only its flags), and everything after it reads the redacted result.
     return secrets.result(result), attempt, (time.monotonic() - started) * 1000

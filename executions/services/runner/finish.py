@@ -11,7 +11,14 @@ from django.utils import timezone
 from executions.executors.base import ErrorType, ExecutorResult
 from executions.jsonsafe import storable_text
 from executions.models import Approval, Execution, ExecutionStatus
-from executions.services import guarding, notify, outputs, task_queue, transitions
+from executions.services import (
+    guarding,
+    notify,
+    outputs,
+    task_queue,
+    transitions,
+    upstream_accounts,
+)
 from executions.services.governance import store_result
 from executions.services.pinned_calls import DEFINITION_CHANGED
 from registry import snapshot
@@ -21,7 +28,15 @@ User = get_user_model()
 STORAGE_ERROR = "storage_error"  # the output could not be kept (the artifact store failed)
 
 # Failures that stop a call before anything is sent to the tool.
-NEVER_SENT = (ErrorType.CONFIG, ErrorType.INPUT, ErrorType.EGRESS_DENIED, DEFINITION_CHANGED)
+NEVER_SENT = (
+    ErrorType.CONFIG,
+    ErrorType.INPUT,
+    ErrorType.EGRESS_DENIED,
+    DEFINITION_CHANGED,
+    *upstream_accounts.RUN_ERRORS,
+)
+# What the runner puts in a result's metadata to say which upstream connection it used.
+UPSTREAM_CONNECTION = "upstream_connection_id"
 
 
 def internal_failure() -> ExecutorResult:
@@ -80,6 +95,9 @@ def finish(
     decisions: list[dict] | None = None,
 ):
     fields: dict[str, Any] = {}
+    connection_id = (result.metadata or {}).pop(UPSTREAM_CONNECTION, None)
+    if connection_id is not None:
+        fields["upstream_connection_id"] = connection_id
     if decisions:
         fields["guard_decisions"] = [*(execution.guard_decisions or []), *decisions]
     if result.output is not None:

@@ -125,17 +125,25 @@ def secrets_reencrypt() -> int:
     """Re-encrypt every stored secret under the primary key (after a key rotation).
 
     Secret configs, MCP servers' bearer tokens and stdio environments, agents'
-    webhook secrets and the sealed per-call secrets of calls not yet run (a
-    call waiting for approval must still run once the old key is gone).
+    webhook secrets, upstream providers' client secrets and people's upstream tokens,
+    and the sealed per-call secrets of calls not yet run (a call waiting for approval
+    must still run once the old key is gone).
     """
     from registry import crypto
-    from registry.models import Agent
+    from registry.models import Agent, UpstreamConnection, UpstreamProvider
 
     places = [
         ("secret configs", ToolConfig.objects.filter(is_secret=True), "encrypted_value"),
         ("MCP server tokens", MCPServer.objects.all(), "encrypted_auth_token"),
         ("MCP server environments", MCPServer.objects.all(), "encrypted_env"),
         ("agent webhook secrets", Agent.objects.all(), "webhook_secret"),
+        (
+            "upstream client secrets",
+            UpstreamProvider.objects.all(),
+            "encrypted_client_secret",
+        ),
+        ("upstream access tokens", UpstreamConnection.objects.all(), "encrypted_access_token"),
+        ("upstream refresh tokens", UpstreamConnection.objects.all(), "encrypted_refresh_token"),
     ]
     # Columns of other apps (executions' sealed per-call secrets), registered at start-up.
     places += [(f.label, f.queryset(), f.field) for f in encrypted_fields()]

@@ -94,8 +94,8 @@ def check_parameter_change(actor, tool: Tool, names=()) -> None:
 
 def _carries_secrets(tool: Tool, changing: str | None) -> bool:
     """Whether calls of ``tool`` carry secrets: secret configs (other than the one being
-    replaced) or per-call secret inputs (``headers_input_map``)."""
+    replaced), per-call secret inputs (``headers_input_map``) or each caller's own token at
+    an upstream provider (``upstream_provider``)."""
     configs = tool.configs.exclude(config_key=changing) if changing else tool.configs.all()
-    return configs.filter(
-        Q(is_secret=True) | Q(config_key__in=policy.PER_CALL_SECRET_CONFIGS)
-    ).exists()
+    carried = (*policy.PER_CALL_SECRET_CONFIGS, *policy.LENT_ACCOUNT_CONFIGS)
+    return configs.filter(Q(is_secret=True) | Q(config_key__in=carried)).exists()

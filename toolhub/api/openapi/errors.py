@@ -50,6 +50,21 @@ ERROR_SCHEMA = {
                     "format": "uuid",
                     "description": "Refused calls (`POST /executions`): the recorded refusal.",
                 },
+                "connect_url": {
+                    "type": "string",
+                    "format": "uri",
+                    "description": (
+                        "`connection_required` (409): the page where the person connects "
+                        "their own account at the tool's upstream provider, then calls again."
+                    ),
+                },
+                "provider": {
+                    "type": "string",
+                    "description": (
+                        "`connection_required`, `person_required`: the slug of the tool's "
+                        "upstream provider."
+                    ),
+                },
             },
         }
     },
@@ -66,7 +81,11 @@ ERROR_DESCRIPTIONS = {
     ),
     403: "The caller may not do this (or, signed in by session cookie, sent no CSRF token).",
     404: "Not found, or not visible to the caller (or a page past the last).",
-    409: "In conflict with the current state: a name in use, a tool still referenced, a call no longer pending, …",
+    409: (
+        "In conflict with the current state: a name in use, a tool still referenced, a call "
+        "no longer pending, a tool acting with the caller's own upstream account they have "
+        "not connected (`connection_required`, with `connect_url`), …"
+    ),
     411: "The body came chunked, without a `Content-Length` (chunked bodies are not read).",
     413: "The request body is larger than the limit (`TOOLHUB_MAX_REQUEST_BYTES`).",
     414: (
