@@ -345,6 +345,7 @@ def oauth_token(args) -> None:
     from oauth2_provider.models import AccessToken, Application, set_token_value
 
     from registry.oauth.tokens import access_token
+    from registry.services.consents import consent_give
 
     person = get_user_model().objects.create_user(username="bench-person", password=None)
     person.groups.add(Group.objects.get(name="bench-callers"))
@@ -353,6 +354,9 @@ def oauth_token(args) -> None:
         client_type=Application.CLIENT_PUBLIC,
         authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
         redirect_uris="http://127.0.0.1/callback",
+    )
+    consent_give(
+        person=person, client=client, resource=args.resource, scopes=["tools:read", "tools:call"]
     )
     token = AccessToken(
         user=person,

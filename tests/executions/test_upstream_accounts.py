@@ -32,6 +32,7 @@ from registry.models import AuditEvent, UpstreamConnection, UpstreamProvider
 from registry.oauth.tokens import access_token
 from registry.rights import RIGHTS_BY_KEY
 from registry.services import agents as agent_services
+from registry.services import consents as consent_services
 from registry.services import grants as grant_services
 from registry.services import roles as role_services
 from registry.services import tools as tool_services
@@ -126,7 +127,14 @@ def account_tool(name: str, base_url: str, endpoint: str, role, **extra_configs)
 
 
 def as_person(world, person) -> APIClient:
-    """The REST API with an OAuth access token: the desk assistant acting for ``person``."""
+    """The REST API with an OAuth access token: the desk assistant acting for ``person``
+    (what the consent page and the token endpoint leave behind: a consent and a token)."""
+    consent_services.consent_give(
+        person=person,
+        client=world["oauth_client"],
+        resource="http://testserver/api/v1",
+        scopes=["tools:read", "tools:call"],
+    )
     token = AccessToken(
         user=person,
         application=world["oauth_client"],

@@ -30,6 +30,7 @@ from oauth2_provider.models import AccessToken, Application, set_token_value
 from executions.models import Execution
 from registry.oauth.tokens import access_token
 from registry.services import agents as agent_services
+from registry.services import consents as consent_services
 from registry.services import grants as grant_services
 from registry.services import roles as role_services
 from registry.services import tools as tool_services
@@ -111,7 +112,14 @@ def world(live_toolhub, idp, api, owner):
 
 
 def oauth_token(world, name: str) -> str:
-    """An access token of the desk assistant acting for ``name`` at /mcp."""
+    """An access token of the desk assistant acting for ``name`` at /mcp (with the consent
+    the page would have left behind)."""
+    consent_services.consent_give(
+        person=world["people"][name],
+        client=world["client"],
+        resource=world["url"],
+        scopes=["tools:read", "tools:call"],
+    )
     token = AccessToken(
         user=world["people"][name],
         application=world["client"],
