@@ -19,30 +19,21 @@
 // secret (HS256).
 
 import { createHash, createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { URLSearchParams } from 'node:url';
 
 import Provider from 'oidc-provider';
 
-const HOST = '127.0.0.1';
-const required = (name) => {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`${name} must be set`);
-    process.exit(2);
-  }
-  return value;
-};
+import {
+  HOST, accountsIn, escape, interactions as signInPages, page, readForm, required, send,
+} from './sign_in_pages.mjs';
+
 const CLIENT_ID = required('OIDC_CLIENT_ID');
 const CLIENT_SECRET = required('OIDC_CLIENT_SECRET');
 const REDIRECT_URI = required('OIDC_REDIRECT_URI');
 const ACCOUNTS_FILE = required('OIDC_ACCOUNTS_FILE');
 const PORT = Number(process.env.OIDC_PORT || 0);
 
-const accounts = () => JSON.parse(readFileSync(ACCOUNTS_FILE, 'utf8')).accounts;
-const bySub = (sub) => accounts().find((a) => a.sub === sub);
-const byLogin = (login) => accounts().find((a) => a.login === login);
+const { bySub, byLogin } = accountsIn(ACCOUNTS_FILE);
 
 // The provider's signing key (published in its JWKS), and one it never publishes.
 const newKey = () => generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -80,26 +71,6 @@ function mutate(token, mode) {
   }
 }
 
-const escape = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const page = (title, body) => `<!DOCTYPE html><html><head><meta charset="utf-8"><title>${escape(title)}</title></head><body><h1>${escape(title)}</h1>${body}</body></html>`;
-const loginForm = (uid, error) => page('Sign-in', `${error ? `<p class="error">${escape(error)}</p>` : ''}
-<form method="post" action="/interaction/${escape(uid)}/login">
-<input name="login" autofocus><input name="password" type="password"><button type="submit">Sign in</button>
-</form>`);
-const consentForm = (uid, clientId) => page('Authorize', `<p>${escape(clientId)} asks to know who you are.</p>
-<form method="post" action="/interaction/${escape(uid)}/confirm"><button type="submit">Continue</button></form>`);
-
-async function readForm(req) {
-  const chunks = [];
-  for await (const chunk of req) chunks.push(chunk);
-  return Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
-}
-
-function send(res, status, html) {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(html);
-}
-
 let nextMode = null;
 
 async function interactions(provider, req, res) {
@@ -109,39 +80,10 @@ async function interactions(provider, req, res) {
     res.writeHead(204).end();
     return true;
   }
-  const match = url.pathname.match(/^\/interaction\/([^/]+)(?:\/(login|confirm))?$/);
-  if (!match) return false;
-  const [, uid, step] = match;
-  const details = await provider.interactionDetails(req, res);
-  if (details.uid !== uid) {
-    send(res, 400, page('Error', '<p>This interaction is not yours.</p>'));
-    return true;
-  }
-  const prompt = details.prompt.name;
-  if (req.method === 'GET') {
-    send(res, 200, prompt === 'login' ? loginForm(uid) : consentForm(uid, details.params.client_id));
-  } else if (step === 'login' && prompt === 'login') {
-    const form = await readForm(req);
-    const account = byLogin(form.login);
-    if (!account || account.password !== form.password) {
-      send(res, 200, loginForm(uid, 'Wrong login or password.'));
-    } else {
-      await provider.interactionFinished(req, res, { login: { accountId: account.sub } }, { mergeWithLastSubmission: false });
-    }
-  } else if (step === 'confirm' && prompt === 'consent') {
-    await readForm(req);
-    const { prompt: { details: missing }, params, session, grantId } = details;
-    const grant = grantId
-      ? await provider.Grant.find(grantId)
-      : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-    const saved = await grant.save();
-    await provider.interactionFinished(req, res, { consent: { grantId: saved } }, { mergeWithLastSubmission: true });
-  } else {
-    send(res, 400, page('Error', `<p>Unexpected step for prompt ${escape(prompt)}.</p>`));
-  }
-  return true;
+  return signInPages(provider, req, res, {
+    byLogin,
+    consent: (params) => [`${params.client_id} asks to know who you are.`, 'Continue'],
+  });
 }
 
 const server = http.createServer();
