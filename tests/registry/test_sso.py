@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -37,6 +36,7 @@ from registry.services.standard_roles import ensure_standard_roles
 from registry.sso import claims as sso_claims
 from tests.conftest import make_role
 from tests.factories import make_user
+from tests.html_forms import form_of, forms_of
 from tests.node_packages import NODE_DIR, require_node
 from tests.test_settings_env import run_settings
 from tests.workers import wait_for
@@ -139,37 +139,6 @@ def sso_on(idp, settings):
 
 
 # Driving a sign-in over HTTP
-
-
-class _Forms(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.forms: list[dict] = []
-        self._open: dict | None = None
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "form":
-            self._open = {"id": attrs.get("id"), "action": attrs.get("action") or "", "fields": {}}
-            self.forms.append(self._open)
-        elif tag == "input" and self._open is not None and attrs.get("name"):
-            self._open["fields"][attrs["name"]] = attrs.get("value") or ""
-
-    def handle_endtag(self, tag):
-        if tag == "form":
-            self._open = None
-
-
-def forms_of(response: httpx.Response) -> list[dict]:
-    parser = _Forms()
-    parser.feed(response.text)
-    return parser.forms
-
-
-def form_of(response: httpx.Response, form_id: str) -> dict:
-    found = [f for f in forms_of(response) if f["id"] == form_id]
-    assert found, f"no form #{form_id} on {response.url}: {response.text[:500]}"
-    return found[0]
 
 
 class SignIn:

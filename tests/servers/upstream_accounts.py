@@ -21,13 +21,13 @@ import subprocess
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
 
+from tests.html_forms import forms_of
 from tests.node_packages import NODE_DIR, require_node
 from tests.workers import wait_for
 
@@ -200,31 +200,6 @@ def upstream_api(idp: UpstreamIdP):
     finally:
         server.shutdown()
         server.server_close()
-
-
-class _Forms(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.forms: list[dict] = []
-        self._open: dict | None = None
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "form":
-            self._open = {"id": attrs.get("id"), "action": attrs.get("action"), "fields": {}}
-            self.forms.append(self._open)
-        elif tag == "input" and self._open is not None and attrs.get("name"):
-            self._open["fields"][attrs["name"]] = attrs.get("value") or ""
-
-    def handle_endtag(self, tag):
-        if tag == "form":
-            self._open = None
-
-
-def forms_of(response: httpx.Response) -> list[dict]:
-    parser = _Forms()
-    parser.feed(response.text)
-    return parser.forms
 
 
 def sign_in(base: str, username: str) -> httpx.Client:
