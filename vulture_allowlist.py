@@ -152,3 +152,4 @@ extract_uid
 refreshed_at
 refreshed_by
 clear_client_secret
+abstract  # Django Meta options of abstract models

@@ -14,8 +14,10 @@ from django.conf import settings
 from django.db import models
 from oauth2_provider.settings import oauth2_settings
 
+from registry.models.revocable import Revocable
 
-class Consent(models.Model):
+
+class Consent(Revocable):
     person = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oauth_consents"
     )
@@ -28,15 +30,6 @@ class Consent(models.Model):
     scopes = models.JSONField(default=list, help_text="What the person agreed the client may do.")
     granted_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        help_text="The person themself, or the admin who revoked it.",
-    )
 
     class Meta:
         ordering = ["-granted_at"]
@@ -51,10 +44,6 @@ class Consent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.person} → {self.client.name or self.client.client_id}"
-
-    @property
-    def is_live(self) -> bool:
-        return self.revoked_at is None
 
     def covers(self, scopes) -> bool:
         return self.is_live and set(scopes) <= set(self.scopes)

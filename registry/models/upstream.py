@@ -24,6 +24,7 @@ from django.db import models
 from django.utils import timezone
 
 from registry import crypto
+from registry.models.revocable import Revocable
 
 UPSTREAM_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
 upstream_slug_validator = RegexValidator(
@@ -113,7 +114,7 @@ class UpstreamProvider(models.Model):
         return [s for s in re.split(r"\s+", self.scopes or "") if s]
 
 
-class UpstreamConnection(models.Model):
+class UpstreamConnection(Revocable):
     """One person's account at one provider: their tokens, encrypted."""
 
     person = models.ForeignKey(
@@ -146,15 +147,6 @@ class UpstreamConnection(models.Model):
         related_name="+",
         help_text="Whose call refreshed it last (the runner refreshes before a call).",
     )
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        help_text="The person themself, or the admin who revoked it.",
-    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -169,10 +161,6 @@ class UpstreamConnection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.person} at {self.provider}"
-
-    @property
-    def is_live(self) -> bool:
-        return self.revoked_at is None
 
     @property
     def has_refresh_token(self) -> bool:
