@@ -17,6 +17,7 @@ COPY . .
 RUN DEBUG=false SECRET_KEY=collectstatic-only \
     TOOLHUB_AUDIT_SIGNING_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(48))')" \
     TOOLHUB_ENCRYPTION_KEYS="$(python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')" \
+    TOOLHUB_OIDC_RSA_PRIVATE_KEY="$(python -c 'from cryptography.hazmat.primitives.asymmetric import rsa; from cryptography.hazmat.primitives import serialization as s; print(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()).decode())')" \
     TOOLHUB_VAR_DIR=/tmp/collectstatic-var python manage.py collectstatic --noinput \
     && rm -rf /tmp/collectstatic-var && mkdir -p /app/var && chown nobody /app/var
 USER nobody

@@ -292,6 +292,7 @@ def test_env_example_sets_only_what_has_no_default():
         "SECRET_KEY",
         "TOOLHUB_ENCRYPTION_KEYS",
         "TOOLHUB_AUDIT_SIGNING_KEY",
+        "TOOLHUB_OIDC_RSA_PRIVATE_KEY",
         "ALLOWED_HOSTS",
     }
     text = (ROOT / ".env.example").read_text()

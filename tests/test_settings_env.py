@@ -39,6 +39,8 @@ def run_settings(tmp_path, SCRIPT=SHOW_SETTINGS, **environ) -> subprocess.Comple
             "SECRET_KEY",
             "TOOLHUB_ENCRYPTION_KEYS",
             "TOOLHUB_AUDIT_SIGNING_KEY",
+            "TOOLHUB_OIDC_RSA_PRIVATE_KEY",
+            "TOOLHUB_OIDC_RSA_PRIVATE_KEY_FILE",
             "DEBUG",
             "REDIS_URL",
         }
@@ -62,6 +64,7 @@ def test_embedded_default_runs_with_nothing_set(tmp_path):
     assert result.stdout.split() == ["True", "django.db.backends.sqlite3", "True"]
     # A development secret is generated into var/, never into the repository.
     assert (tmp_path / "dev-secret-key").exists() and (tmp_path / "dev-encryption-key").exists()
+    assert (tmp_path / "dev-oidc-rsa-key.pem").read_text().startswith("-----BEGIN PRIVATE KEY")
 
 
 def test_debug_off_without_secret_key_is_a_startup_error(tmp_path):
@@ -101,6 +104,60 @@ def test_bad_encryption_key_is_named_by_position_never_by_value(tmp_path):
     assert "typo-of-the-old-key-xyz" not in result.stderr
 
 
+# The test run's own key (toolhub/settings_test.py makes one per process).
+OIDC_KEY = os.environ["TOOLHUB_OIDC_RSA_PRIVATE_KEY"]
+
+
+def test_debug_off_without_the_id_token_signing_key_is_a_startup_error(tmp_path):
+    result = run_settings(
+        tmp_path,
+        DEBUG="false",
+        SECRET_KEY="x" * 50,
+        TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
+        TOOLHUB_AUDIT_SIGNING_KEY="z" * 32,
+    )
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "TOOLHUB_OIDC_RSA_PRIVATE_KEY (or TOOLHUB_OIDC_RSA_PRIVATE_KEY_FILE) must be set" in (
+        result.stderr
+    )
+    assert not (tmp_path / "dev-oidc-rsa-key.pem").exists()  # none made up in production
+
+
+SHOW_OIDC_KEYS = (
+    "import django; django.setup(); from oauth2_provider.settings import oauth2_settings as o; "
+    "print(o.OIDC_ENABLED, o.OIDC_RSA_PRIVATE_KEY.count('BEGIN'), "
+    "len(o.OIDC_RSA_PRIVATE_KEYS_INACTIVE))"
+)
+
+
+def test_the_key_is_read_from_a_file_or_a_one_line_value_with_previous_keys(tmp_path):
+    key_file = tmp_path / "oidc.pem"
+    key_file.write_text(OIDC_KEY)
+    result = run_settings(
+        tmp_path,
+        SHOW_OIDC_KEYS,
+        TOOLHUB_OIDC_RSA_PRIVATE_KEY_FILE=str(key_file),
+        TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE=(OIDC_KEY + OIDC_KEY).replace("\n", "\\n"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "1", "2"]
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("not a key", "no PEM private key found"),
+        ("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", "key 1 of 1 is not"),
+    ],
+)
+def test_a_key_that_is_no_rsa_key_is_refused_without_quoting_it(tmp_path, value, said):
+    result = run_settings(tmp_path, TOOLHUB_OIDC_RSA_PRIVATE_KEY=value)
+    assert result.returncode != 0
+    assert f"TOOLHUB_OIDC_RSA_PRIVATE_KEY: {said}" in result.stderr
+    assert "AAAA" not in result.stderr and "not a key" not in result.stderr
+
+
 def test_database_url_switches_to_production_shape(tmp_path):
     result = run_settings(
         tmp_path,
@@ -108,6 +165,7 @@ def test_database_url_switches_to_production_shape(tmp_path):
         SECRET_KEY="y" * 50,
         TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
         TOOLHUB_AUDIT_SIGNING_KEY="z" * 32,
+        TOOLHUB_OIDC_RSA_PRIVATE_KEY=OIDC_KEY,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[:2] == ["False", "toolhub.db.postgresql"]
@@ -200,6 +258,7 @@ PRODUCTION = {
     "SECRET_KEY": "y" * 50,
     "TOOLHUB_ENCRYPTION_KEYS": "dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
     "TOOLHUB_AUDIT_SIGNING_KEY": "z" * 32,
+    "TOOLHUB_OIDC_RSA_PRIVATE_KEY": OIDC_KEY,
 }
 ACCEPTED_ENTRIES = "IP addresses or CIDR networks"
 
@@ -359,6 +418,7 @@ def test_the_demo_sandbox_is_refused_with_debug_off(tmp_path):
         SECRET_KEY="x" * 50,
         TOOLHUB_ENCRYPTION_KEYS="dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=",
         TOOLHUB_AUDIT_SIGNING_KEY="k" * 48,
+        TOOLHUB_OIDC_RSA_PRIVATE_KEY=OIDC_KEY,
         TOOLHUB_DEMO_SANDBOX="true",
     )
     assert result.returncode != 0

@@ -12,6 +12,28 @@ os.environ.setdefault("TOOLHUB_AUDIT_SIGNING_KEY", "test-only-audit-signing-key-
 os.environ.setdefault("TOOLHUB_ENCRYPTION_KEYS", "dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=")
 
 
+def _oidc_key_of_this_test_run() -> None:
+    """The RSA key that signs ID tokens: made once per test process (none is kept in the
+    repository) and set in the environment, so the servers and workers a test starts
+    sign and serve the same key."""
+    if os.environ.get("TOOLHUB_OIDC_RSA_PRIVATE_KEY") or os.environ.get(
+        "TOOLHUB_OIDC_RSA_PRIVATE_KEY_FILE"
+    ):
+        return
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    os.environ["TOOLHUB_OIDC_RSA_PRIVATE_KEY"] = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+_oidc_key_of_this_test_run()
+
+
 def _redis_url_of_this_test_worker() -> None:
     """Under pytest-xdist, each worker process (``gw0``, ``gw1``, ...) gets a Redis database of
     its own, below the one configured: the cache, the Celery broker and MCP sessions live

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import BENCH
+from harness import BENCH, rsa_private_key
 from harness.machine import cpu_model, mem_total_kib
 from harness.postgres import connect
 
@@ -40,6 +40,8 @@ def configure_env() -> None:
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     os.environ.setdefault("TOOLHUB_ENCRYPTION_KEYS", Fernet.generate_key().decode())
     os.environ.setdefault("TOOLHUB_AUDIT_SIGNING_KEY", secrets.token_urlsafe(32))
+    if not os.environ.get("TOOLHUB_OIDC_RSA_PRIVATE_KEY"):
+        os.environ["TOOLHUB_OIDC_RSA_PRIVATE_KEY"] = rsa_private_key()
     # Embedded cache and in-process tasks: nothing here may touch the shared Redis.
     for name in ("REDIS_URL", "CELERY_BROKER_URL"):
         os.environ.pop(name, None)

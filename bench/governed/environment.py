@@ -13,7 +13,7 @@ from pathlib import Path
 import redis
 from cryptography.fernet import Fernet
 
-from harness import BENCH, ROOT
+from harness import BENCH, ROOT, rsa_private_key
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ def bench_env(
         SECRET_KEY=secrets.token_urlsafe(50),
         TOOLHUB_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
         TOOLHUB_AUDIT_SIGNING_KEY=secrets.token_urlsafe(32),
+        TOOLHUB_OIDC_RSA_PRIVATE_KEY=rsa_private_key(),
         ALLOWED_HOSTS="127.0.0.1,localhost",
         REDIS_URL=target.redis_url,
         CELERY_BROKER_URL=target.redis_url,

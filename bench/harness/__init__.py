@@ -10,3 +10,17 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
 ROOT = BENCH.parent
+
+
+def rsa_private_key() -> str:
+    """A throwaway RSA key (PEM) for ToolHub's TOOLHUB_OIDC_RSA_PRIVATE_KEY, which DEBUG
+    off requires (it signs OpenID Connect ID tokens; no benchmark asks for one)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()

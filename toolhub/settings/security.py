@@ -5,9 +5,12 @@ With DEBUG on and a secret unset, a development-only value is generated into
 
 from __future__ import annotations
 
+import re
 import secrets
 
 from cryptography.fernet import Fernet
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from django.core.exceptions import ImproperlyConfigured
 
 from toolhub.env import env_bool, env_int, env_list, env_str
@@ -68,6 +71,64 @@ if not DEBUG:
                 f"than {AUDIT_SIGNING_KEY_MIN_LENGTH} characters; generate one with "
                 'python3 -c "import secrets; print(secrets.token_urlsafe(48))".'
             )
+
+# The RSA key that signs OpenID Connect ID tokens (RS256; its public half is served at
+# /oauth/jwks/). PEM, in the variable (a one-line value may write its line breaks as \n)
+# or in the file TOOLHUB_OIDC_RSA_PRIVATE_KEY_FILE names. Previous keys, whose ID tokens
+# relying parties may still verify, in TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE (PEMs one
+# after another): served in the JWKS, never used to sign.
+OIDC_RSA_KEY_MIN_BITS = 2048
+_PEM = re.compile(r"-----BEGIN [A-Z ]+-----.+?-----END [A-Z ]+-----", re.DOTALL)
+
+
+def _new_rsa_key() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=OIDC_RSA_KEY_MIN_BITS)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+def _rsa_keys(name: str, raw: str) -> list[str]:
+    """The PEM private keys in ``raw``, each checked (named by position, never quoted)."""
+    found = _PEM.findall(raw.replace("\\n", "\n"))
+    if raw.strip() and not found:
+        raise ImproperlyConfigured(f"{name}: no PEM private key found (-----BEGIN ... KEY-----).")
+    for position, pem in enumerate(found, start=1):
+        try:
+            key = serialization.load_pem_private_key(pem.encode(), password=None)
+        except (ValueError, TypeError):
+            key = None
+        if not isinstance(key, rsa.RSAPrivateKey) or key.key_size < OIDC_RSA_KEY_MIN_BITS:
+            raise ImproperlyConfigured(
+                f"{name}: key {position} of {len(found)} is not an unencrypted RSA private key "
+                f"of at least {OIDC_RSA_KEY_MIN_BITS} bits; generate one with "
+                "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:3072"
+            )
+    return found
+
+
+TOOLHUB_OIDC_RSA_PRIVATE_KEY = env_str("TOOLHUB_OIDC_RSA_PRIVATE_KEY") or ""
+if not TOOLHUB_OIDC_RSA_PRIVATE_KEY.strip():
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "TOOLHUB_OIDC_RSA_PRIVATE_KEY (or TOOLHUB_OIDC_RSA_PRIVATE_KEY_FILE) must be set "
+            "when DEBUG is off: the RSA key that signs OpenID Connect ID tokens; generate one "
+            "with openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:3072"
+        )
+    TOOLHUB_OIDC_RSA_PRIVATE_KEY = _dev_secret("dev-oidc-rsa-key.pem", _new_rsa_key)
+_oidc_keys = _rsa_keys("TOOLHUB_OIDC_RSA_PRIVATE_KEY", TOOLHUB_OIDC_RSA_PRIVATE_KEY)
+if len(_oidc_keys) != 1:
+    raise ImproperlyConfigured(
+        "TOOLHUB_OIDC_RSA_PRIVATE_KEY: give exactly one key (the one that signs); previous "
+        "keys go in TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE."
+    )
+TOOLHUB_OIDC_RSA_PRIVATE_KEY = _oidc_keys[0]
+TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE = _rsa_keys(
+    "TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE",
+    env_str("TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE") or "",
+)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
