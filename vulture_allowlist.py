@@ -153,3 +153,7 @@ refreshed_at
 refreshed_by
 clear_client_secret
 abstract  # Django Meta options of abstract models
+
+# OpenID Connect: the error the toolkit reads back from the oauthlib request at the
+# userinfo endpoint (registry/oauth/validator.py).
+oauth2_error

@@ -29,8 +29,9 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("admin/dashboard/", include("executions.admin_dashboard")),
     path("admin/", admin.site.urls),
-    # OAuth 2.1 for MCP clients (registry.oauth): the server, its metadata, the person's pages.
-    path("oauth/", include("registry.oauth.urls", namespace="oauth2_provider")),
+    # OAuth 2.1 and OpenID Connect for MCP clients (registry.oauth): the server, with its
+    # discovery documents at the root and its endpoints under /oauth/; the person's pages.
+    path("", include("registry.oauth.urls", namespace="oauth2_provider")),
     path("", include("registry.oauth.urls_root")),
     # People's own upstream accounts: connecting, the providers' callbacks, disconnecting.
     path("accounts/upstream/", include("executions.accounts.urls")),

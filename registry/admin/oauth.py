@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from oauth2_provider import admin as oauth_admin
+from oauth2_provider.models import AbstractApplication
 
 from registry import authorization
 from registry.admin.mixins import GuardedChangeListMixin
@@ -19,6 +20,8 @@ from registry.oauth.validator import redirect_refusal
 from registry.policy import policy_allows
 from registry.services.audit import audit_record
 from registry.services.consents import consent_revoke
+
+RS256 = AbstractApplication.RS256_ALGORITHM
 
 
 class PlatformAdminsOnly(GuardedChangeListMixin):
@@ -61,6 +64,12 @@ class OAuthClientAdmin(PlatformAdminsOnly, oauth_admin.ApplicationAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
 
         class ClientForm(form):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                if "algorithm" in self.fields:  # ID tokens: RS256, as discovery says
+                    self.fields["algorithm"].choices = [(RS256, "RSA with SHA-2 256")]
+                    self.fields["algorithm"].initial = RS256
+
             def clean(self):
                 data = super().clean()
                 for uri in (data.get("redirect_uris") or "").split():

@@ -6,13 +6,20 @@
   the authorization request names it (``views``), the client-credentials request must.
 - A client-credentials client acts as its agent: its ``user`` must be an agent's, active.
 - What the server issues and revokes is audited (never a token's value).
+- OpenID Connect: every client's ID tokens are RS256 (``sign_id_tokens``); the identity
+  scopes (``openid``, ``profile``, ``email``) say who the person is and give no right at a
+  resource; a token with ``openid`` is accepted at the userinfo endpoint, which is the
+  authorization server's own and no token's resource, while its consent still covers it.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections import OrderedDict
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone
 from oauth2_provider.cimd import is_cimd_client_id
 from oauth2_provider.models import get_application_model
@@ -24,6 +31,7 @@ from registry.oauth import resources
 from registry.services.audit import audit_record
 
 LOOPBACK_NAMES = ("localhost",)
+IDENTITY_SCOPES = frozenset(settings.TOOLHUB_OIDC_SCOPES)
 
 
 def is_loopback(host: str | None) -> bool:
@@ -56,6 +64,15 @@ def client_agent(client) -> Agent | None:
         .filter(user_id=client.user_id, is_active=True, user__is_active=True)
         .first()
     )
+
+
+def sign_id_tokens(client) -> None:
+    """Give ``client`` ID tokens signed with ToolHub's RSA key (RS256), the one algorithm
+    the discovery document names: a client registered by RFC 7591 or read from its
+    metadata document has none until then (the toolkit leaves it blank)."""
+    if client.algorithm != client.RS256_ALGORITHM:
+        type(client).objects.filter(pk=client.pk).update(algorithm=client.RS256_ALGORITHM)
+        client.algorithm = client.RS256_ALGORITHM
 
 
 def client_summary(client) -> dict:
@@ -91,6 +108,7 @@ class ToolHubOAuth2Validator(OAuth2Validator):
         valid = super().validate_client_id(client_id, request, *args, **kwargs)
         client = request.client
         if valid and client is not None:
+            sign_id_tokens(client)
             now = {name: getattr(client, name) for name in fields}
             if before != now:
                 action = "oauth.client_registered" if before is None else "oauth.client_changed"
@@ -101,6 +119,19 @@ class ToolHubOAuth2Validator(OAuth2Validator):
         if redirect_refusal(redirect_uri) is not None:
             return False
         return super().validate_redirect_uri(client_id, redirect_uri, request, *args, **kwargs)
+
+    def validate_scopes(self, client_id, scopes, client, request, *args, **kwargs):
+        """The toolkit's, and the identity scopes only with ``openid``, only where a person
+        signs in (a client-credentials client acts as no person), and only for a client
+        whose ID tokens are signed as the discovery document says."""
+        identity = IDENTITY_SCOPES & set(scopes)
+        if identity and (
+            "openid" not in identity
+            or request.grant_type == "client_credentials"
+            or client.algorithm != client.RS256_ALGORITHM
+        ):
+            return False
+        return super().validate_scopes(client_id, scopes, client, request, *args, **kwargs)
 
     def validate_grant_type(self, client_id, grant_type, client, request, *args, **kwargs):
         if grant_type == "client_credentials":
@@ -153,6 +184,63 @@ class ToolHubOAuth2Validator(OAuth2Validator):
                 "refresh_token": "refresh_token" in token,
             },
         )
+
+    def validate_bearer_token(self, token, scopes, request):
+        """At the userinfo endpoint: a token for a person, unexpired, its consent still
+        covering it, whatever resource it is for (the endpoint belongs to the authorization
+        server, not to a resource); the endpoint then asks for ``openid`` among its scopes
+        (403 insufficient_scope without). Elsewhere, the toolkit's."""
+        if urlsplit(request.uri or "").path != reverse("oauth2_provider:user-info"):
+            return super().validate_bearer_token(token, scopes, request)
+        found = self._load_access_token(token) if token else None
+        if found is None or not found.is_valid():
+            self._set_oauth2_error_on_request(request, found, [])
+            return False
+        if not self._acts_for_a_consenting_person(found):
+            request.oauth2_error = OrderedDict(
+                error="invalid_token",
+                error_description="The token acts for no one (its consent was withdrawn, or "
+                "the account is disabled).",
+            )
+            return False
+        request.client = found.application
+        request.user = found.user
+        request.scopes = list(found.scopes)
+        request.access_token = found
+        return True
+
+    @staticmethod
+    def _acts_for_a_consenting_person(token) -> bool:
+        if token.user_id is None or not token.user.is_active or len(token.resource or []) != 1:
+            return False
+        resource = token.resource[0]
+        return Consent.covering(token.user, token.application, resource, token.scope.split())
+
+    def validate_silent_login(self, request) -> bool:
+        """OpenID Connect's prompt=none: the consent page asks a person to be signed in
+        before the request is validated (one who is not gets ``login_required``)."""
+        return True
+
+    def validate_silent_authorization(self, request) -> bool:
+        """prompt=none: answered by the consent page, which knows the person and the
+        resource; a request its remembered consent does not cover gets ``consent_required``."""
+        return True
+
+    def get_additional_claims(self):
+        """The claims besides ``sub`` (the user's pk), each given only with its scope
+        (the toolkit's ``oidc_claim_scope``: names with ``profile``, email with ``email``)."""
+        return {
+            "name": lambda request: request.user.get_full_name(),
+            "given_name": lambda request: request.user.first_name,
+            "family_name": lambda request: request.user.last_name,
+            "preferred_username": lambda request: request.user.get_username(),
+            "email": lambda request: request.user.email,
+        }
+
+    def get_oidc_claims(self, token, token_handler, request):
+        """The toolkit's, without the claims the person has no value for."""
+        claims = super().get_oidc_claims(token, token_handler, request)
+        return {name: value for name, value in claims.items() if value not in ("", None)}
 
     @staticmethod
     def _requested_resources(request) -> list[str]:

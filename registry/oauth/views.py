@@ -33,7 +33,7 @@ from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 from registry.models import Consent, Toolset
 from registry.oauth import resources
 from registry.oauth.client_documents import last_refusal
-from registry.oauth.validator import audit_client
+from registry.oauth.validator import audit_client, sign_id_tokens
 from registry.services.audit import audit_record
 from registry.services.consents import consent_give, consent_revoke, live_consent
 from toolhub.exceptions import PermissionDenied
@@ -92,7 +92,17 @@ class ConsentView(AuthorizationView):  # its base asks the person to sign in fir
             return self.error_response(self._invalid_target(exc, credentials), application)
         consent = live_consent(person=request.user, client=application, resource=resource)
         prompt = set(request.GET.get("prompt", "").split())
-        if consent is not None and consent.covers(scopes) and not prompt & {"consent", "login"}:
+        covered = consent is not None and consent.covers(scopes)
+        if "none" in prompt and not covered:  # OpenID Connect: no page may be shown
+            refusal = CustomOAuth2Error(
+                error="consent_required",
+                description="The person has not allowed this client this access.",
+                state=credentials.get("state"),
+            )
+            return self.error_response(
+                OAuthToolkitError(refusal, credentials["redirect_uri"]), application
+            )
+        if covered and not prompt & {"consent", "login"}:
             credentials["resource"] = [resource]
             try:
                 uri, _headers, _body, _status = self.create_authorization_response(
@@ -175,7 +185,7 @@ class ConsentView(AuthorizationView):  # its base asks the person to sign in fir
 
 
 class RegistrationView(DynamicClientRegistrationView):
-    """RFC 7591 registration (the toolkit's), audited."""
+    """RFC 7591 registration (the toolkit's), audited; the client's ID tokens are RS256."""
 
     def post(self, request, *args, **kwargs):
         response = super().post(request, *args, **kwargs)
@@ -183,6 +193,7 @@ class RegistrationView(DynamicClientRegistrationView):
             client_id = json.loads(response.content).get("client_id")
             client = get_application_model().objects.filter(client_id=client_id).first()
             if client is not None:
+                sign_id_tokens(client)
                 audit_client(client, "oauth.client_registered", by="registration (RFC 7591)")
         return response
 

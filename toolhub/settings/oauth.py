@@ -10,12 +10,25 @@ use the client-credentials grant instead of a static token (the client acts as i
 from __future__ import annotations
 
 from toolhub.env import env_bool, env_float, env_int, env_list
-from toolhub.settings.security import SILENCED_SYSTEM_CHECKS
+from toolhub.settings.security import (
+    SILENCED_SYSTEM_CHECKS,
+    TOOLHUB_OIDC_RSA_PRIVATE_KEY,
+    TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE,
+)
 
-# Scopes a client may ask for, and what the consent page says of each.
+# The scopes of ToolHub's resources (/mcp, /mcp/<toolset>, /api/v1), and what the consent
+# page says of each: what a token may do there (registry.oauth.delegation).
 TOOLHUB_OAUTH_SCOPES = {
     "tools:read": "See the tools you may run, with their descriptions and inputs",
     "tools:call": "Run those tools for you (each call governed and recorded as yours)",
+}
+# OpenID Connect's scopes: who the person is, in an ID token and at /oauth/userinfo/.
+# They give no right at any resource. `openid` alone says only the person's id (sub);
+# `profile` adds their name and username, `email` their email address.
+TOOLHUB_OIDC_SCOPES = {
+    "openid": "Know who you are (your ToolHub user id)",
+    "profile": "See your name and username",
+    "email": "See your email address, if you have one",
 }
 # Lifetimes (seconds). An access token is short-lived; its refresh token rotates at each
 # use, and one presented twice revokes the whole family (a stolen copy was used).
@@ -37,8 +50,13 @@ TOOLHUB_OAUTH_REDIRECT_SCHEMES = env_list("TOOLHUB_OAUTH_REDIRECT_SCHEMES", [])
 # call, token exchange, disconnecting). A provider that hangs fails the call within it.
 TOOLHUB_UPSTREAM_TOKEN_TIMEOUT = env_float("TOOLHUB_UPSTREAM_TOKEN_TIMEOUT", 10.0, minimum=0.1)
 
+# How a client may authenticate at the token and revocation endpoints: public clients
+# (most MCP clients: DCR with "none", metadata documents) by their client_id alone.
+TOOLHUB_OAUTH_TOKEN_AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post"]
+
 OAUTH2_PROVIDER = {
-    "SCOPES": TOOLHUB_OAUTH_SCOPES,
+    "SCOPES": {**TOOLHUB_OAUTH_SCOPES, **TOOLHUB_OIDC_SCOPES},
+    # A client that names no scope gets the tool scopes; who the person is, only if asked.
     "DEFAULT_SCOPES": list(TOOLHUB_OAUTH_SCOPES),
     "OAUTH2_VALIDATOR_CLASS": "registry.oauth.validator.ToolHubOAuth2Validator",
     "ACCESS_TOKEN_GENERATOR": "registry.oauth.tokens.access_token",
@@ -86,6 +104,17 @@ OAUTH2_PROVIDER = {
     "GRANT_ADMIN_CLASS": "registry.admin.oauth.GrantAdmin",
     "ID_TOKEN_ADMIN_CLASS": "registry.admin.oauth.IDTokenAdmin",
     "OAUTH2_PROTECTED_RESOURCE_NAME": "ToolHub",
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": TOOLHUB_OAUTH_TOKEN_AUTH_METHODS,
+    # OpenID Connect on the same server: ID tokens (RS256 only, every client) when the
+    # client asks for `openid`, discovery at /.well-known/openid-configuration with the
+    # origin as issuer (derived from the request, as RFC 8414's; no static issuer).
+    "OIDC_ENABLED": True,
+    "OIDC_RSA_PRIVATE_KEY": TOOLHUB_OIDC_RSA_PRIVATE_KEY,
+    "OIDC_RSA_PRIVATE_KEYS_INACTIVE": TOOLHUB_OIDC_RSA_PRIVATE_KEYS_INACTIVE,
+    "OIDC_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OIDC_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": TOOLHUB_OAUTH_TOKEN_AUTH_METHODS,
+    # An ID token says who signed in, for as long as the access token issued with it.
+    "ID_TOKEN_EXPIRE_SECONDS": TOOLHUB_OAUTH_ACCESS_TOKEN_SECONDS,
 }
 # The toolkit's own models, named as its swappable settings (Django resolves a foreign key
 # to them, such as a consent's client, through these names).

@@ -7,6 +7,7 @@ MCP side with the official SDK client holding the OAuth access token.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from html import unescape
@@ -16,6 +17,7 @@ import httpx
 import pytest
 from django.contrib.auth.models import Permission
 from django.db import close_old_connections
+from jwcrypto import jwk, jwt
 from oauth2_provider.models import Application
 
 from executions.models import Approval, Execution
@@ -530,3 +532,124 @@ def test_a_method_that_is_not_text_is_refused_not_a_server_error(world, signed_i
         timeout=20,
     )
     assert response.status_code < 500
+
+
+def signed_in_with(world, person, scope: str, **extra) -> dict:
+    base = world.url.rsplit("/mcp", 1)[0]
+    client = register(base)
+    alice = Person(base, person.username)
+    page, verifier = alice.authorize(client["client_id"], world.url, scope=scope, **extra)
+    assert page.status_code == 200, page.text[:800]
+    granted = redirected(alice.allow(page))
+    tokens = exchange(base, client["client_id"], granted, verifier)
+    assert tokens.status_code == 200, tokens.text
+    return {"base": base, "client": client, "alice": alice, "tokens": tokens.json()}
+
+
+def userinfo(base: str, access: str) -> httpx.Response:
+    return httpx.get(
+        base + "/oauth/userinfo/", headers={"Authorization": f"Bearer {access}"}, timeout=10
+    )
+
+
+def test_a_client_that_asks_for_openid_gets_an_id_token_signed_with_the_served_key(world, person):
+    got = signed_in_with(world, person, "openid tools:call", nonce="n-0S6_WzA2Mj")
+    base, client_id = got["base"], got["client"]["client_id"]
+    discovery = httpx.get(base + "/.well-known/openid-configuration", timeout=10).json()
+    server = httpx.get(base + "/.well-known/oauth-authorization-server", timeout=10).json()
+    assert discovery["issuer"] == server["issuer"] == base
+    keys = jwk.JWKSet.from_json(httpx.get(discovery["jwks_uri"], timeout=10).text)
+    verified = jwt.JWT(jwt=got["tokens"]["id_token"], key=keys, algs=["RS256"])
+    claims = json.loads(verified.claims)
+    assert json.loads(verified.header)["alg"] == "RS256"
+    assert claims["iss"] == base
+    assert claims["aud"] == client_id
+    assert claims["sub"] == str(person.pk)
+    assert claims["nonce"] == "n-0S6_WzA2Mj"
+    assert claims["exp"] > time.time()
+    assert "email" not in claims and "name" not in claims  # openid alone: who, not more
+    listed, _ = rpc(world.url, got["tokens"]["access_token"], "tools/list")
+    assert listed.status_code == 403  # openid gives no right there: listing takes tools:read
+    assert 'scope="tools:read"' in listed.headers["www-authenticate"]
+
+
+def test_a_client_that_does_not_ask_for_openid_gets_no_id_token(world, signed_in):
+    assert "id_token" not in signed_in["tokens"]
+    answer = userinfo(signed_in["base"], signed_in["tokens"]["access_token"])
+    assert answer.status_code == 403
+    assert answer.json()["error"] == "insufficient_scope"
+
+
+def test_userinfo_answers_a_token_with_openid_whatever_resource_it_is_for(world, person):
+    person.first_name, person.last_name, person.email = "Alice", "Liddell", "alice@example.com"
+    person.save()
+    got = signed_in_with(world, person, "openid profile email tools:read")
+    answer = userinfo(got["base"], got["tokens"]["access_token"])
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {
+        "sub": str(person.pk),
+        "name": "Alice Liddell",
+        "given_name": "Alice",
+        "family_name": "Liddell",
+        "preferred_username": person.username,
+        "email": "alice@example.com",
+    }
+    only_openid = signed_in_with(world, person, "openid tools:read")
+    assert userinfo(got["base"], only_openid["tokens"]["access_token"]).json() == {
+        "sub": str(person.pk)
+    }
+    claims = json.loads(
+        jwt.JWT(jwt=got["tokens"]["id_token"], key=_served_keys(got["base"])).claims
+    )
+    assert claims["email"] == "alice@example.com" and claims["name"] == "Alice Liddell"
+
+
+def _served_keys(base: str):
+    return jwk.JWKSet.from_json(httpx.get(base + "/oauth/jwks/", timeout=10).text)
+
+
+def test_userinfo_refuses_a_token_whose_consent_was_withdrawn(world, person):
+    got = signed_in_with(world, person, "openid tools:read")
+    access = got["tokens"]["access_token"]
+    assert userinfo(got["base"], access).status_code == 200
+    consent = Consent.objects.get(person=person, revoked_at__isnull=True)
+    consent_services.consent_revoke(actor=person, consent=consent)
+    refused = userinfo(got["base"], access)
+    assert refused.status_code == 401
+    assert "invalid_token" in refused.headers["www-authenticate"]
+
+
+def test_the_consent_page_says_the_client_will_know_who_the_person_is(world, person):
+    base = world.url.rsplit("/mcp", 1)[0]
+    client = register(base)
+    page, _ = Person(base, person.username).authorize(
+        client["client_id"], world.url, scope="openid tools:read"
+    )
+    assert page.status_code == 200
+    assert "Know who you are (your ToolHub user id)" in unescape(page.text)
+
+
+@pytest.mark.parametrize(
+    "scope", ["profile tools:read", "email", "openid nosuch"], ids=["no-openid", "bare", "unknown"]
+)
+def test_identity_scopes_come_with_openid_only(world, person, scope):
+    base = world.url.rsplit("/mcp", 1)[0]
+    client = register(base)
+    response, _ = Person(base, person.username).authorize(
+        client["client_id"], world.url, scope=scope
+    )
+    assert redirected(response)["error"] == "invalid_scope"
+
+
+def test_prompt_none_without_a_consent_is_refused_with_consent_required(world, person):
+    base = world.url.rsplit("/mcp", 1)[0]
+    client = register(base)
+    alice = Person(base, person.username)
+    response, _ = alice.authorize(client["client_id"], world.url, scope="openid", prompt="none")
+    answer = redirected(response)
+    assert answer["error"] == "consent_required"
+    assert answer["iss"] == base
+    page, _ = alice.authorize(client["client_id"], world.url, scope="openid")
+    assert "code" in redirected(alice.allow(page))
+    again, _ = alice.authorize(client["client_id"], world.url, scope="openid", prompt="none")
+    assert "code" in redirected(again)  # remembered: answered without a page
