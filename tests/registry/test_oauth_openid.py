@@ -4,6 +4,8 @@ only, and the identity scopes give no right and are refused where no person sign
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.conf import settings
 from django.test import Client
@@ -114,3 +116,14 @@ def test_a_client_registered_by_rfc_7591_signs_id_tokens_with_rs256(settings):
     assert answer.status_code == 201, answer.content
     client = Application.objects.get(client_id=answer.json()["client_id"])
     assert client.algorithm == Application.RS256_ALGORITHM
+
+
+@pytest.mark.django_db
+def test_the_admin_registers_clients_with_rs256_id_tokens_only(superuser, settings):
+    settings.ALLOWED_HOSTS = ["testserver"]
+    admin = Client()
+    admin.force_login(superuser)
+    page = admin.get("/admin/oauth2_provider/application/add/").content.decode()
+    select = page.split('name="algorithm"', 1)[1].split("</select>", 1)[0]
+    assert re.findall(r'<option value="([^"]*)"', select) == ["RS256"]
+    assert 'value="RS256" selected' in select

@@ -15,6 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from jwcrypto import jwk, jwt
+from oauth2_provider.models import Application
 
 from executions.models import Execution
 from registry.models import AuditEvent, Consent
@@ -82,6 +84,22 @@ def test_a_client_named_by_its_document_signs_in_with_no_registration(toolhub, d
     registered = AuditEvent.objects.get(action="oauth.client_registered")
     assert registered.after["by"] == "metadata document"
     assert registered.after["client_id"] == client_id
+
+
+def test_a_client_named_by_its_document_gets_an_id_token_when_it_asks_for_openid(
+    toolhub, documents, alice
+):
+    client_id = documents.origin + "/openid/client.json"
+    documents.serve_json("/openid/client.json", document(client_id))
+    person = Person(toolhub, alice.username)
+    page, verifier = person.authorize(client_id, toolhub + "/mcp", scope="openid tools:read")
+    granted = redirected(person.allow(page))
+    tokens = exchange(toolhub, client_id, granted, verifier)
+    assert tokens.status_code == 200, tokens.text
+    keys = jwk.JWKSet.from_json(httpx.get(toolhub + "/oauth/jwks/", timeout=10).text)
+    claims = json.loads(jwt.JWT(jwt=tokens.json()["id_token"], key=keys, algs=["RS256"]).claims)
+    assert (claims["iss"], claims["aud"], claims["sub"]) == (toolhub, client_id, str(alice.pk))
+    assert Application.objects.get(client_id=client_id).algorithm == "RS256"
 
 
 def test_a_redirect_the_document_does_not_list_is_refused(toolhub, documents, alice):
