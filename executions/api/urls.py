@@ -20,6 +20,11 @@ urlpatterns = [
         name="execution-output",
     ),
     path(
+        "executions/<uuid:execution_id>/output/content/<int:index>",
+        views.ExecutionOutputBlockView.as_view(),
+        name="execution-output-block",
+    ),
+    path(
         "executions/<uuid:execution_id>/cancel",
         views.ExecutionCancelView.as_view(),
         name="execution-cancel",

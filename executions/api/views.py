@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
-from django.core.files.storage import default_storage
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -15,7 +13,7 @@ from rest_framework.response import Response
 from executions import selectors
 from executions.api.serializers import ExecutionRequestSerializer, ExecutionSerializer
 from executions.models import Execution, ExecutionStatus
-from executions.services import idempotency
+from executions.services import idempotency, outputs
 from executions.services.pipeline import execution_cancel, execution_submit
 from registry.api.base import BaseAPIView
 from registry.authentication import registry_entries
@@ -236,13 +234,11 @@ class ExecutionCancelView(ExecutionLookupMixin):
         return Response(ExecutionSerializer(execution, context={"request": request}).data)
 
 
-def _digest(handle) -> str:
-    """The sha256 of a stored file, read in chunks; the handle is rewound for serving."""
-    digest = hashlib.sha256()
-    for chunk in iter(lambda: handle.read(1024 * 1024), b""):
-        digest.update(chunk)
-    handle.seek(0)
-    return digest.hexdigest()
+_ALTERED = (
+    "The stored output no longer matches the digest recorded with the call; "
+    "it was altered or replaced."
+)
+_GONE = "The call's stored output artifact is gone from the storage it was kept in."
 
 
 class ExecutionOutputView(ExecutionLookupMixin):
@@ -250,16 +246,12 @@ class ExecutionOutputView(ExecutionLookupMixin):
     def get(self, request, execution_id):
         execution = self.get_execution(execution_id)
         if execution.output_artifact:
-            handle = default_storage.open(execution.output_artifact, "rb")
-            recorded = (execution.output_data or {}).get("sha256")
-            if recorded and _digest(handle) != recorded:
-                handle.close()
-                logger.error("execution %s: its stored output was altered", execution.pk)
-                raise Conflict(
-                    "The stored output no longer matches the digest recorded with the call; "
-                    "it was altered or replaced.",
-                    code="output_altered",
-                )
+            try:
+                handle = outputs.open_artifact(execution)
+            except outputs.OutputAltered:
+                raise Conflict(_ALTERED, code="output_altered") from None
+            except OSError:
+                raise Conflict(_GONE, code="output_gone") from None
             return FileResponse(handle, content_type="application/json")
         if execution.output_data is None:
             # Refused, still queued or running, or failed before any answer: say which.
@@ -268,3 +260,43 @@ class ExecutionOutputView(ExecutionLookupMixin):
                 code="no_output",
             )
         return Response(execution.output_data)
+
+
+class ExecutionOutputBlockView(ExecutionLookupMixin):
+    """One content block of an MCP tool's output, as its own bytes: an image or audio
+    block's data, an embedded resource's blob or text, a text block's text (the
+    ``resource_link`` a ``/mcp`` caller gets for a block too large to inline)."""
+
+    @extend_schema(
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, **errors(409)}
+    )
+    def get(self, request, execution_id, index):
+        execution = self.get_execution(execution_id)
+        try:
+            output = outputs.whole_output(execution)
+        except outputs.OutputAltered:
+            raise Conflict(_ALTERED, code="output_altered") from None
+        except OSError:
+            raise Conflict(_GONE, code="output_gone") from None
+        blocks = outputs.upstream_content(execution, output)
+        if blocks is None:
+            raise NotFound(
+                f"Execution {execution.pk} has no MCP content blocks (its tool is not an MCP "
+                "tool, it has no output yet, or its output was cut before it was stored).",
+                code="no_output",
+            )
+        if index >= len(blocks):
+            raise NotFound(
+                f"Execution {execution.pk}'s output has {len(blocks)} content blocks; there "
+                f"is no block {index} (they are numbered from 0).",
+                code="no_output",
+            )
+        body = outputs.block_body(blocks[index])
+        if body is None:
+            raise NotFound(
+                f"Content block {index} of execution {execution.pk} is a "
+                f"{blocks[index].get('type')} block with no bytes of its own.",
+                code="no_output",
+            )
+        data, content_type = body
+        return HttpResponse(data, content_type=content_type)

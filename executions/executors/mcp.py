@@ -12,9 +12,12 @@
 ``CONFIGS`` declares these keys and their values once: the executor reads them
 through it, and the registry checks a config against it when it is saved.
 
-The output is ``{"content": [...], "structured": ..., "text": "..."}``. A tool
-result flagged ``isError`` is a failed call (``upstream_error``) whose message is
-the server's text. Nothing is redacted here: the runner removes the server's
+The output is the server's result in MCP's own form: ``{"content": [...]}`` with
+its blocks as sent (text, image, audio, resource, resource_link), plus
+``structuredContent`` and ``isError`` when the server gave them. A result flagged
+``isError`` is a failed call (``upstream_error``) whose message is the server's text.
+An output past the tool's ``max_response_bytes`` is kept whole as an artifact (the
+runner); one past ``TOOLHUB_MAX_ARTIFACT_BYTES`` fails the call. Nothing is redacted here: the runner removes the server's
 bearer token and environment (``lent_secrets`` tells it them before the call
 runs) and the call's other secrets, in their encoded and re-cased forms too,
 from the output, the message and the metadata.
@@ -27,6 +30,8 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from django.conf import settings
 
 from executions import mcp_client
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
@@ -158,9 +163,6 @@ class MCPExecutor:
         timeout = (
             call.timeout_seconds if call.timeout_seconds and call.timeout_seconds > 0 else None
         )
-        max_inline = max(
-            1024, min(mcp_client.DEFAULT_MAX_INLINE_BINARY_BYTES, call.max_response_bytes // 2)
-        )
         try:
             outcome = mcp_client.call_tool(
                 spec,
@@ -168,12 +170,11 @@ class MCPExecutor:
                 dict(call.inputs or {}),
                 timeout,
                 egress_check=self.egress_check,
-                max_inline_binary_bytes=max_inline,
                 pinned_definition_hash=call.pinned_definition_hash,
             )
         except MCPClientError as exc:
             return _client_failure(exc, metadata)
-        return _outcome_result(outcome, metadata, call.max_response_bytes)
+        return _outcome_result(outcome, metadata)
 
 
 def _failed(error_type: str, message: str, **extra: Any) -> ExecutorResult:
@@ -207,17 +208,16 @@ def _client_failure(exc: MCPClientError, metadata: dict[str, Any]) -> ExecutorRe
     return _failed(ErrorType.CONNECTION, message, retryable=True, metadata=metadata)
 
 
-def _outcome_result(
-    outcome: mcp_client.CallOutcome, metadata: dict[str, Any], max_response_bytes: int
-) -> ExecutorResult:
+def _outcome_result(outcome: mcp_client.CallOutcome, metadata: dict[str, Any]) -> ExecutorResult:
     metadata.update(outcome.metadata)
     output = outcome.as_output()
     size = len(json.dumps(output, default=str).encode())
-    if size > max_response_bytes:
+    cap = settings.TOOLHUB_MAX_ARTIFACT_BYTES
+    if size > cap:
         return _failed(
             ErrorType.UPSTREAM,
-            f"the MCP tool's response ({size} bytes) exceeds the limit of "
-            f"{max_response_bytes} bytes",
+            f"the MCP tool's response ({size} bytes) is larger than ToolHub keeps "
+            f"(TOOLHUB_MAX_ARTIFACT_BYTES, {cap} bytes)",
             metadata={**metadata, "response_bytes": size},
         )
     if outcome.is_error:

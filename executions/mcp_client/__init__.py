@@ -42,7 +42,6 @@ from executions.mcp_client.errors import (
     MCPToolError,
 )
 from executions.mcp_client.limits import (
-    DEFAULT_MAX_INLINE_BINARY_BYTES,
     DEFAULT_TIMEOUT_SECONDS,
     HTTP_TRANSPORTS,
     TRANSPORTS,
@@ -53,7 +52,6 @@ from executions.mcp_client.spec import ENV_SECRET_MIN_CHARS, MCPServerSpec, spec
 from executions.mcp_client.translation import _translate
 
 __all__ = [
-    "DEFAULT_MAX_INLINE_BINARY_BYTES",
     "DEFAULT_TIMEOUT_SECONDS",
     "ENV_SECRET_MIN_CHARS",
     "HTTP_TRANSPORTS",

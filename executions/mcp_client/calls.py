@@ -8,11 +8,7 @@ from typing import Any
 from executions.mcp_client.checks import _prepare
 from executions.mcp_client.content import CallOutcome, _outcome_from_result
 from executions.mcp_client.errors import MCPConfigError, MCPDefinitionChanged
-from executions.mcp_client.limits import (
-    _SYNC_GRACE_SECONDS,
-    DEFAULT_MAX_INLINE_BINARY_BYTES,
-    EgressCheck,
-)
+from executions.mcp_client.limits import _SYNC_GRACE_SECONDS, EgressCheck
 from executions.mcp_client.listing import _all_tools, _fully_listed, listed_tool
 from executions.mcp_client.runtime import _get_runtime
 from executions.mcp_client.spec import MCPServerSpec
@@ -27,7 +23,6 @@ def call_tool(
     timeout: float | None = None,
     *,
     egress_check: EgressCheck | None = None,
-    max_inline_binary_bytes: int = DEFAULT_MAX_INLINE_BINARY_BYTES,
     pinned_definition_hash: str = "",
 ) -> CallOutcome:
     """``tools/call``; a tool error comes back as ``CallOutcome(is_error=True)``, not an exception.
@@ -52,7 +47,7 @@ def call_tool(
         elif _fully_listed.get(id(client)) is not client:
             await _all_tools(client, budget)
         result = await client.call_tool(tool_name, args, read_timeout_seconds=budget)
-        return _outcome_from_result(result, max_inline_binary_bytes)
+        return _outcome_from_result(result)
 
     runtime = _get_runtime()
     total = spec.timeout_seconds * 2 + budget * 2 + _SYNC_GRACE_SECONDS

@@ -21,8 +21,6 @@ MAX_CACHED_SESSIONS = 16
 PING_TIMEOUT_SECONDS = 5.0
 # Extra time the synchronous wrappers wait on top of the connect and call budgets.
 _SYNC_GRACE_SECONDS = 10.0
-# Binary content (images, audio, blobs) larger than this is summarised, not inlined.
-DEFAULT_MAX_INLINE_BINARY_BYTES = 256 * 1024
 _MAX_LIST_PAGES = 100
 _STDERR_TAIL_BYTES = 2000
 _SSE_READ_TIMEOUT_SECONDS = 300.0

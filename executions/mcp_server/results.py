@@ -1,8 +1,14 @@
 """An execution, or a refusal, as MCP answers a ``tools/call``.
 
-- Output: ``content`` (the JSON as text) plus ``structuredContent`` when it is an
-  object. Output past the tool's ``max_response_bytes`` comes as the stored preview
-  and a ``resource_link`` to the whole (``GET /api/v1/executions/<id>/output``).
+- An MCP tool's result: its server's own ``content`` blocks, ``structuredContent``
+  and ``isError``, as the server gave them (``executions.mcp_client.content``). Past
+  the tool's ``max_response_bytes``, the blocks that fit come inline and the others
+  as ``resource_link`` blocks to their bytes
+  (``GET /api/v1/executions/<id>/output/content/<n>``).
+- Any other tool's output: ``content`` (the JSON as text) plus ``structuredContent``
+  when it is an object. Past the tool's ``max_response_bytes`` it comes as the
+  stored preview and a ``resource_link`` to the whole
+  (``GET /api/v1/executions/<id>/output``).
 - A failed, rejected, expired or cancelled call: a result with ``isError``.
 - Refusals the model can act on (arguments that do not match the schema, a rate
   limit, a queue or control that is down) are results with ``isError`` and the same
@@ -18,8 +24,10 @@ from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from executions.models import Execution, ExecutionStatus
+from executions.services import outputs
 from toolhub.exceptions import ToolHubError
 
 META_KEY = "io.toolhub/execution"
@@ -99,6 +107,9 @@ def finished(execution: Execution, base_url: str, *, structured: bool) -> types.
     """A call in its final status. ``structured``: the tool declares an output schema
     (its structuredContent is the output object; otherwise only objects are given)."""
     meta = execution_meta(execution, base_url)
+    upstream = _upstream_result(execution, base_url, meta)
+    if upstream is not None:
+        return upstream
     if execution.status != ExecutionStatus.SUCCEEDED:
         message = execution.error_message or f"The call ended {execution.status}."
         kind = execution.error_type or execution.reason_code or execution.status
@@ -112,6 +123,66 @@ def finished(execution: Execution, base_url: str, *, structured: bool) -> types.
     if isinstance(output, dict) or structured:
         result.structured_content = output if isinstance(output, dict) else {"result": output}
     return result
+
+
+def _upstream_result(execution: Execution, base_url: str, meta) -> types.CallToolResult | None:
+    """An MCP tool's result as its server gave it: on success, and on a failure the
+    server reported (``isError``). None for anything else (ToolHub's own refusals and
+    failures, other tools, records from before the blocks were kept)."""
+    output = execution.output_data
+    if execution.output_truncated:
+        try:
+            output = outputs.whole_output(execution)
+        except (outputs.OutputAltered, OSError):
+            return None  # the generic preview and link say what is left
+    blocks = outputs.upstream_content(execution, output)
+    if blocks is None:
+        return None
+    failed_upstream = execution.status == ExecutionStatus.FAILED and output.get("isError")
+    if execution.status != ExecutionStatus.SUCCEEDED and not failed_upstream:
+        return None
+    if execution.output_truncated:
+        blocks = _fitting(execution, blocks, base_url)
+    try:
+        return types.CallToolResult.model_validate(
+            {
+                "content": blocks,
+                "structuredContent": output.get("structuredContent"),
+                "isError": bool(output.get("isError")),
+                "_meta": meta,
+            }
+        )
+    except ValidationError:
+        return None
+
+
+def _fitting(execution: Execution, blocks: list[dict], base_url: str) -> list[dict]:
+    """The blocks, in order, inline while they fit in the tool's ``max_response_bytes``;
+    each one past it as a ``resource_link`` to its own bytes."""
+    budget = execution.tool.max_response_bytes if execution.tool_id else 0
+    fitted: list[dict] = []
+    for index, block in enumerate(blocks):
+        size = len(json.dumps(block, ensure_ascii=False, default=str).encode())
+        if size <= budget:
+            fitted.append(block)
+            budget -= size
+            continue
+        budget = 0  # keep the order: nothing after a linked block comes inline
+        body = outputs.block_body(block)
+        if body is None:  # a link already, or nothing of its own to fetch
+            fitted.append(block)
+            continue
+        data, content_type = body
+        fitted.append(
+            {
+                "type": "resource_link",
+                "uri": f"{base_url}/api/v1/executions/{execution.pk}/output/content/{index}",
+                "name": f"{block.get('type')} {index} of execution {execution.pk}",
+                "mimeType": content_type.split(";")[0],
+                "size": len(data),
+            }
+        )
+    return fitted
 
 
 def _truncated(execution: Execution, output: Any, base_url: str, meta) -> types.CallToolResult:

@@ -3,6 +3,8 @@ the whole goes to an artifact (itself capped)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import logging
@@ -71,3 +73,70 @@ class ArtifactNotStored(Exception):
     def __init__(self, fields: dict[str, Any]):
         super().__init__("artifact not stored")
         self.fields = fields
+
+
+# --------------------------------------------------------------------------- reading back
+
+
+class OutputAltered(Exception):
+    """The stored artifact no longer has the digest the record holds."""
+
+
+def open_artifact(execution: Execution):
+    """The call's output artifact, opened and checked against the digest its record
+    holds (``output_data.sha256``); raises ``OutputAltered``, or ``OSError`` when gone."""
+    handle = default_storage.open(execution.output_artifact, "rb")
+    recorded = (execution.output_data or {}).get("sha256")
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(1024 * 1024), b""):
+        digest.update(chunk)
+    handle.seek(0)
+    if recorded and digest.hexdigest() != recorded:
+        handle.close()
+        logger.error("execution %s: its stored output was altered", execution.pk)
+        raise OutputAltered(execution.pk)
+    return handle
+
+
+def whole_output(execution: Execution) -> Any:
+    """The output as the tool returned it: the row's, or, when the row holds a preview,
+    the artifact's (None when the artifact holds only the output's first bytes).
+    Raises ``OutputAltered`` or ``OSError`` as ``open_artifact``."""
+    if not execution.output_truncated:
+        return execution.output_data
+    if not execution.output_artifact or not (execution.output_data or {}).get("complete"):
+        return None
+    with open_artifact(execution) as handle:
+        return json.loads(handle.read())
+
+
+def upstream_content(execution: Execution, output: Any) -> list[dict[str, Any]] | None:
+    """An MCP tool's content blocks, as its server gave them (``mcp_client.content``); None
+    for other tools' outputs, and for records written before ToolHub kept the blocks
+    (their output also had ``text`` and ``structured``)."""
+    if execution.tool_type != "mcp" or not isinstance(output, dict) or "text" in output:
+        return None
+    blocks = output.get("content")
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+        return None
+    return blocks
+
+
+def block_body(block: dict[str, Any]) -> tuple[bytes, str] | None:
+    """A content block's own bytes and media type: an image's or audio's data, an
+    embedded resource's blob or text, a text block's text; None for a link."""
+    kind = block.get("type")
+    resource = block.get("resource") if kind == "resource" else None
+    source = resource if isinstance(resource, dict) else block
+    mime = str(source.get("mimeType") or "")
+    if kind in ("image", "audio") or (resource is not None and "blob" in source):
+        encoded = source.get("data") if kind in ("image", "audio") else source.get("blob")
+        try:
+            data = base64.b64decode(str(encoded or ""), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return data, mime or "application/octet-stream"
+    text = source.get("text") if kind in ("text", "resource") else None
+    if text is None:
+        return None
+    return str(text).encode(), f"{mime or 'text/plain'}; charset=utf-8"

@@ -115,7 +115,7 @@ def test_base64_blobs_of_other_executors_are_read_by_the_guards():
     mail = base64.urlsafe_b64encode(b"\xfe jane.doe@example.com").decode().rstrip("=")
     output = {
         "content": [
-            {"type": "image", "mime_type": "image/png", "data": card},
+            {"type": "image", "mimeType": "image/png", "data": card},
             {"type": "resource", "uri": "file:///a", "blob": mail},
         ],
         "rows": [{"picture": card}],

@@ -21,6 +21,7 @@ from executions.executors.base import ErrorType, ToolCall
 from executions.executors.mcp import MCPExecutor
 from executions.mcp_client import MCPConfigError, MCPServerSpec
 from tests.executions.boundary import run_at_the_boundary
+from tests.servers.mcp_server import PIXEL_PNG
 
 SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "mcp_server.py"
 TOKEN = f"canary-{uuid.uuid4().hex}"
@@ -33,6 +34,8 @@ ALL_TOOLS = {
     "structured",
     "json_text",
     "media",
+    "resource_text",
+    "big_image",
     "bad_structured",
     "rpc_error",
     "trace_context",
@@ -227,19 +230,20 @@ def test_list_tools_on_every_transport(any_spec):
 def test_call_add_echo_structured(any_spec):
     result = run(any_spec, "add", {"a": 2, "b": 40})
     assert result.ok, result.error_message
-    assert result.output["text"] == "42"
-    assert result.output["content"] == [{"type": "text", "text": "42", "json": 42}]
-    assert result.output["structured"] == {"result": 42}
+    # The server's result as it gave it, in MCP's own form: nothing added, nothing renamed.
+    assert result.output == {
+        "content": [{"type": "text", "text": "42"}],
+        "structuredContent": {"result": 42},
+    }
     assert result.metadata["transport"] == any_spec["transport"]
     assert result.latency_ms > 0
 
     result = run(any_spec, "echo", {"text": "héllo wörld"})
-    assert result.ok and result.output["text"] == "héllo wörld"
-    assert "json" not in result.output["content"][0]
+    assert result.ok and result.output["content"] == [{"type": "text", "text": "héllo wörld"}]
 
     result = run(any_spec, "structured")
     assert result.ok
-    assert result.output["structured"] == {
+    assert result.output["structuredContent"] == {
         "answer": 42,
         "items": ["a", "b"],
         "nested": {"ok": True},
@@ -252,32 +256,62 @@ def test_is_error_becomes_failed_result(any_spec):
     assert result.error_type == ErrorType.UPSTREAM
     assert "the widget broke" in result.error_message
     assert result.retryable is False
-    assert result.output["content"][0]["type"] == "text"
+    assert result.output == {
+        "content": [{"type": "text", "text": "Error executing tool fail: the widget broke"}],
+        "isError": True,
+    }
 
 
-def test_content_mapping(http_spec):
+def test_content_blocks_are_kept_as_the_server_gave_them(http_spec):
     outcome = mcp_client.call_tool(http_spec, "media", {}, 10, egress_check=allow_all)
     assert not outcome.is_error
     text, image, resource = outcome.content
     assert text == {"type": "text", "text": "a pixel"}
-    assert image["type"] == "image" and image["mime_type"] == "image/png"
-    assert image["data"].startswith("iVBORw0KGgo")
+    assert image == {"type": "image", "data": PIXEL_PNG, "mimeType": "image/png"}
     assert resource == {
         "type": "resource",
-        "uri": "file:///notes.txt",
-        "mime_type": "text/plain",
-        "text": "resource text",
+        "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "resource text"},
     }
-
-    small = mcp_client.call_tool(
-        http_spec, "media", {}, 10, egress_check=allow_all, max_inline_binary_bytes=10
+    annotated = mcp_client.call_tool(
+        http_spec, "resource_text", {"text": "memo"}, 10, egress_check=allow_all
     )
-    assert small.content[1]["data_omitted"] is True
-    assert small.content[1]["size_bytes"] == len(base64.b64decode(image["data"]))
-    assert "data" not in small.content[1]
-
+    assert annotated.content == [
+        {
+            "type": "resource",
+            "resource": {"uri": "memo://1", "mimeType": "text/plain", "text": "memo"},
+            "annotations": {"audience": ["user"], "priority": 0.5},
+        }
+    ]
+    # Text that parses as JSON stays the text it was.
     outcome = mcp_client.call_tool(http_spec, "json_text", {}, 10, egress_check=allow_all)
-    assert outcome.content[0]["json"] == {"kind": "json", "values": [1, 2, 3]}
+    assert outcome.content == [
+        {"type": "text", "text": json.dumps({"kind": "json", "values": [1, 2, 3]})}
+    ]
+
+
+def test_a_large_binary_block_is_kept_whole(http_spec):
+    """Binary content is not summarised away: the runner keeps an output past the tool's
+    cap as an artifact, and /mcp links the blocks that do not fit."""
+    outcome = mcp_client.call_tool(
+        http_spec, "big_image", {"size": 300_000}, 10, egress_check=allow_all
+    )
+    data = base64.b64decode(outcome.content[1]["data"])
+    assert len(data) == 300_000 and data[:3] == bytes([0, 1, 2])
+
+
+def test_an_output_past_the_artifact_cap_fails_the_call(http_spec, settings):
+    settings.TOOLHUB_MAX_ARTIFACT_BYTES = 50_000
+    result = run(http_spec, "big_image", {"size": 60_000})
+    assert not result.ok and result.error_type == ErrorType.UPSTREAM
+    assert "TOOLHUB_MAX_ARTIFACT_BYTES" in result.error_message
+
+
+def test_a_secret_inside_an_embedded_resource_is_redacted(http_spec):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    result = run(http_spec, "resource_text", {"text": f"key={secret}"}, secret_values=(secret,))
+    assert result.ok
+    assert secret not in json.dumps(result.output)
+    assert result.output["content"][0]["resource"]["text"] == "key=[REDACTED]"
 
 
 def test_unknown_tool_fails(http_spec):
@@ -484,13 +518,6 @@ def test_default_egress_check_guards_loopback(settings, http_spec):
     assert allowed.ok, allowed.error_message
 
 
-def test_response_larger_than_limit_fails(http_spec):
-    result = run(http_spec, "echo", {"text": "x" * 5000}, max_response_bytes=1000)
-    assert not result.ok
-    assert result.error_type == ErrorType.UPSTREAM
-    assert "exceeds" in result.error_message
-
-
 # --------------------------------------------------------------------------- sessions & processes
 
 
@@ -527,7 +554,7 @@ def test_concurrent_calls_share_one_session(http_spec):
     mcp_client.shutdown()
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda i: run(http_spec, "add", {"a": i, "b": 1}), range(16)))
-    assert [r.output["text"] for r in results] == [str(i + 1) for i in range(16)]
+    assert [r.output["content"][0]["text"] for r in results] == [str(i + 1) for i in range(16)]
     assert mcp_client.stats()["sessions_opened"] == 1
 
 
@@ -543,7 +570,7 @@ def test_stale_session_is_replaced_after_server_restart(transport):
         server.start()
         again = run(spec, "add", {"a": 2, "b": 2})
         assert again.ok, again.error_message
-        assert again.output["text"] == "4"
+        assert again.output["content"][0]["text"] == "4"
     finally:
         server.stop()
 
@@ -589,7 +616,7 @@ def test_bearer_token_is_sent_and_never_surfaces(request, spec_name):
     result = run(http_spec, "whoami")
     assert result.ok, result.error_message
     # The server saw the header (it echoes it back), and the executor redacted the token.
-    assert result.output["text"] == "Bearer [REDACTED]"
+    assert result.output["content"] == [{"type": "text", "text": "Bearer [REDACTED]"}]
     blob = json.dumps([result.output, result.metadata, result.error_message])
     assert TOKEN not in blob
 
@@ -617,7 +644,7 @@ def test_secret_values_are_redacted_from_outputs_and_messages(any_spec):
     assert not failed.ok
     for result in (ok, failed):
         assert secret not in json.dumps([result.output, result.metadata, result.error_message])
-    assert "[REDACTED]" in ok.output["text"]
+    assert "[REDACTED]" in ok.output["content"][0]["text"]
     assert "[REDACTED]" in failed.error_message
 
 

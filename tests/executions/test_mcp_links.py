@@ -110,7 +110,7 @@ def test_renaming_an_mcp_tool_does_not_change_the_remote_tool(
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["status"] == "succeeded", body
-    assert body["output_data"]["text"] == "hello"  # echo ran, not whoami
+    assert body["output_data"]["content"] == [{"type": "text", "text": "hello"}]  # echo ran
     assert remote_name(Tool.objects.get(pk=tool.pk)) == "echo"  # stored when it was linked
     assert TOKEN not in response.content.decode()
 

@@ -259,7 +259,7 @@ def test_an_mcp_call_carries_the_trace_context_in_its_meta(spans):
     finally:
         server.stop()
     assert result.ok, result.error_message
-    received = json.loads(result.output["text"])
+    received = json.loads(result.output["content"][0]["text"])
     trace_id, parent_id = traceparent_ids(received["traceparent"])
     assert trace_id == format(current.get_span_context().trace_id, "032x")
     # The parent is the MCP SDK's client span for this tools/call, inside our trace.

@@ -28,6 +28,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import (
+    Annotations,
     CallToolResult,
     EmbeddedResource,
     ImageContent,
@@ -158,6 +159,24 @@ def build_server() -> TestMCPServer:
                     uri="file:///notes.txt", mime_type="text/plain", text="resource text"
                 ),
             ),
+        ]
+
+    @server.tool(description="Return the text as an embedded resource, with an annotation.")
+    def resource_text(text: str, mime_type: str = "text/plain") -> list[EmbeddedResource]:
+        return [
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(uri="memo://1", mime_type=mime_type, text=text),
+                annotations=Annotations(audience=["user"], priority=0.5),
+            )
+        ]
+
+    @server.tool(description="Return a text and an image of the given number of bytes.")
+    def big_image(size: int) -> list[TextContent | ImageContent]:
+        data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+        return [
+            TextContent(type="text", text=f"an image of {size} bytes"),
+            ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type="image/png"),
         ]
 
     @server.tool(description="Declares a Point output schema; the handler breaks it.")

@@ -1,0 +1,155 @@
+"""An MCP tool's result reaches an MCP caller as its server gave it.
+
+ToolHub in front of the test MCP server (``tests/servers/mcp_server.py``), synced as an
+operator would; the official SDK client calls through the live ToolHub (two uvicorn
+processes, a Celery worker). Text, image and embedded-resource blocks, annotations,
+``structuredContent`` and ``isError`` come through unchanged; past the tool's
+``max_response_bytes`` the blocks that fit come inline and the rest as links to their
+own bytes, which the REST API serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import uuid
+
+import httpx
+import mcp_types as types
+import pytest
+from django.db import close_old_connections
+
+from executions.mcp_sync import mcp_server_sync
+from executions.models import Execution, ExecutionStatus
+from registry.models import Tool
+from registry.services import agents as agent_services
+from registry.services import grants as grant_services
+from registry.services import mcp as mcp_services
+from registry.services import roles as role_services
+from registry.services import tools as tool_services
+from tests.executions.mcp_server.conftest import mcp_client
+from tests.executions.test_mcp import ServerProcess
+from tests.factories import make_token
+from tests.servers.mcp_server import PIXEL_PNG
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOKEN = f"content-canary-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="module")
+def upstream_mcp():
+    server = ServerProcess("streamable-http", "--token", TOKEN).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def synced(live_toolhub, upstream_mcp, owner, allow_loopback):
+    """The server registered and synced, its tools approved and granted to an agent."""
+    server = mcp_services.mcp_server_create(
+        actor=None,
+        name="web",
+        transport="streamable_http",
+        url=upstream_mcp.url,
+        auth_token=TOKEN,
+    )
+    assert mcp_server_sync(actor=None, server=server).ok
+    role = role_services.role_create(actor=None, name="content-callers")
+    agent = agent_services.agent_create(
+        actor=None, name="content-agent", owner=owner, role_ids=[role.pk]
+    )
+    for tool in mcp_services.mcp_server_tools(server):  # pinned at this first sync
+        grant_services.grant_create(actor=None, role=role, action="execute", tool=tool)
+    return live_toolhub, make_token(agent.user)
+
+
+def call(live, token: str, name: str, arguments: dict) -> types.CallToolResult:
+    async def scenario():
+        async with mcp_client(live.url(), token) as client:
+            return await client.call_tool(name, arguments)
+
+    return asyncio.run(scenario())
+
+
+def latest(name: str) -> Execution:
+    close_old_connections()
+    return Execution.objects.filter(tool_name=name).order_by("-created_at").first()
+
+
+def test_image_and_embedded_resource_blocks_reach_the_caller_unchanged(synced):
+    live, token = synced
+    result = call(live, token, "web__media", {})
+    assert result.is_error is False
+    text, image, resource = result.content
+    assert text == types.TextContent(text="a pixel")
+    assert isinstance(image, types.ImageContent)
+    assert (image.data, image.mime_type) == (PIXEL_PNG, "image/png")
+    assert isinstance(resource, types.EmbeddedResource)
+    assert resource.resource == types.TextResourceContents(
+        uri="file:///notes.txt", mime_type="text/plain", text="resource text"
+    )
+    assert result.structured_content is None  # the server gave none: none is made up
+    execution = latest("web__media")
+    assert str(execution.pk) == result.meta["io.toolhub/execution"]["id"]
+    # REST reads the same blocks in output.content.
+    assert execution.output_data["content"][1] == {
+        "type": "image",
+        "data": PIXEL_PNG,
+        "mimeType": "image/png",
+    }
+
+
+def test_annotations_structured_content_and_json_text_come_through(synced):
+    live, token = synced
+    annotated = call(live, token, "web__resource_text", {"text": "memo"})
+    assert annotated.content[0].annotations == types.Annotations(audience=["user"], priority=0.5)
+    structured = call(live, token, "web__structured", {})
+    assert structured.structured_content == {
+        "answer": 42,
+        "items": ["a", "b"],
+        "nested": {"ok": True},
+    }
+    as_text = call(live, token, "web__json_text", {})
+    assert as_text.content == [types.TextContent(text='{"kind": "json", "values": [1, 2, 3]}')]
+    # The server's own structuredContent (its SDK wraps a str return), not a parse of the text.
+    assert as_text.structured_content == {"result": '{"kind": "json", "values": [1, 2, 3]}'}
+
+
+def test_an_error_the_server_reports_comes_back_as_its_own_result(synced):
+    live, token = synced
+    result = call(live, token, "web__fail", {"message": "the widget broke"})
+    assert result.is_error is True
+    assert result.content == [types.TextContent(text="Error executing tool fail: the widget broke")]
+    execution = latest("web__fail")
+    assert (execution.status, execution.error_type) == (ExecutionStatus.FAILED, "upstream_error")
+
+
+def test_blocks_past_the_tools_cap_are_links_to_their_bytes(synced):
+    live, token = synced
+    tool = Tool.objects.get(name="web__big_image")
+    tool_services.tool_update(actor=None, tool=tool, data={"max_response_bytes": 1024})
+    result = call(live, token, "web__big_image", {"size": 5000})
+    assert result.is_error is False
+    text, link = result.content
+    assert text == types.TextContent(text="an image of 5000 bytes")
+    assert isinstance(link, types.ResourceLink)
+    assert (link.mime_type, link.size) == ("image/png", 5000)
+    execution = latest("web__big_image")
+    assert execution.output_truncated and execution.output_artifact
+    assert link.uri == f"{live.url('')}/api/v1/executions/{execution.pk}/output/content/1"
+
+    headers = {"Authorization": f"Bearer {token}"}
+    fetched = httpx.get(link.uri, headers=headers, timeout=30)
+    assert fetched.status_code == 200
+    assert fetched.headers["content-type"] == "image/png"
+    expected = bytes(range(256)) * (5000 // 256) + bytes(range(5000 % 256))
+    assert fetched.content == expected
+    beyond = httpx.get(link.uri[:-1] + "2", headers=headers, timeout=30)
+    assert beyond.status_code == 404
+    assert "has 2 content blocks" in beyond.json()["error"]["message"]
+    # The whole output is still there as JSON, the image as the server sent it.
+    whole = httpx.get(
+        f"{live.url('')}/api/v1/executions/{execution.pk}/output", headers=headers, timeout=30
+    ).json()
+    assert base64.b64decode(whole["content"][1]["data"]) == expected
