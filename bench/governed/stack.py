@@ -168,7 +168,9 @@ def start_web(procs: Processes, launch: list[str], env: dict[str, str], args):
     wait_until(
         "gunicorn",
         lambda: httpx.get(f"{base}/healthz", timeout=2).status_code == 200,
-        30,
+        # Workers import Django, DRF, the OAuth toolkit and allauth before they answer:
+        # on a slow or busy machine that alone has taken over 30 s.
+        120,
         procs,
     )
     return web, port, base
