@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 
 from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -241,17 +242,24 @@ _ALTERED = (
 _GONE = "The call's stored output artifact is gone from the storage it was kept in."
 
 
+@contextmanager
+def _stored_output():
+    """Reading a call's stored output: an altered or missing artifact is the API's 409."""
+    try:
+        yield
+    except outputs.OutputAltered:
+        raise Conflict(_ALTERED, code="output_altered") from None
+    except OSError:
+        raise Conflict(_GONE, code="output_gone") from None
+
+
 class ExecutionOutputView(ExecutionLookupMixin):
     @extend_schema(responses={200: dict, **errors(409)})
     def get(self, request, execution_id):
         execution = self.get_execution(execution_id)
         if execution.output_artifact:
-            try:
+            with _stored_output():
                 handle = outputs.open_artifact(execution)
-            except outputs.OutputAltered:
-                raise Conflict(_ALTERED, code="output_altered") from None
-            except OSError:
-                raise Conflict(_GONE, code="output_gone") from None
             return FileResponse(handle, content_type="application/json")
         if execution.output_data is None:
             # Refused, still queued or running, or failed before any answer: say which.
@@ -272,12 +280,8 @@ class ExecutionOutputBlockView(ExecutionLookupMixin):
     )
     def get(self, request, execution_id, index):
         execution = self.get_execution(execution_id)
-        try:
+        with _stored_output():
             output = outputs.whole_output(execution)
-        except outputs.OutputAltered:
-            raise Conflict(_ALTERED, code="output_altered") from None
-        except OSError:
-            raise Conflict(_GONE, code="output_gone") from None
         blocks = outputs.upstream_content(execution, output)
         if blocks is None:
             raise NotFound(

@@ -348,6 +348,10 @@ def test_large_output_is_capped_and_kept_as_artifact(world):
         handle.write(stored.replace(b"xxxxx", b"TAMPR", 1))
     altered = world["client"].get(f"/api/v1/executions/{body['id']}/output")
     assert altered.status_code == 409 and altered.json()["error"]["code"] == "output_altered"
+    # One deleted behind ToolHub's back is a 409 saying so, not a 500.
+    default_storage.delete(execution.output_artifact)
+    gone = world["client"].get(f"/api/v1/executions/{body['id']}/output")
+    assert gone.status_code == 409 and gone.json()["error"]["code"] == "output_gone"
 
 
 def test_a_broken_secret_config_is_never_quoted_in_the_error(world):
