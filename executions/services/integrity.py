@@ -12,12 +12,12 @@ rewritten to match.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 
 from django.core.files.storage import default_storage
 
 from executions.models import Execution, ExecutionStatus
+from executions.services import outputs
 from executions.services.admitted import admitted_changes, recorded_admission
 from executions.services.execution_audit import (
     arguments_digest,
@@ -167,10 +167,8 @@ def _artifact_problem(name: str, recorded: str) -> str | None:
         handle = default_storage.open(name, "rb")
     except (FileNotFoundError, OSError):
         return "is gone (deleted behind ToolHub's back)"
-    digest = hashlib.sha256()
     with handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != recorded:
+        digest = outputs.sha256_of(handle)
+    if digest != recorded:
         return "no longer matches the digest recorded with the call: it was altered or replaced"
     return None

@@ -82,16 +82,22 @@ class OutputAltered(Exception):
     """The stored artifact no longer has the digest the record holds."""
 
 
+def sha256_of(handle) -> str:
+    """The sha256 of an open stored file, read in 1 MiB chunks from where it stands."""
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(1024 * 1024), b""):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
 def open_artifact(execution: Execution):
     """The call's output artifact, opened and checked against the digest its record
     holds (``output_data.sha256``); raises ``OutputAltered``, or ``OSError`` when gone."""
     handle = default_storage.open(execution.output_artifact, "rb")
     recorded = (execution.output_data or {}).get("sha256")
-    digest = hashlib.sha256()
-    for chunk in iter(lambda: handle.read(1024 * 1024), b""):
-        digest.update(chunk)
+    digest = sha256_of(handle)
     handle.seek(0)
-    if recorded and digest.hexdigest() != recorded:
+    if recorded and digest != recorded:
         handle.close()
         logger.error("execution %s: its stored output was altered", execution.pk)
         raise OutputAltered(execution.pk)
