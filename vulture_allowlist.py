@@ -64,6 +64,7 @@ wait_seconds
 agent_owner
 clear_webhook_secret
 clear_auth_token
+tool_naming
 expires_in_days
 default_json
 file

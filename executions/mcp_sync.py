@@ -5,12 +5,17 @@ then, in one transaction, one ``mcp`` tool per allowed tool is upserted
 through the registry services (audited; nothing is written or audited for a
 tool that did not change):
 
-* named ``<server>__<tool>`` (sanitized to ``[a-zA-Z0-9_-]``, at most 64,
-  made unique with ``_2``… when another tool holds the name);
+* named ``<prefix><tool>``, the prefix being the server's ``tool_prefix`` (by
+  default ``<server>__``; empty: the upstream's own name), sanitized to
+  ``[a-zA-Z0-9_-]``, at most 64. A name another tool holds is refused, naming
+  both (the new tool is skipped; a listed one keeps its name). A rename made in
+  ToolHub stays: the sync keeps the name it gave in ``mcp_listed_name`` and only
+  renames a tool still under that name (the prefix or the server's name changed);
 * description from the server; input parameters from the tool's
   ``inputSchema`` (``registry.importers.schema_rows`` explains how properties
   without a single type are represented);
-* ``tool_metadata`` ``{"mcp_server", "mcp_server_id", "remote_tool_name"}``
+* ``tool_metadata`` ``{"mcp_server", "mcp_server_id", "remote_tool_name",
+  "mcp_listed_name"}``
   and configs ``remote_tool_name`` and ``server_id``, by which the executor
   finds the server;
 * new tools get no grants (only all-tools grants reach them).
@@ -211,9 +216,8 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
     existing: dict[str, Tool] = {}
     for tool in mcp_services.mcp_server_tools(server).order_by("created_at"):
         existing.setdefault(str(tool.tool_metadata.get(mcp_services.META_REMOTE_NAME)), tool)
-    prefix = naming.clean(f"{server.name}__")
     kept: set[str] = set()
-    used: set[str] = set()
+    used: dict[str, str] = {}  # name given in this sync -> the remote tool it is for
     for item in remote:
         remote_name = item.get("name")
         if not isinstance(remote_name, str) or not remote_name or remote_name in kept:
@@ -233,19 +237,13 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
         definition = remote_definition(item)
         if tool is not None and _held(report, actor, tool, definition, rows):
             continue
-
-        def taken(candidate: str, tool=tool) -> bool:
-            clash = Tool.objects.filter(name=candidate)
-            if tool is not None:
-                clash = clash.exclude(pk=tool.pk)
-            return candidate in used or clash.exists()
-
-        desired = naming.namespaced(server.name, remote_name)
-        keep_name = tool is not None and tool.name.startswith(prefix) and not taken(tool.name)
-        if keep_name and tool.name != desired and not taken(desired):
-            keep_name = False  # a suffixed name whose plain form is free again
-        name = tool.name if keep_name else naming.unique(desired, taken)
-        used.add(name)
+        # What the sync named it stays on record through a rename made here.
+        listed = _listed_before(tool) if tool is not None and _renamed_here(tool) else None
+        name = _listed_name(report, server, remote_name, tool, used)
+        if name is None:
+            continue
+        used[name] = remote_name
+        listed = listed or name
         fields: dict[str, Any] = {"description": str(item.get("description") or "")}
         if tool is None:
             fields["timeout_seconds"] = server.timeout_seconds
@@ -264,6 +262,7 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
                         mcp_services.META_SERVER_ID: str(server.pk),
                         mcp_services.META_REMOTE_NAME: remote_name,
                         mcp_services.META_SYNC_STATE: None,
+                        mcp_services.META_LISTED_NAME: listed,
                     },
                     parameters=rows,
                     configs={"remote_tool_name": remote_name, "server_id": str(server.pk)},
@@ -281,6 +280,68 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
         meta = {**(tool.tool_metadata or {}), mcp_services.META_SYNC_STATE: state}
         tool_update(actor=actor, tool=tool, data={"is_active": False, "tool_metadata": meta})
         report.deactivated.append(tool.name)
+
+
+def _listed_name(
+    report: SyncReport, server: MCPServer, remote_name: str, tool: Tool | None, used: dict
+) -> str | None:
+    """The name the server's tool ``remote_name`` is listed under. A name given in ToolHub
+    (a rename) stays through every sync; otherwise it is the server's prefix and the
+    upstream's name. A name that another tool holds is refused, naming both: a new tool
+    is skipped, a listed one keeps the name it has."""
+    if tool is not None and _renamed_here(tool):
+        return tool.name
+    desired = naming.clean(f"{server.listed_prefix}{remote_name}")
+    if tool is not None and tool.name == desired:
+        return desired
+    holder = _holder(desired, tool, used)
+    if holder is None:
+        return desired
+    if tool is None:
+        report.skipped.append(
+            {
+                "tool": remote_name,
+                "reason": (
+                    f"its name '{desired}' is taken by {holder}; rename that tool, or set "
+                    "this server's tool prefix"
+                ),
+            }
+        )
+        return None
+    report.warnings.append(f"{tool.name}: not renamed to '{desired}', which is {holder}'s name")
+    return tool.name
+
+
+def _listed_before(tool: Tool) -> str | None:
+    """The name the last sync gave ``tool`` (None for a tool synced before names were kept:
+    then one that starts with its server's name then was named by the sync)."""
+    meta = tool.tool_metadata or {}
+    listed = meta.get(mcp_services.META_LISTED_NAME)
+    if listed is None and tool.name.startswith(f"{meta.get(mcp_services.META_SERVER)}__"):
+        return tool.name
+    return listed
+
+
+def _renamed_here(tool: Tool) -> bool:
+    """Whether someone renamed ``tool`` in ToolHub after a sync named it."""
+    return tool.name != _listed_before(tool)
+
+
+def _holder(name: str, tool: Tool | None, used: dict[str, str]) -> str | None:
+    """Who holds ``name`` besides ``tool``, for a message; None when it is free."""
+    if name in used:
+        return f"this server's tool '{used[name]}'"
+    others = Tool.objects.filter(name=name)
+    if tool is not None:
+        others = others.exclude(pk=tool.pk)
+    other = others.only("name", "type", "tool_metadata").first()
+    if other is None:
+        return None
+    server = (other.tool_metadata or {}).get(mcp_services.META_SERVER)
+    if other.type == ToolType.MCP and server:
+        remote = (other.tool_metadata or {}).get(mcp_services.META_REMOTE_NAME)
+        return f"tool '{other.name}' (tool '{remote}' of MCP server '{server}')"
+    return f"tool '{other.name}' ({other.type})"
 
 
 def _says_the_same(tool: Tool, definition: dict, rows: list[dict]) -> bool:

@@ -61,6 +61,20 @@ class MCPServerForm(forms.ModelForm):
         ),
     )
 
+    tool_naming = forms.ChoiceField(
+        choices=[
+            ("server", "<server name>__<tool> (follows a rename of the server)"),
+            ("none", "The upstream's own names, no prefix"),
+            ("custom", "The prefix below"),
+        ],
+        initial="server",
+        label="Tool names",
+        help_text=(
+            "How the server's tools are listed. A name another tool holds is refused at sync, "
+            "naming both; a tool renamed here keeps its name through every sync."
+        ),
+    )
+
     class Meta:
         model = MCPServer
         fields = [*MCP_SERVER_FIELDS, "env", "auth_token", "clear_auth_token"]
@@ -75,6 +89,10 @@ class MCPServerForm(forms.ModelForm):
         for name in ("args", "tools_allowed", "tools_denied", "sync_interval_minutes"):
             if name in self.fields:
                 self.fields[name].required = False
+        if "tool_naming" in self.fields and self.instance.pk:
+            prefix = self.instance.tool_prefix
+            naming = "server" if prefix is None else "none" if prefix == "" else "custom"
+            self.initial["tool_naming"] = naming
 
     def clean_sync_interval_minutes(self):
         """Left empty: the stored interval (the default one for a new server)."""
@@ -116,7 +134,20 @@ class MCPServerForm(forms.ModelForm):
             problem = stdio_command_problem(data["command"], args)
             if problem:
                 self.add_error("command", problem)
+        self._clean_tool_prefix(data)
         return data
+
+    def _clean_tool_prefix(self, data: dict) -> None:
+        """``tool_prefix`` as the choice of naming says: None, "", or the prefix typed."""
+        naming = data.get("tool_naming")
+        if naming is None:  # a read-only view
+            return
+        if naming == "custom" and not data.get("tool_prefix"):
+            self.add_error("tool_prefix", "Type the prefix, or choose another way of naming.")
+        elif naming != "custom":
+            data["tool_prefix"] = None if naming == "server" else ""
+        if "tool_naming" in self.changed_data and "tool_prefix" not in self.changed_data:
+            self.changed_data.append("tool_prefix")
 
     def token_change(self) -> dict:
         """The ``auth_token`` argument for the services: absent keeps the stored token."""
@@ -164,7 +195,19 @@ class MCPServerAdmin(
             "Authentication",
             {"fields": ["token_status", "auth_token", "clear_auth_token", "token_env_var"]},
         ),
-        ("Tools", {"fields": ["tools_allowed", "tools_denied", "max_concurrency", "tools_link"]}),
+        (
+            "Tools",
+            {
+                "fields": [
+                    "tool_naming",
+                    "tool_prefix",
+                    "tools_allowed",
+                    "tools_denied",
+                    "max_concurrency",
+                    "tools_link",
+                ]
+            },
+        ),
         ("Pinned definitions", {"fields": ["sync_interval_minutes", "drift_report"]}),
         (
             "Record",
@@ -197,7 +240,7 @@ class MCPServerAdmin(
             return "—"
         count = services.mcp_server_tools(obj).count()
         url = reverse("admin:registry_tool_changelist")
-        return format_html('<a href="{}?q={}__">{} tool(s)</a>', url, obj.name, count)
+        return format_html('<a href="{}?q={}">{} tool(s)</a>', url, obj.listed_prefix, count)
 
     @admin.display(description="Drift report")
     def drift_report(self, obj):

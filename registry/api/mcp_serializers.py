@@ -6,7 +6,11 @@ from rest_framework import serializers
 
 from registry.models import MCPServer
 from registry.models.mcp import MCPTransport
-from registry.models.mcp.server import MCP_SERVER_FIELDS, mcp_server_name_validator
+from registry.models.mcp.server import (
+    MCP_SERVER_FIELDS,
+    mcp_server_name_validator,
+    mcp_tool_prefix_validator,
+)
 from registry.services.mcp import mcp_server_tools
 from toolhub.api.params import MAX_DB_INT
 from toolhub.api.serializers import StrictSerializer
@@ -76,4 +80,16 @@ class MCPServerInputSerializer(StrictSerializer):
     is_enabled = serializers.BooleanField(required=False)
     sync_interval_minutes = serializers.IntegerField(
         min_value=0, max_value=7 * 24 * 60, required=False
+    )
+    tool_prefix = serializers.CharField(
+        max_length=40,
+        allow_null=True,
+        allow_blank=True,
+        required=False,
+        trim_whitespace=False,
+        validators=[mcp_tool_prefix_validator],
+        help_text=(
+            "What the server's tools' names start with: null (the default) for "
+            "'<name>__', \"\" for the upstream's own names, or a prefix of your own."
+        ),
     )

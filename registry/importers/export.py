@@ -19,7 +19,12 @@ from registry.importers.schema_rows import rows_to_schema
 from registry.models import MCPServer, Tool
 from registry.models.mcp import MCPTransport
 from registry.models.tools import ParameterKind, ToolType
-from registry.services.mcp import META_REMOTE_NAME, META_SERVER, META_SERVER_ID
+from registry.services.mcp import (
+    META_LISTED_NAME,
+    META_REMOTE_NAME,
+    META_SERVER,
+    META_SERVER_ID,
+)
 from registry.services.tools import TOOL_FIELDS
 
 FORMATS = ("tools", "single")
@@ -28,7 +33,7 @@ FORMATS = ("tools", "single")
 _WRITTEN_APART = ("name", "type", "description", "tool_metadata")
 _FIELDS = tuple(field for field in TOOL_FIELDS if field not in _WRITTEN_APART)
 _METADATA_KEYS = ("category", "speed", "safety")
-_MCP_META = {META_SERVER, META_SERVER_ID, META_REMOTE_NAME}
+_MCP_META = {META_SERVER, META_SERVER_ID, META_REMOTE_NAME, META_LISTED_NAME}
 
 
 class _Dumper(yaml.SafeDumper):
@@ -72,6 +77,8 @@ def server_entry(server: MCPServer) -> dict[str, Any]:
     entry["timeout_seconds"] = server.timeout_seconds
     entry["max_concurrency"] = server.max_concurrency
     entry["is_enabled"] = server.is_enabled
+    if server.tool_prefix is not None:
+        entry["tool_prefix"] = server.tool_prefix
     return entry
 
 

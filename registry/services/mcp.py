@@ -42,6 +42,7 @@ from toolhub.exceptions import Conflict, ToolHubError
 META_SERVER = "mcp_server"
 META_SERVER_ID = "mcp_server_id"
 META_REMOTE_NAME = "remote_tool_name"
+META_LISTED_NAME = "mcp_listed_name"  # the name the last sync gave it (a rename here differs)
 META_SYNC_STATE = "mcp_sync_state"  # set when a sync (or the server's removal) deactivated it
 
 

@@ -18,6 +18,7 @@ from executions.mcp_sync import mcp_server_sync
 from registry.models import AuditEvent, MCPServer, Tool, ToolGrant
 from registry.services import mcp as services
 from registry.services.catalog import tool_upsert
+from registry.services.tools import tool_update
 from tests.executions.test_mcp import ALL_TOOLS, SERVER_SCRIPT, ServerProcess, free_port
 
 pytestmark = pytest.mark.django_db
@@ -80,6 +81,7 @@ def test_sync_creates_one_mcp_tool_per_server_tool(web):
         "mcp_server": "web",
         "mcp_server_id": str(web.pk),
         "remote_tool_name": "add",
+        "mcp_listed_name": "web__add",
     }
     configs = {c.config_key: c.plain_value for c in add.configs.all()}
     assert configs == {"remote_tool_name": "add", "server_id": str(web.pk)}
@@ -106,7 +108,7 @@ def test_sync_creates_one_mcp_tool_per_server_tool(web):
     outcome = mcp_client.call_tool(
         spec, add.configs.get(config_key="remote_tool_name").plain_value, {"a": 2, "b": 3}
     )
-    assert outcome.text == "5"
+    assert outcome.content == [{"type": "text", "text": "5"}]
 
 
 def test_resync_without_changes_writes_and_audits_nothing(web):
@@ -190,14 +192,82 @@ def test_vanished_tool_is_deactivated_and_admin_deactivation_is_respected(web):
     assert event.after["deactivated"] == ["web__retired"]
 
 
-def test_names_are_sanitized_and_unique(web):
+def test_a_name_another_tool_holds_is_refused_naming_both(web):
     Tool.objects.create(name="web__add", type="http")  # someone else holds the name
     report = mcp_server_sync(actor=None, server=web)
-    assert "web__add_2" in report.created
+    assert report.ok
+    assert "web__add" not in report.created
+    (refusal,) = [s for s in report.skipped if s["tool"] == "add"]
+    assert "'web__add'" in refusal["reason"] and "(http)" in refusal["reason"]
     assert Tool.objects.get(name="web__add").type == "http"
-    assert Tool.objects.get(name="web__add_2").tool_metadata["remote_tool_name"] == "add"
-    # Stable on re-sync.
-    assert "web__add_2" in mcp_server_sync(actor=None, server=web).unchanged
+    assert not services.mcp_server_tools(web).filter(tool_metadata__remote_tool_name="add")
+    event = AuditEvent.objects.get(action="mcp_server.synced")
+    assert "add" in event.after["skipped"]
+    # Freed, the name is the synced tool's at the next sync.
+    Tool.objects.filter(name="web__add", type="http").delete()
+    assert "web__add" in mcp_server_sync(actor=None, server=web).created
+
+
+def test_the_operator_chooses_the_prefix_including_none(web, http_server):
+    services.mcp_server_update(actor=None, server=web, data={"tool_prefix": ""})
+    report = mcp_server_sync(actor=None, server=web)
+    assert sorted(report.created) == sorted(ALL_TOOLS)
+    assert Tool.objects.get(name="add").tool_metadata["remote_tool_name"] == "add"
+
+    # A second server listed without a prefix collides on every name: each refusal names
+    # the tool that holds the name and the server it came from.
+    other = services.mcp_server_create(
+        actor=None,
+        name="other",
+        transport="streamable_http",
+        url=http_server.url,
+        auth_token=TOKEN,
+        tool_prefix="",
+    )
+    report = mcp_server_sync(actor=None, server=other)
+    assert report.created == [] and len(report.skipped) == len(ALL_TOOLS)
+    (refusal,) = [s for s in report.skipped if s["tool"] == "add"]
+    assert "tool 'add' (tool 'add' of MCP server 'web')" in refusal["reason"]
+
+    # A prefix of the operator's own renames the listed tools at the next sync.
+    services.mcp_server_update(actor=None, server=other, data={"tool_prefix": "o-"})
+    assert sorted(mcp_server_sync(actor=None, server=other).created) == sorted(
+        f"o-{name}" for name in ALL_TOOLS
+    )
+    services.mcp_server_update(actor=None, server=web, data={"tool_prefix": "w_"})
+    report = mcp_server_sync(actor=None, server=web)
+    assert sorted(report.updated) == sorted(f"w_{name}" for name in ALL_TOOLS)
+    assert not Tool.objects.filter(name="add").exists()
+
+
+def test_a_rename_made_in_toolhub_survives_every_sync(web):
+    assert mcp_server_sync(actor=None, server=web).ok
+    add = Tool.objects.get(name="web__add")
+    tool_update(actor=None, tool=add, data={"name": "adder"})
+    report = mcp_server_sync(actor=None, server=web)
+    assert "adder" in report.unchanged and not Tool.objects.filter(name="web__add").exists()
+    # Neither a new prefix nor a renamed server moves it; the others follow.
+    services.mcp_server_update(actor=None, server=web, data={"name": "web2"})
+    report = mcp_server_sync(actor=None, server=web)
+    assert "web2__echo" in report.updated and "web2__add" not in report.updated
+    assert Tool.objects.get(pk=add.pk).name == "adder"
+    services.mcp_server_update(actor=None, server=web, data={"tool_prefix": ""})
+    report = mcp_server_sync(actor=None, server=web)
+    assert "echo" in report.updated
+    assert Tool.objects.get(pk=add.pk).name == "adder"
+    # A tool the sync named is renamed by the sync; one it did not name is the operator's.
+    assert Tool.objects.get(name="echo").tool_metadata["mcp_listed_name"] == "echo"
+    assert Tool.objects.get(pk=add.pk).tool_metadata["mcp_listed_name"] == "web__add"
+
+
+def test_a_listed_tool_is_not_renamed_onto_a_taken_name(web):
+    assert mcp_server_sync(actor=None, server=web).ok
+    Tool.objects.create(name="add", type="http")
+    services.mcp_server_update(actor=None, server=web, data={"tool_prefix": ""})
+    report = mcp_server_sync(actor=None, server=web)
+    assert "echo" in report.updated
+    assert Tool.objects.filter(name="web__add", type="mcp").exists()
+    assert any("not renamed to 'add'" in w and "(http)" in w for w in report.warnings)
 
 
 def test_renamed_server_renames_its_tools(web):

@@ -184,6 +184,18 @@ def test_an_imported_stdio_server_must_run_an_allowed_command():
     assert not MCPServer.objects.exists()
 
 
+def test_an_imported_server_tool_prefix_is_checked_and_kept():
+    bad = "mcp_servers:\n  - name: s1\n    url: https://s1.example/mcp\n    tool_prefix: a b\n"
+    report = run(bad)
+    assert not report.ok
+    (error,) = report.errors
+    assert error.path.endswith("/tool_prefix") and "40 characters" in error.message
+    report = run(bad.replace("a b", '"s1-"'))
+    assert report.ok, report.text()
+    assert MCPServer.objects.get(name="s1").listed_prefix == "s1-"
+    assert "tool_prefix: s1-" in export_catalog()
+
+
 def test_mcp_yml_token_variable_must_be_allowed():
     text = (
         "mcp_servers:\n  - name: s1\n    url: https://s1.example/mcp\n"
@@ -371,7 +383,11 @@ def build_catalog() -> None:
         actor=None, tool=fx, name="rate", parameter_type="output", type="number", description="r"
     )
     mcp_services.mcp_server_create(
-        actor=None, name="vault", url="https://vault.example/mcp", auth_token=CANARY
+        actor=None,
+        name="vault",
+        url="https://vault.example/mcp",
+        auth_token=CANARY,
+        tool_prefix="",  # listed under the upstream's own names: kept through a round trip
     )
     github = MCPServer.objects.get(name="github")
     tool_upsert(
@@ -494,6 +510,7 @@ def test_export_rebuilds_the_same_catalog_elsewhere():
     before["fx_convert"]["secrets"] = []
     before["server:local_files"]["env"] = {}
     assert after == before
+    assert MCPServer.objects.get(name="vault").tool_prefix == ""
 
 
 def test_export_command_writes_a_file(tmp_path):

@@ -131,6 +131,19 @@ def test_platform_admin_manages_servers_and_token_stays_write_only(staff_client)
     assert CANARY not in listing.content.decode()
 
 
+def test_the_tool_prefix_is_the_operators_choice_and_audited(staff_client, server):
+    assert staff_client.get(detail(server)).json()["tool_prefix"] is None  # "<name>__"
+    assert server.listed_prefix == "search__"
+    for prefix, listed in (("", ""), ("s-", "s-"), (None, "search__")):
+        response = staff_client.patch(detail(server), {"tool_prefix": prefix}, format="json")
+        assert response.status_code == 200, response.content
+        assert response.json()["tool_prefix"] == prefix
+        server.refresh_from_db()
+        assert server.listed_prefix == listed
+    changes = AuditEvent.objects.filter(action="mcp_server.updated").order_by("id")
+    assert [e.after["tool_prefix"] for e in changes] == ["", "s-", None]
+
+
 def test_unchanged_update_is_not_audited(staff_client, server):
     before = AuditEvent.objects.count()
     response = staff_client.patch(detail(server), {"url": server.url}, format="json")
@@ -192,6 +205,8 @@ def test_unknown_server_is_404(staff_client):
         ({"max_concurrency": 0}, "max_concurrency"),
         ({"token_env_var": "NOT A VAR"}, "token_env_var"),
         ({"token_env_var": "DOCS_TOKEN"}, "token_env_var"),  # and a stored token: not both
+        ({"tool_prefix": "bad prefix"}, "tool_prefix"),
+        ({"tool_prefix": "p" * 41}, "tool_prefix"),
         ({"colour": "blue"}, "colour"),
     ],
 )
@@ -589,6 +604,7 @@ def admin_form(**overrides) -> dict:
         "timeout_seconds": "30",
         "max_concurrency": "",
         "is_enabled": "on",
+        "tool_naming": "server",
     }
     data.update(overrides)
     return data
@@ -623,6 +639,33 @@ def test_admin_token_is_write_only(admin_client):
     assert filtered.status_code == 200
     assert CANARY not in audit_text()
     assert AuditEvent.objects.filter(action="mcp_server.created", actor__isnull=False).exists()
+
+
+def test_admin_chooses_how_the_tools_are_named(admin_client):
+    add = reverse("admin:registry_mcpserver_add")
+    response = admin_client.post(add, admin_form(tool_naming="none"))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    server = MCPServer.objects.get(name="wiki")
+    assert server.tool_prefix == "" and server.listed_prefix == ""
+    change = reverse("admin:registry_mcpserver_change", args=[server.pk])
+    page = admin_client.get(change).content.decode()
+    assert 'value="none" selected' in page or 'value="none" checked' in page
+    # A custom prefix needs the prefix; then it is the server's.
+    response = admin_client.post(change, admin_form(tool_naming="custom", tool_prefix=""))
+    assert response.status_code == 200 and "Type the prefix" in response.content.decode()
+    response = admin_client.post(change, admin_form(tool_naming="custom", tool_prefix="wk_"))
+    assert response.status_code == 302
+    server.refresh_from_db()
+    assert server.tool_prefix == "wk_"
+    response = admin_client.post(change, admin_form(tool_naming="server", tool_prefix="wk_"))
+    assert response.status_code == 302
+    server.refresh_from_db()
+    assert server.tool_prefix is None and server.listed_prefix == "wiki__"
+    prefixes = [
+        e.after["tool_prefix"]
+        for e in AuditEvent.objects.filter(action="mcp_server.updated").order_by("id")
+    ]
+    assert prefixes == ["wk_", None]
 
 
 def test_admin_shows_environment_names_and_keeps_masked_values(admin_client, reviewer_user):
@@ -757,6 +800,23 @@ def test_only_platform_admins_link_tools_to_a_server(manager_client, server, sta
         configs, {"config_key": "remote_tool_name", "config_value": "lookup"}, format="json"
     )
     assert linked.status_code in (200, 201), linked.content
+
+
+def test_a_servers_chosen_prefix_is_its_tools_namespace(manager_client, server):
+    from registry.rights import permissions_of
+    from registry.services import roles as role_services
+
+    client, lookup, plain = manager_client
+    role = lookup.grants.get().role  # renaming takes the right to register tools too
+    role.permissions.add(*role_services.permissions_by_label(permissions_of(["register_tools"])))
+    services.mcp_server_update(actor=None, server=server, data={"tool_prefix": "srch-"})
+    refused = client.patch(f"/api/v1/tools/{plain.pk}", {"name": "srch-lookup"}, format="json")
+    assert refused.status_code == 403, refused.content
+    assert "'srch-'" in refused.json()["error"]["message"]
+    # A server listed without a prefix claims no names.
+    services.mcp_server_update(actor=None, server=server, data={"tool_prefix": ""})
+    moved = client.patch(f"/api/v1/tools/{plain.pk}", {"name": "srch-plain"}, format="json")
+    assert moved.status_code == 200, moved.content
 
 
 def test_a_denied_remote_tool_never_gets_the_servers_credentials(server):

@@ -30,7 +30,7 @@ An MCP server entry: ``name``, ``description``, ``transport`` (default
 ``command``, ``args``, ``env``, ``auth: {type: bearer, token_env_var: VAR}``
 (or ``token: …``, stored encrypted; ``type: none`` clears), ``provides_tools``
 (= ``tools_allowed``), ``tools_denied``, ``timeout_seconds``,
-``max_concurrency``, ``is_enabled``.
+``max_concurrency``, ``is_enabled``, ``tool_prefix``.
 
 Keys left out leave the stored value alone; unknown keys are reported."""
 

@@ -13,6 +13,7 @@ from registry.importers.specs import (
     ServerSpec,
 )
 from registry.models.mcp import MCP_SERVER_NAME_PATTERN, MCPTransport
+from registry.models.mcp.server import MCP_TOOL_PREFIX_PATTERN
 
 SERVER_KEYS = {
     "name",
@@ -29,6 +30,7 @@ SERVER_KEYS = {
     "timeout_seconds",
     "max_concurrency",
     "is_enabled",
+    "tool_prefix",
 }
 AUTH_KEYS = {"type", "token_env_var", "token"}
 TRANSPORT_ALIASES = {
@@ -93,6 +95,10 @@ def _server_fields(entry: Entry) -> dict[str, Any]:
         fields, "max_concurrency", entry.integer("max_concurrency", minimum=1, nullable=True)
     )
     set_if_given(fields, "is_enabled", entry.boolean("is_enabled"))
+    prefix = entry.string("tool_prefix", nullable=True)
+    if isinstance(prefix, str) and not re.match(MCP_TOOL_PREFIX_PATTERN, prefix):
+        entry.error("tool_prefix", "use at most 40 characters: letters, digits, '_' or '-'")
+    set_if_given(fields, "tool_prefix", prefix)
     return fields
 
 

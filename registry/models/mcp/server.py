@@ -33,6 +33,15 @@ MCP_SERVER_FIELDS = (
     "max_concurrency",
     "is_enabled",
     "sync_interval_minutes",
+    "tool_prefix",
+)
+# What a synced tool's name starts with, when the operator sets it: the characters of a
+# tool name, and short enough to leave room for the upstream's own name.
+MCP_TOOL_PREFIX_PATTERN = r"^[a-zA-Z0-9_-]{0,40}$"
+mcp_tool_prefix_validator = RegexValidator(
+    MCP_TOOL_PREFIX_PATTERN,
+    "Use at most 40 characters: letters, digits, '_' or '-' (empty: no prefix).",
+    code="invalid_prefix",
 )
 mcp_server_name_validator = RegexValidator(
     MCP_SERVER_NAME_PATTERN,
@@ -60,7 +69,8 @@ class MCPServer(models.Model):
     """An MCP server whose tools ToolHub governs; its ``name`` is the namespace of those tools.
 
     A sync (``executions.mcp_sync``) lists the server's tools and upserts one
-    ``Tool`` of type ``mcp`` per tool, named ``<server>__<tool>`` and marked with
+    ``Tool`` of type ``mcp`` per tool, named ``<tool_prefix><tool>`` (by default
+    ``<server>__<tool>``; see ``listed_prefix``) and marked with
     ``tool_metadata`` ``{"mcp_server", "mcp_server_id", "remote_tool_name"}`` and
     the configs ``remote_tool_name`` and ``server_id``. ``tools_allowed`` (empty:
     all) and ``tools_denied`` filter which tools are synced (exact names or
@@ -77,7 +87,10 @@ class MCPServer(models.Model):
         max_length=40,
         unique=True,
         validators=[mcp_server_name_validator],
-        help_text="Namespace of the server's tools: they are named <name>__<tool>.",
+        help_text=(
+            "Namespace of the server's tools: unless a tool prefix is set, they are named "
+            "<name>__<tool>."
+        ),
     )
     description = models.TextField(blank=True)
     transport = models.CharField(
@@ -132,6 +145,20 @@ class MCPServer(models.Model):
             "definitions; 0: only when someone syncs it."
         ),
     )
+    # Three states, so NULL is not "": None is "<name>__" (following a rename of the
+    # server), "" is the upstream's own names, anything else is the operator's prefix.
+    tool_prefix = models.CharField(  # noqa: DJ001
+        max_length=40,
+        null=True,
+        blank=True,
+        default=None,
+        validators=[mcp_tool_prefix_validator],
+        help_text=(
+            "What the names of this server's tools start with. Not set: '<server name>__'. "
+            "Empty: none (the upstream's own names). A name another tool holds is refused "
+            "at sync, naming both tools."
+        ),
+    )
     last_synced_at = models.DateTimeField(null=True, blank=True)
     last_sync_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_sync_error = models.TextField(blank=True)
@@ -145,6 +172,11 @@ class MCPServer(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def listed_prefix(self) -> str:
+        """What the names of the tools synced from this server start with."""
+        return f"{self.name}__" if self.tool_prefix is None else self.tool_prefix
 
     def offers(self, remote_name: str) -> bool:
         """Whether the filters let ``remote_name`` through: allowed (an empty list allows

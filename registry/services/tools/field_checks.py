@@ -13,16 +13,16 @@ from toolhub.exceptions import Conflict, PermissionDenied
 
 
 def _check_namespace(tool: Tool, name: str) -> None:
-    """``<server>__…`` names belong to the tools synced from that MCP server: a tool
-    renamed into it would pass for one of them (and push the real one aside)."""
-    if "__" not in name:
-        return
+    """A server's listed prefix (``<server>__`` unless its operator chose another) belongs
+    to the tools synced from that MCP server: a tool renamed into it would pass for one of
+    them (and push the real one aside). A server listed without a prefix claims none."""
     own = str((tool.tool_metadata or {}).get("mcp_server_id") or "")
-    for server in MCPServer.objects.only("pk", "name"):
+    for server in MCPServer.objects.only("pk", "name", "tool_prefix"):
         # Server names may hold underscores themselves (gh_, my__srv): test each prefix.
-        if name.startswith(f"{server.name}__") and own != str(server.pk):
+        prefix = server.listed_prefix
+        if prefix and name.startswith(prefix) and own != str(server.pk):
             raise PermissionDenied(
-                f"Names starting with '{server.name}__' belong to the tools of MCP server "
+                f"Names starting with '{prefix}' belong to the tools of MCP server "
                 f"'{server.name}'; only platform admins give a tool such a name.",
                 details=[{"field": "name", "message": "Platform admins only."}],
             )
