@@ -89,6 +89,11 @@ def toolset_active(slug: str) -> Toolset | None:
     return Toolset.objects.filter(slug=slug, is_active=True).first()
 
 
+def toolset_holds(slug: str, tool_id) -> bool:
+    """Whether the active toolset ``slug`` holds the tool ``tool_id``."""
+    return Tool.objects.filter(pk=tool_id, toolsets__slug=slug, toolsets__is_active=True).exists()
+
+
 def toolset_tools(queryset: QuerySet[Tool], slug: str) -> QuerySet[Tool]:
     """The tools of ``queryset`` in the active toolset ``slug`` (none when there is no such)."""
     return queryset.filter(toolsets__slug=slug, toolsets__is_active=True)

@@ -26,7 +26,6 @@ from django.db import close_old_connections
 from executions.mcp_server.sessions import McpRequest
 from executions.models import Approval, EntryPoint, Execution
 from executions.services.pipeline import execution_cancel, execution_submit
-from registry import authorization, formats, selectors
 from registry.oauth.delegation import recorded_client
 from registry.schema import tool_output_schema
 from toolhub import context
@@ -94,19 +93,6 @@ class Outcome:
     structured: bool = False
 
 
-def in_toolset(request: McpRequest, name: str) -> bool:
-    """Whether ``name`` (as listed, a tool name or id) names a tool of the request's toolset."""
-    if request.toolset is None:
-        return True
-    tools = selectors.toolset_tools(
-        authorization.tools_executable_by(request.user), request.toolset
-    )
-    for tool_id, tool_name in tools.values_list("pk", "name"):
-        if name in (tool_name, str(tool_id), formats.provider_name(tool_name, "mcp")):
-            return True
-    return False
-
-
 def submit(
     request: McpRequest,
     name: str,
@@ -124,6 +110,7 @@ def submit(
                 wait=True,
                 registry=request.registry,
                 on_admitted=on_admitted,
+                toolset=request.toolset,
             )
         except ToolHubError as error:
             return Outcome(error=error)

@@ -70,6 +70,15 @@ def authenticate(raw: str):
     return BearerTokenAuthentication().authenticate_token(raw)
 
 
+def _again(raw: str):
+    """Authenticates ``raw`` again when called (a closure: its repr does not show it)."""
+
+    def recheck():
+        return authenticate(raw)
+
+    return recheck
+
+
 def lookups(raw: str, toolset: str | None, session_id: str | None):
     """What the gate reads before the body, in one worker-thread step (each step costs a
     thread hand-off and a connection borrow): the token's user and credentials, whether
@@ -270,6 +279,7 @@ class Gate:
             client_address=client[0] if client else None,
             base_url=base_url(scope, headers),
             toolset=toolset,
+            recheck=_again(raw.strip()),
         )
         return request, found
 
@@ -385,18 +395,25 @@ class Gate:
             await send({"type": "http.response.start", "status": 200, "headers": head})
             notice = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
-            async def watch():
+            gone = False
+
+            async def until_disconnected(cancel_scope):
+                nonlocal gone
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone = True
+                cancel_scope.cancel()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(until_disconnected, tg.cancel_scope)
                 async for changed in stream.changes():
                     chunk = f"event: message\ndata: {notice}\n\n" if changed else ": ping\n\n"
                     await send(
                         {"type": "http.response.body", "body": chunk.encode(), "more_body": True}
                     )
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch)
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                tg.cancel_scope.cancel()
+                tg.cancel_scope.cancel()  # the token was revoked or expired: the stream ends
+            if not gone:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def cancel_by_rpc(request: sessions.McpRequest, rpc_id) -> None:

@@ -68,6 +68,10 @@ def connect_url(error: ToolHubError, base_url: str) -> str:
     return f"{base_url}{path}" if path.startswith("/") else path
 
 
+# Refusals a client sees as MCP's unknown tool (a tool outside the toolset is not listed).
+_UNKNOWN_TOOL = ("tool_not_found", "tool_not_in_toolset")
+
+
 def refusal(error: ToolHubError, name: str, base_url: str = "") -> types.CallToolResult:
     """A refused call: a tool result with isError, or the protocol error (raised)."""
     execution_id = error.extra.get("execution_id")
@@ -80,7 +84,7 @@ def refusal(error: ToolHubError, name: str, base_url: str = "") -> types.CallToo
     if error.code not in _TOOL_ERRORS:
         raise MCPError(
             types.INVALID_PARAMS,
-            f"Unknown tool: {name}" if error.code == "tool_not_found" else error.message,
+            f"Unknown tool: {name}" if error.code in _UNKNOWN_TOOL else error.message,
             data=body,
         )
     lines = [error.message]

@@ -131,10 +131,6 @@ async def _call_tool(ctx, params: types.CallToolRequestParams):
             raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState.")
         structured = await calls.in_thread(calls.structured_for, execution)
         return await _awaiting_approval(request, execution, structured, revision, progress)
-    if request.toolset is not None and not await calls.in_thread(
-        calls.in_toolset, request, params.name
-    ):
-        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     return await _call(ctx, request, params, revision, progress, retried=connected)
 
 
@@ -259,6 +255,10 @@ async def listen(ctx, params: types.SubscriptionsListenRequestParams):
             await ctx.session.send_notification(
                 event_to_notification(ToolsListChanged(), meta), related_request_id=ctx.request_id
             )
+    # The token no longer authenticates: the stream ends as the spec closes one, with its
+    # result (the client that listens again is answered 401), saying why.
+    ended = {**meta, "io.toolhub/ended": request.stream.ended}
+    return types.SubscriptionsListenResult(_meta=ended)
 
 
 def build_server() -> ToolHubServer:

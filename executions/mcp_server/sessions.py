@@ -115,6 +115,9 @@ class McpRequest:
     stream: Any = None  # the listen stream's place (``streams.Stream``), for its handler
     delegation: Any = None  # an OAuth token's client, person, scopes (registry.oauth.delegation)
     extra: dict = field(default_factory=dict)
+    # Authenticates the request's token again (raises AuthenticationFailed once it is
+    # revoked or expired): what ends an open listen stream (``streams``).
+    recheck: Any = field(default=None, repr=False, compare=False)
 
     def client(self, protocol_version: str) -> dict[str, str]:
         """The record's client fields (the session's, else what this request said)."""

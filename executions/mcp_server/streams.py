@@ -15,27 +15,35 @@ the tool list of each caller with an open stream every ``LIST_POLL_SECONDS``: on
 per (caller, toolset), however many streams that caller has open, in one thread,
 on a database connection it closes at the end of the round. A stream waiting for
 the next round holds no thread and no database connection.
+
+**Whose they stay.** Every ``TOKEN_CHECK_SECONDS`` the same round authenticates each
+open stream's token again (once per token): a stream whose token was revoked, expired
+or lost its account ends then, within ``TOKEN_CHECK_SECONDS + LIST_POLL_SECONDS``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 from django.conf import settings
 from django.db import connection
+from rest_framework.exceptions import AuthenticationFailed
 
 from executions.mcp_server import calls, listing, sessions
 
 logger = logging.getLogger(__name__)
 # How often the caller's tool list is looked at for an open listen stream.
 LIST_POLL_SECONDS = 2.0
+# How often an open stream's token is authenticated again.
+TOKEN_CHECK_SECONDS = 10.0
 _LEASES_KEY = "toolhub:mcp-listen:{}"
 PER_TOKEN = "TOOLHUB_MCP_LISTEN_STREAMS_PER_TOKEN"  # noqa: S105 (a setting's name)
 PER_PROCESS = "TOOLHUB_MCP_LISTEN_STREAMS_PER_PROCESS"
@@ -124,13 +132,32 @@ def lease_drop(*, token_hash: str, lease: str) -> None:
         client.zrem(_LEASES_KEY.format(token_hash), lease)
 
 
-def _fingerprints(wanted: dict[tuple, Any]) -> dict[tuple, str]:
-    """The tool-list digest of each ``(user id, toolset) -> user``, then the connection
-    is closed: between rounds no stream keeps one open."""
+def _fingerprints(wanted: dict[tuple, Any], recheck: list[Stream] = ()) -> dict[tuple, str]:
+    """The tool-list digest of each ``(user id, toolset) -> user``, after authenticating
+    the tokens of the streams in ``recheck`` again (a stream whose token no longer
+    authenticates is marked ``ended``, with why); then the connection is closed: between
+    rounds no stream keeps one open."""
     try:
+        said: dict[str, str | None] = {}  # token hash -> why it no longer authenticates
+        for stream in recheck:
+            token = stream.request.token_hash
+            if token not in said:
+                said[token] = _refused(stream.request)
+            stream.ended = said[token]
         return {key: listing.tools_fingerprint(user, key[1]) for key, user in wanted.items()}
     finally:
         connection.close()
+
+
+def _refused(request: sessions.McpRequest) -> str | None:
+    """Why ``request``'s token no longer authenticates (None: it still does)."""
+    if request.recheck is None:
+        return None
+    try:
+        request.recheck()
+    except AuthenticationFailed as exc:
+        return str(exc.detail)
+    return None
 
 
 @dataclass(eq=False)
@@ -141,6 +168,8 @@ class Stream:
     lease: str
     watcher: Watcher
     seen: str | None = None
+    ended: str | None = None  # why the stream ends (its token no longer authenticates)
+    checked_at: float = field(default_factory=time.monotonic)
 
     @property
     def key(self) -> tuple:
@@ -151,6 +180,8 @@ class Stream:
         watcher = self.watcher
         while True:
             await watcher.round.wait()
+            if self.ended is not None:
+                return
             now = watcher.fingerprints.get(self.key)
             changed = now is not None and self.seen is not None and now != self.seen
             if now is not None:
@@ -206,13 +237,25 @@ class Watcher:
             await anyio.sleep(LIST_POLL_SECONDS)
             try:
                 if self.streams:
-                    wanted = {s.key: s.request.user for s in list(self.streams)}
-                    self.fingerprints = await calls.in_thread(_fingerprints, wanted)
+                    open_now = list(self.streams)
+                    wanted = {s.key: s.request.user for s in open_now}
+                    self.fingerprints = await calls.in_thread(
+                        _fingerprints, wanted, self._due_for_a_check(open_now)
+                    )
             except Exception:  # database down: the streams wait for the next round
                 logger.exception("MCP listen streams: the tool lists could not be read")
             finally:
                 done, self.round = self.round, anyio.Event()
                 done.set()
+
+    @staticmethod
+    def _due_for_a_check(open_now: list[Stream]) -> list[Stream]:
+        """The streams whose token was last authenticated ``TOKEN_CHECK_SECONDS`` ago."""
+        now = time.monotonic()
+        due = [s for s in open_now if now - s.checked_at >= TOKEN_CHECK_SECONDS]
+        for stream in due:
+            stream.checked_at = now
+        return due
 
     async def _renew_leases(self) -> None:
         every = settings.TOOLHUB_MCP_LISTEN_LEASE_SECONDS / 3

@@ -2,7 +2,8 @@
 
 Steps, in order (docs/execution.md): who calls (the role asked for must be the
 caller's, 403) → resolve the tool among those the caller may read, by name, id
-or a name a discovery format listed it under (404; two such tools: 409) →
+or a name a discovery format listed it under (404; two such tools: 409) → in
+the toolset the call was made through, if any (404 ``tool_not_in_toolset``) →
 active (409) → ``execute`` permission (403) → not quarantined (409
 ``tool_definition_changed``) → validate and coerce the arguments (422) → a tool
 acting with its caller's own upstream account: made for a person (403
@@ -200,12 +201,19 @@ class Refused(Exception):
 
 
 def admission_decide(
-    *, user, tool_ref: Any, arguments: Any, role_ref: Any = None, entries
+    *,
+    user,
+    tool_ref: Any,
+    arguments: Any,
+    role_ref: Any = None,
+    entries,
+    toolset: str | None = None,
 ) -> Admission:
     """Decide on one call (the steps in the module docstring); nothing is written.
-    A refusal is raised (``Refused``) by the step that decides it."""
+    A refusal is raised (``Refused``) by the step that decides it. ``toolset``: the
+    slug of the toolset the call came through (``/mcp/<slug>``), whose tools it may name."""
     caller = _caller(user, role_ref, tool_ref, entries)
-    spec = _runnable_tool(caller, tool_ref, entries)
+    spec = _runnable_tool(caller, tool_ref, entries, toolset)
     stored, sealed, defaulted = _valid_arguments(caller, spec, arguments)
     secrets = sealed.secrets
     _with_callers_account(caller, spec, stored, secrets)
@@ -243,9 +251,11 @@ def _caller(user, role_ref: Any, tool_ref: Any, entries) -> Caller:
         raise Refused(Refusal(exc, caller, spec.tool if spec else None)) from None
 
 
-def _runnable_tool(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec:
-    """The tool the call names, if the caller may read it, it is active and the caller
-    may execute it."""
+def _runnable_tool(
+    caller: Caller, tool_ref: Any, entries, toolset: str | None = None
+) -> snapshot.ToolSpec:
+    """The tool the call names, if the caller may read it, it is in the toolset the call
+    came through, it is active and the caller may execute it."""
     try:
         spec = _find_tool(caller, tool_ref, entries)
     except AmbiguousToolName as exc:
@@ -253,6 +263,11 @@ def _runnable_tool(caller: Caller, tool_ref: Any, entries) -> snapshot.ToolSpec:
     if spec is None:
         raise Refused(Refusal(NotFound("Tool not found.", code="tool_not_found"), caller))
     tool = spec.tool
+    if toolset is not None and not selectors.toolset_holds(toolset, tool.pk):
+        error = NotFound(
+            f"Tool '{tool.name}' is not in toolset '{toolset}'.", code="tool_not_in_toolset"
+        )
+        raise Refused(Refusal(error, caller, tool))
     if not tool.is_active:
         error = Conflict(f"Tool '{tool.name}' is deactivated.", code="tool_inactive")
         raise Refused(Refusal(error, caller, tool))

@@ -103,8 +103,12 @@ def execution_submit(
     role_ref: Any = None,
     registry: dict | object | None = snapshot.UNREAD,
     on_admitted: Callable[[Execution], None] | None = None,
+    toolset: str | None = None,
 ) -> Submitted:
     """Decide on one call and, if admitted, record it and run or queue it.
+
+    ``toolset``: the slug of the toolset the call came through; a tool outside it is a
+    recorded refusal (``tool_not_in_toolset``).
 
     ``registry``: the in-memory registry entries the caller's authentication
     already validated in this request (saves reading the generation again).
@@ -120,6 +124,7 @@ def execution_submit(
                 arguments=arguments,
                 role_ref=role_ref,
                 entries=entries,
+                toolset=toolset,
             )
             execution, runs_here = _admitted(admission, tool_ref, entries, wait, on_admitted, held)
             current.set_attributes(telemetry.execution_attributes(execution))

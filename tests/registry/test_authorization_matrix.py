@@ -102,6 +102,7 @@ GET    /executions/export                   401  200  200  200  200  200  200  2
 GET    /executions/tool/{T}                 401  404  200  200  200  200  200  200  200  200  401
 GET    /executions/{E}                      401  404  404  200  404  404  404  200  200  200  401
 GET    /executions/{E}/output               401  404  404  200  404  404  404  200  200  200  401
+GET    /executions/{E}/output/content/0     401  404  404  200  404  404  404  200  200  200  401
 POST   /executions/{EP}/cancel              401  404  404  200  404  404  404  403  200  200  401
 GET    /approvals                           401  200  200  200  200  200  200  200  200  200  401
 GET    /approvals/{AP}                      401  404  404  200  404  404  200  200  200  200  401
@@ -308,8 +309,11 @@ def governed_world(world, reviewer_user, approver_user, approvers_role):
     }
     pending = execution_request(user=caller.user, tool_ref=str(tool.pk), arguments={"q": "x"})
     approval = pending.approval
-    done = Execution.objects.create(
-        status="succeeded", input_data={"q": "y"}, output_data={"ok": True}, **call
+    done = Execution.objects.create(  # an MCP tool's answer: its content blocks are served too
+        status="succeeded",
+        input_data={"q": "y"},
+        output_data={"content": [{"type": "text", "text": "ok"}]},
+        **{**call, "tool_type": "mcp"},
     )
     rule = limit_services.rate_limit_create(
         actor=None, tool=tool, scope="global", max_requests=100, time_window_seconds=3600

@@ -258,5 +258,12 @@ def test_a_toolset_serves_only_its_tools_the_caller_may_execute(world, upstream)
     assert {tool.name for tool in tools} == {"alpha", "bravo"}  # not echo_hidden: no grant
     assert outside.message == "Unknown tool: charlie"
     assert inside.is_error is False
+    # The call outside the toolset is a recorded refusal, like any other, that names the
+    # toolset; the answer points at it.
+    refused = Execution.objects.get(tool=world.tools["charlie"])
+    assert refused.status == "denied" and refused.reason_code == "tool_not_in_toolset"
+    assert "toolset 'support'" in refused.error_message
+    assert outside.data["execution_id"] == str(refused.pk)
+    assert AuditEvent.objects.filter(action="execution.denied", target_id=str(refused.pk)).exists()
     response, _ = rpc(world.live.url("/mcp/nope"), world.token, "tools/list")
     assert response.status_code == 404

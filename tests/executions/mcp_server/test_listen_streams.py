@@ -179,6 +179,49 @@ def test_the_places_of_a_process_that_died_are_freed_when_their_leases_expire(li
     assert freed <= 3 + 2  # ... until they expire (TOOLHUB_MCP_LISTEN_LEASE_SECONDS=3)
 
 
+@pytest.mark.parametrize("how", ["revoked", "expired"])
+def test_a_stream_ends_within_30_s_of_its_token_being_revoked_or_expiring(live, agents, how):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from registry.models.tokens import ApiToken, hash_token
+    from registry.services import tokens as token_services
+
+    _, (token, *_) = agents
+    row = ApiToken.objects.get(token_hash=hash_token(token))
+    if how == "expired":
+        ApiToken.objects.filter(pk=row.pk).update(expires_at=timezone.now() + timedelta(seconds=4))
+
+    def revoke():
+        try:
+            token_services.token_revoke(actor=None, token=row)
+        finally:
+            connection.close()
+
+    async def scenario():
+        async with get_stream(live.url(index=0), token) as stream:
+            async with listening(live.url(index=1), token) as sub:
+                assert stream.status_code == 200
+                if how == "revoked":
+                    await asyncio.to_thread(revoke)
+                started = time.monotonic()
+                with anyio.fail_after(30):
+                    async for _ in sub:
+                        pass  # a graceful close ends the loop; an abrupt one would raise
+                listen_ended = time.monotonic() - started
+                with anyio.fail_after(30):
+                    async for _ in stream.aiter_raw():
+                        pass
+                get_ended = time.monotonic() - started
+        again = await asyncio.to_thread(rpc, live.url(), token, "tools/list")
+        return listen_ended, get_ended, again[0].status_code
+
+    listen_ended, get_ended, status = asyncio.run(scenario())
+    assert listen_ended < 30 and get_ended < 30, (listen_ended, get_ended)
+    assert status == 401  # listening again is refused
+
+
 def server_connections(name: str) -> int:
     """Open database sessions of the web process whose sessions are named ``name``."""
     try:
