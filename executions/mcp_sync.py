@@ -12,7 +12,7 @@ tool that did not change):
   ToolHub stays: the sync keeps the name it gave in ``mcp_listed_name`` and only
   renames a tool still under that name (the prefix or the server's name changed);
 * description from the server; input parameters from the tool's
-  ``inputSchema`` (``registry.importers.schema_rows`` explains how properties
+  ``inputSchema`` (``registry.schema_rows`` explains how properties
   without a single type are represented);
 * ``tool_metadata`` ``{"mcp_server", "mcp_server_id", "remote_tool_name",
   "mcp_listed_name"}``
@@ -53,10 +53,10 @@ from executions.redaction import redact_text, with_encoded_forms
 from registry.canonical import canonical_json, stored_form
 from registry.definitions import definition_hash, remote_definition
 from registry.importers import naming
-from registry.importers.schema_rows import SchemaProblem, schema_to_rows
 from registry.models import MCPServer, Tool
 from registry.models.tools import DefinitionSource, QuarantineReason, ToolType
 from registry.schema import parameter_schema
+from registry.schema_rows import SchemaProblem, schema_to_rows
 from registry.services import mcp as mcp_services
 from registry.services import pinning
 from registry.services.audit import audit_record

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from registry.gemini_schema import gemini_parameters
+from registry.listed_schema import given_input_schema
 from registry.schema import tool_output_schema
 
 logger = logging.getLogger(__name__)
@@ -158,11 +159,14 @@ def mcp_annotations(metadata: dict) -> dict:
 
 
 def mcp_tool(tool, name: str, description: str, schema: dict) -> dict:
-    """One tool as MCP's tools/list lists it."""
+    """One tool as MCP's tools/list lists it: its schemas valid JSON Schema 2020-12 with
+    their ``$schema``, and a synced tool's input schema as its server gave it while the
+    registry's inputs still say the same (``registry.listed_schema``)."""
+    given = given_input_schema(tool, schema)
     entry: dict[str, Any] = {
         "name": name,
         "description": description,
-        "inputSchema": _without_dialect(schema),
+        "inputSchema": given if given is not None else schema,
     }
     metadata = tool.tool_metadata or {}
     title = metadata.get("title")
@@ -170,7 +174,7 @@ def mcp_tool(tool, name: str, description: str, schema: dict) -> dict:
         entry["title"] = title.strip()
     output = tool_output_schema(tool)
     if output is not None:
-        entry["outputSchema"] = _without_dialect(output)
+        entry["outputSchema"] = output
     annotations = mcp_annotations(metadata)
     if "title" in entry:
         annotations["title"] = entry["title"]

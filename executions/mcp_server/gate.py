@@ -22,6 +22,13 @@ from contextlib import asynccontextmanager
 
 import anyio
 from django.conf import settings
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    NAME_BEARING_METHODS,
+    decode_header_value,
+)
+from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from rest_framework.exceptions import AuthenticationFailed
 
@@ -125,6 +132,26 @@ def too_many_streams(full: streams.Full, message: dict | None) -> Refused:
         return Refused(429, {"error": "too_many_streams", "message": str(full), **data}, retry)
     error = {"code": -32000, "message": str(full), "data": data}
     return Refused(429, {"jsonrpc": "2.0", "id": message.get("id"), "error": error}, retry)
+
+
+def header_mismatch(message: dict, headers) -> Refused | None:
+    """400 ``HeaderMismatch`` when ``Mcp-Method`` or ``Mcp-Name`` says other than the body,
+    at any revision: a proxy deciding by the headers must see what ToolHub then does."""
+    method = message.get("method")
+    said = headers.get(MCP_METHOD_HEADER)
+    problem = None
+    if said is not None and said != method:
+        problem = "Mcp-Method header does not match the request body's method"
+    name_key = NAME_BEARING_METHODS.get(method) if isinstance(method, str) else None
+    named = headers.get(MCP_NAME_HEADER)
+    if problem is None and name_key is not None and named is not None:
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if decode_header_value(named) != params.get(name_key):
+            problem = f"Mcp-Name header does not match the request body's {name_key!r} parameter"
+    if problem is None:
+        return None
+    error = {"code": HEADER_MISMATCH, "message": problem}
+    return Refused(400, {"jsonrpc": "2.0", "id": message.get("id"), "error": error})
 
 
 def initialize_answer(body: bytes) -> dict | None:
@@ -300,7 +327,11 @@ class Gate:
         request.session = found
 
     async def before_sdk(self, message: dict, request: sessions.McpRequest, headers, send):
-        """What the body says about the client; a 2025 ``initialize`` opens a session."""
+        """What the body says about the client; a 2025 ``initialize`` opens a session.
+        Refused first: metadata headers that say other than the body."""
+        mismatch = header_mismatch(message, headers)
+        if mismatch is not None:
+            raise mismatch
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         info = meta.get(_CLIENT_INFO)

@@ -8,5 +8,5 @@ per operation). Entry points: ``registry.importers.run.import_content`` and
 registry services inside one transaction: with any error nothing is written.
 
 This package's ``__init__`` imports nothing so that the services may use its
-helpers (``schema_rows``, ``naming``) without an import cycle.
+helpers (``naming``) without an import cycle (``registry.schema_rows`` is beside it).
 """

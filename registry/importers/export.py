@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from registry.importers.schema_rows import rows_to_schema
 from registry.models import MCPServer, Tool
 from registry.models.mcp import MCPTransport
 from registry.models.tools import ParameterKind, ToolType
+from registry.schema_rows import rows_to_schema
 from registry.services.mcp import (
     META_LISTED_NAME,
     META_REMOTE_NAME,

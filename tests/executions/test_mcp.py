@@ -27,6 +27,7 @@ SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "mcp_server.py
 TOKEN = f"canary-{uuid.uuid4().hex}"
 ALL_TOOLS = {
     "add",
+    "move",
     "echo",
     "fail",
     "slow",

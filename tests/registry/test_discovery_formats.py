@@ -147,7 +147,8 @@ def test_mcp(agent_client):
         {
             "name": "account_balance_lookup",
             "description": "Look up a balance.",
-            "inputSchema": SCHEMA,
+            # MCP lists JSON Schema 2020-12 and says so.
+            "inputSchema": {"$schema": "https://json-schema.org/draft/2020-12/schema", **SCHEMA},
             "annotations": {"readOnlyHint": True, "destructiveHint": False},
         }
     ]

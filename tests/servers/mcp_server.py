@@ -183,6 +183,10 @@ def build_server() -> TestMCPServer:
     def bad_structured() -> Point:
         return Point(x=1, y=2)
 
+    @server.tool(description="Move to a point (its schema references $defs).")
+    def move(to: Point, label: str = "") -> str:
+        return f"{label}({to.x},{to.y})"
+
     @server.tool(description="Return the W3C trace context this call's _meta carried.")
     def trace_context(ctx: Context) -> str:
         meta = ctx.request_context.meta or {}

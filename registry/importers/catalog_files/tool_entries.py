@@ -6,7 +6,6 @@ from typing import Any
 
 from registry.importers.catalog_files.fields import set_if_given
 from registry.importers.catalog_files.parsed import Parsed
-from registry.importers.schema_rows import SchemaProblem, schema_to_rows
 from registry.importers.specs import (
     CONFIG_KEY_RE,
     MISSING,
@@ -15,6 +14,7 @@ from registry.importers.specs import (
     ToolSpec,
 )
 from registry.models.tools import ToolType
+from registry.schema_rows import SchemaProblem, schema_to_rows
 from registry.services import tools as tool_services
 from registry.services.catalog import KEEP_SECRET
 from toolhub.api.serializers import any_case_choice

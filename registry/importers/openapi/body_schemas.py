@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.importers.schema_rows import SchemaProblem
 from registry.importers.specs import kind_of
+from registry.schema_rows import SchemaProblem
 
 
 def _object_parts(schema: dict, at: str) -> tuple[dict, list]:

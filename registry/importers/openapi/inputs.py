@@ -7,12 +7,12 @@ from typing import Any
 
 from registry.importers.openapi.body_schemas import _flatten_object
 from registry.importers.openapi.operation_context import OperationContext
-from registry.importers.schema_rows import (
+from registry.importers.source import pointer
+from registry.importers.specs import kind_of
+from registry.schema_rows import (
     SchemaProblem,
     property_to_row,
 )
-from registry.importers.source import pointer
-from registry.importers.specs import kind_of
 
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _PLACEHOLDER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

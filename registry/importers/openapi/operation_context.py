@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from registry.importers.catalog_files import Parsed
-from registry.importers.schema_rows import (
+from registry.importers.source import Document
+from registry.schema_rows import (
     SchemaProblem,
     json_pointer_get,
     resolve_refs,
 )
-from registry.importers.source import Document
 
 
 class OperationContext:

@@ -15,6 +15,7 @@ import base64
 import uuid
 
 import httpx
+import jsonschema
 import mcp_types as types
 import pytest
 from django.db import close_old_connections
@@ -27,7 +28,7 @@ from registry.services import grants as grant_services
 from registry.services import mcp as mcp_services
 from registry.services import roles as role_services
 from registry.services import tools as tool_services
-from tests.executions.mcp_server.conftest import mcp_client
+from tests.executions.mcp_server.conftest import all_tools, mcp_client
 from tests.executions.test_mcp import ServerProcess
 from tests.factories import make_token
 from tests.servers.mcp_server import PIXEL_PNG
@@ -75,6 +76,46 @@ def call(live, token: str, name: str, arguments: dict) -> types.CallToolResult:
 def latest(name: str) -> Execution:
     close_old_connections()
     return Execution.objects.filter(tool_name=name).order_by("-created_at").first()
+
+
+def test_a_schema_with_defs_is_listed_as_the_server_gave_it_and_calls_validate(synced):
+    live, token = synced
+
+    async def scenario():
+        async with mcp_client(live.url(), token, mode="auto") as client:
+            tools = {tool.name: tool for tool in (await all_tools(client))[0]}
+            called = await client.call_tool("web__move", {"to": {"x": 1, "y": 2}})
+            refused = await client.call_tool("web__move", {"to": {"x": "far"}})
+            return tools, called, refused
+
+    tools, called, refused = asyncio.run(scenario())
+    schema = tools["web__move"].input_schema
+    assert schema["properties"]["to"] == {"$ref": "#/$defs/Point"}
+    assert set(schema["$defs"]["Point"]["properties"]) == {"x", "y"}
+    # Every listed schema is valid JSON Schema 2020-12; the registry's say so ($schema), the
+    # server's is as it came (without one, which MCP reads as 2020-12).
+    dialect = "https://json-schema.org/draft/2020-12/schema"
+    for tool in tools.values():
+        assert tool.input_schema.get("$schema", dialect) == dialect
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+    assert tools["web__add"].input_schema["$schema"] == dialect
+    assert called.is_error is False and called.content[0].text == "(1,2)"
+    assert refused.is_error is True  # validated against the same schema, inlined
+    assert "to.x" in refused.content[0].text or "/to/x" in refused.content[0].text
+
+    # A parameter changed in ToolHub: the registry's schema is listed, not the server's.
+    tool = Tool.objects.get(name="web__move")
+    tool_services.parameter_update(
+        actor=None, parameter=tool.parameters.get(name="label"), data={"description": "Shown."}
+    )
+
+    async def listed_again():
+        async with mcp_client(live.url(), token, mode="auto") as client:
+            return {t.name: t for t in (await all_tools(client))[0]}["web__move"]
+
+    again = asyncio.run(listed_again()).input_schema
+    assert "$defs" not in again and again["properties"]["label"]["description"] == "Shown."
+    assert again["properties"]["to"]["properties"]["x"]["type"] == "integer"
 
 
 def test_image_and_embedded_resource_blocks_reach_the_caller_unchanged(synced):
