@@ -281,6 +281,70 @@ def _own_span(name: str, attributes: dict[str, Any]):
             raise
 
 
+def server_span(
+    name: str, carriers: tuple[Mapping[str, Any], ...], attributes: Mapping[str, Any] | None = None
+):
+    """A server span for a request no instrumentation sees (the MCP endpoint), current
+    while it is open: its parent is the W3C trace context (``traceparent``,
+    ``tracestate``) of the first of ``carriers`` that has one (a request's ``_meta``, its
+    headers), so the client's trace goes on here. Off, the shared no-op."""
+    if not _enabled:
+        return _QUIET
+    return _server_span(name, carriers, _clean(attributes))
+
+
+@contextlib.contextmanager
+def _server_span(name: str, carriers: tuple[Mapping[str, Any], ...], attributes: dict):
+    from opentelemetry import propagate
+    from opentelemetry.trace import SpanKind
+
+    parent = None
+    for carrier in carriers:
+        if isinstance(carrier, Mapping) and isinstance(carrier.get("traceparent"), str):
+            fields = {k: carrier[k] for k in ("traceparent", "tracestate") if k in carrier}
+            parent = propagate.extract({k: str(v) for k, v in fields.items()})
+            break
+    with _tracer.start_as_current_span(
+        name,
+        context=parent,
+        kind=SpanKind.SERVER,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            current.set_attribute("error.type", type(exc).__qualname__)
+            failed(current, type(exc).__qualname__)
+            raise
+
+
+def current_context() -> Any:
+    """The current trace context, to carry to a task that does not inherit it (None
+    when off)."""
+    if not _enabled:
+        return None
+    from opentelemetry import context
+
+    return context.get_current()
+
+
+@contextlib.contextmanager
+def attached(carried: Any):
+    """Make ``carried`` (from ``current_context()``) current for the block."""
+    if carried is None or not _enabled:
+        yield
+        return
+    from opentelemetry import context
+
+    token = context.attach(carried)
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
 def _clean(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (attributes or {}).items() if v is not None and v != ""}
 

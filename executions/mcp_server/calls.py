@@ -28,7 +28,7 @@ from executions.models import Approval, EntryPoint, Execution
 from executions.services.pipeline import execution_cancel, execution_submit
 from registry.oauth.delegation import recorded_client
 from registry.schema import tool_output_schema
-from toolhub import context
+from toolhub import context, tracing
 from toolhub.db import pool
 from toolhub.exceptions import ToolHubError
 
@@ -72,8 +72,10 @@ async def in_thread(fn: Callable, *args):
 
 @contextmanager
 def bound(request: McpRequest, protocol_version: str):
-    """The request's id, address and MCP client, for the records written in this block."""
+    """The request's id, address and MCP client, for the records written in this block,
+    in the request's trace."""
     with (
+        tracing.attached(request.trace_context),
         context.bind(request_id=request.request_id, client_address=request.client_address),
         context.amend(
             entry_point=EntryPoint.MCP,

@@ -46,7 +46,7 @@ from executions.mcp_server.checks import (
 )
 from registry import selectors
 from registry.authentication import BearerTokenAuthentication
-from toolhub import context
+from toolhub import context, tracing
 from toolhub.db.pool import DatabaseUnavailable
 
 logger = logging.getLogger(__name__)
@@ -154,6 +154,34 @@ def header_mismatch(message: dict, headers) -> Refused | None:
     return Refused(400, {"jsonrpc": "2.0", "id": message.get("id"), "error": error})
 
 
+def meta_of(message: dict) -> dict:
+    """A JSON-RPC message's ``params._meta`` (where a client puts its trace context)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def span_of(http_method: str, message: dict, request_id: str) -> tuple[str, dict]:
+    """The server span's name and attributes for an MCP request: the JSON-RPC method and
+    the tool it calls, never arguments (nor a resource's URI, which may carry some)."""
+    if http_method != "POST":
+        what = "listen" if http_method == "GET" else "session end"
+        return f"MCP {what}", {"http.request.method": http_method, "toolhub.request_id": request_id}
+    method = message.get("method")
+    method = method if isinstance(method, str) else ""
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    target = params.get("name") if method == "tools/call" else ""
+    target = target if isinstance(target, str) else ""
+    attributes = {
+        "http.request.method": http_method,
+        "mcp.method.name": method,
+        "jsonrpc.request.id": str(message.get("id", "")),
+        "gen_ai.tool.name": target,
+        "toolhub.request_id": request_id,
+    }
+    return (f"{method} {target}".strip() or "MCP"), attributes
+
+
 def initialize_answer(body: bytes) -> dict | None:
     """The JSON-RPC answer in an ``initialize`` response body (JSON or SSE), if whole."""
     found = parsed(body)
@@ -243,6 +271,15 @@ class Gate:
                 raise Refused(413, {"error": "too_large", "message": f"Body over {limit} bytes."})
             body = await read_body(receive, limit, settings.TOOLHUB_MCP_BODY_TIMEOUT)
         self.with_session(request, headers, found)
+        message = parsed(body) if scope["method"] == "POST" else {}
+        name, attributes = span_of(scope["method"], message, request_id)
+        with tracing.server_span(name, (meta_of(message), headers), attributes):
+            request.trace_context = tracing.current_context()
+            await self.dispatch(scope, receive, send, headers, request, message, body)
+
+    async def dispatch(self, scope, receive, send, headers, request, message: dict, body: bytes):
+        """The authenticated request: a session closed (DELETE), a 2025 GET stream, or a
+        JSON-RPC message for the SDK."""
         if scope["method"] == "DELETE":
             if request.session is None:
                 raise Refused(405, {"error": "no_session"}, {"Allow": "GET, POST"})
@@ -252,7 +289,6 @@ class Gate:
         if scope["method"] == "GET":
             await self.list_changes(scope, receive, send, request, headers)
             return
-        message = parsed(body)
         method = message.get("method")
         needed = _SCOPE_OF_METHOD.get(method) if isinstance(method, str) else None
         if request.delegation is not None and needed and not request.delegation.allows(needed):

@@ -118,6 +118,9 @@ class McpRequest:
     # Authenticates the request's token again (raises AuthenticationFailed once it is
     # revoked or expired): what ends an open listen stream (``streams``).
     recheck: Any = field(default=None, repr=False, compare=False)
+    # The request's trace context (its server span), for the worker threads, which run
+    # in contexts of their own (``calls.bound`` makes it current there).
+    trace_context: Any = field(default=None, repr=False, compare=False)
 
     def client(self, protocol_version: str) -> dict[str, str]:
         """The record's client fields (the session's, else what this request said)."""

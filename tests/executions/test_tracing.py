@@ -366,3 +366,61 @@ def test_a_request_served_over_asgi_has_its_server_span_and_trace(spans, keyed_t
         )
         == 404
     )
+
+
+def test_an_mcp_request_has_a_server_span_joining_the_trace_its_meta_names(spans, keyed_tool):
+    """The MCP endpoint is an ASGI app of its own (no Django instrumentation sees it): its
+    requests get a server span, child of the W3C trace context the request's ``_meta``
+    carries, and the call's admission and run are in that trace."""
+    import asyncio
+
+    import httpx
+    from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+
+    from executions.mcp_server.gate import Gate
+
+    token = keyed_tool["client"]._credentials["HTTP_AUTHORIZATION"]
+    caller_trace, caller_span = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    meta = {
+        PROTOCOL_VERSION_META_KEY: "2026-07-28",
+        CLIENT_CAPABILITIES_META_KEY: {},
+        "traceparent": f"00-{caller_trace}-{caller_span}-01",
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "traced_echo", "arguments": {"path": CANARY_ARGUMENT}, "_meta": meta},
+    }
+    headers = {
+        "Authorization": token,
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "traced_echo",
+    }
+
+    async def scenario():
+        gate = Gate()
+        async with gate.lifespan():
+            transport = httpx.ASGITransport(app=gate)
+            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+                return await http.post("/mcp", json=body, headers=headers)
+
+    response = asyncio.run(scenario())
+    assert response.status_code == 200, response.text
+    (server,) = named(spans, "tools/call traced_echo")
+    assert server.kind == SpanKind.SERVER
+    assert trace_id_of(server) == caller_trace
+    assert format(server.parent.span_id, "016x") == caller_span
+    assert server.attributes["mcp.method.name"] == "tools/call"
+    assert server.attributes["gen_ai.tool.name"] == "traced_echo"
+    (admission,) = named(spans, "toolhub.admission")
+    assert trace_id_of(admission) == caller_trace
+    execution = Execution.objects.get(tool_name="traced_echo")
+    assert execution.trace_id == caller_trace
+    # Nothing of the arguments reached a span.
+    assert CANARY_ARGUMENT not in json.dumps(
+        [dict(s.attributes or {}) for s in spans.get_finished_spans()]
+        + [s.name for s in spans.get_finished_spans()]
+    )
