@@ -76,7 +76,9 @@ STATUS_TRANSITIONS = {
             ExecutionStatus.FAILED,
         }
     ),
-    ExecutionStatus.RUNNING: frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED}),
+    ExecutionStatus.RUNNING: frozenset(
+        {ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED}
+    ),
 }
 
 

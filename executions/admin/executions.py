@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.urls import reverse
@@ -17,6 +17,7 @@ from executions.admin.inputs import arguments_html
 from executions.exports import CHUNK_SIZE as EXPORT_CHUNK_SIZE
 from executions.exports import EXECUTION_COLUMNS
 from executions.models import Approval, Execution
+from executions.services.pipeline import execution_cancel
 from registry import authorization
 from registry.admin.audit import admin_time, audit_changelist_url, pretty_json
 from registry.admin.integrity import findings_context, integrity_filter
@@ -29,6 +30,7 @@ from registry.admin.mixins import (
 )
 from registry.models import Agent, AuditEvent, Tool
 from toolhub.api.params import parse_id
+from toolhub.exceptions import ToolHubError
 
 EXECUTION_TARGET = "executions.execution"  # audit events of an execution have this target_type
 AUDIT_ROWS_SHOWN = 50
@@ -166,6 +168,7 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
     # exec_trace_idx.
     search_fields = ["=id", "=request_id", "=trace_id"]
     search_help_text = "Exact execution id, request id or trace id."
+    actions = [*ExportAdminMixin.actions, "cancel_calls"]
     list_select_related = False
     list_per_page = 50
     ordering = ["-created_at"]
@@ -248,6 +251,32 @@ class ExecutionAdmin(ExportAdminMixin, NoCountAdminMixin, ReadOnlyAdminMixin, ad
 
     def has_module_permission(self, request):
         return self.has_view_permission(request)
+
+    def has_cancel_permission(self, request):
+        # The pipeline decides per call (the caller, the agent's owner, a platform admin);
+        # in the admin it is a platform admin's action (reviewers change nothing).
+        return authorization.is_platform_admin(request.user)
+
+    @admin.action(
+        description="Cancel the selected calls that have not finished (running ones are stopped)",
+        permissions=["cancel"],
+    )
+    def cancel_calls(self, request, queryset):
+        cancelled = 0
+        unfinished = ("pending_approval", "queued", "running")
+        for execution in queryset.filter(status__in=unfinished).select_related("agent"):
+            try:
+                execution_cancel(actor=request.user, execution=execution)
+            except ToolHubError as exc:
+                messages.warning(request, f"{str(execution.pk)[:8]}: {exc.message}")
+                continue
+            cancelled += 1
+        finished = queryset.exclude(status__in=unfinished).count()
+        messages.success(
+            request,
+            f"Cancelled {cancelled} call(s)."
+            + (f" {finished} had finished already." if finished else ""),
+        )
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()

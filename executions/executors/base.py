@@ -18,6 +18,8 @@ is left at the cut) and to decide what it sends where.
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +40,59 @@ class ErrorType:
     INTERNAL = "internal_error"  # ToolHub itself failed while running the call (not retried)
     # The MCP server shows another definition of the tool than the approved one (not sent)
     DEFINITION_CHANGED = "tool_definition_changed"
+    CANCELLED = "cancelled"  # someone cancelled the call while it ran
+
+
+class Cancellation:
+    """A running call's cancellation: set once, from another thread, when someone cancels
+    the call. An executor registers how to stop its work (``on_cancel``: kill a process
+    group, cancel a query, close a connection, tell an MCP server), and may look at
+    ``is_set`` between steps. Callbacks run in the thread that cancels: they must be
+    quick and safe to call while the executor's thread is in the middle of its work."""
+
+    def __init__(self):
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], Any]] = []
+
+    @property
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; True as soon as the call is cancelled."""
+        return self._event.wait(seconds)
+
+    def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        """Call ``callback`` when the call is cancelled (at once if it already is); returns
+        a function that forgets it (the work it stops is over)."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        _quietly(callback)
+        return lambda: None
+
+    def _forget(self, callback) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+    def set(self) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            _quietly(callback)
+
+
+def _quietly(callback) -> None:
+    try:
+        callback()
+    except Exception:  # the work may have ended meanwhile: nothing left to stop
+        logging.getLogger(__name__).debug("a cancellation callback failed", exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -60,6 +115,8 @@ class ToolCall:
     # is made for, at the tool's upstream provider (also in ``secret_values``). The
     # executor sends it to the tool's own origin only.
     caller_token: str = ""
+    # Set when someone cancels the call while it runs (``executions.services.cancellation``).
+    cancellation: Cancellation = field(default_factory=Cancellation, compare=False, repr=False)
 
 
 @dataclass

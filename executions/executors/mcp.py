@@ -171,6 +171,7 @@ class MCPExecutor:
                 timeout,
                 egress_check=self.egress_check,
                 pinned_definition_hash=call.pinned_definition_hash,
+                cancellation=call.cancellation,
             )
         except MCPClientError as exc:
             return _client_failure(exc, metadata)

@@ -202,8 +202,17 @@ class PythonExecutor:
         )
         worker.start()
         wait = float(timeout) + (ASYNC_CANCEL_GRACE_SECONDS if entry.is_async else 0.0)
+        # A cancelled call stops waiting: its thread is abandoned, as at a timeout.
+        stop: concurrent.futures.Future = concurrent.futures.Future()
+        forget = call.cancellation.on_cancel(lambda: stop.set_result(None))
         try:
-            value = future.result(timeout=wait)
+            concurrent.futures.wait([future, stop], wait, concurrent.futures.FIRST_COMPLETED)
+        finally:
+            forget()
+        if stop.done() and not future.done():
+            return failure(ErrorType.CANCELLED, "the call was cancelled", metadata=metadata)
+        try:
+            value = future.result(timeout=0)
         except BaseException as exc:
             # concurrent.futures.TimeoutError is the builtin TimeoutError: tell the wait
             # expiring apart from a TimeoutError the tool itself raised.

@@ -24,6 +24,7 @@ def call_tool(
     *,
     egress_check: EgressCheck | None = None,
     pinned_definition_hash: str = "",
+    cancellation=None,
 ) -> CallOutcome:
     """``tools/call``; a tool error comes back as ``CallOutcome(is_error=True)``, not an exception.
 
@@ -33,7 +34,8 @@ def call_tool(
     With ``pinned_definition_hash``, the session lists the server's tools first (every
     call: a server may change a definition between two calls of one session) and the
     call is not sent when the tool's definition there has another hash
-    (``MCPDefinitionChanged``).
+    (``MCPDefinitionChanged``). Cancelling ``cancellation`` (``executors.base.Cancellation``)
+    abandons the call: the server is sent ``notifications/cancelled``.
     """
     spec = _prepare(spec, egress_check)
     if not tool_name:
@@ -51,7 +53,9 @@ def call_tool(
 
     runtime = _get_runtime()
     total = spec.timeout_seconds * 2 + budget * 2 + _SYNC_GRACE_SECONDS
-    outcome, meta = runtime.run(_dispatch(runtime, spec, op, idempotent=False), timeout=total)
+    outcome, meta = runtime.run(
+        _dispatch(runtime, spec, op, idempotent=False), timeout=total, cancellation=cancellation
+    )
     outcome.metadata.update(meta)
     return outcome
 

@@ -61,11 +61,14 @@ class _Runtime:
                 self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
 
-    def run(self, coro: Coroutine[Any, Any, _T], timeout: float) -> _T:
+    def run(self, coro: Coroutine[Any, Any, _T], timeout: float, cancellation=None) -> _T:
+        """``coro`` on the client's loop; cancelling ``cancellation`` cancels it there (the
+        SDK then sends the server ``notifications/cancelled`` for a request under way)."""
         if threading.current_thread() is self.thread:
             coro.close()
             raise RuntimeError("mcp_client's synchronous API cannot be used from its own loop")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        forget = cancellation.on_cancel(future.cancel) if cancellation is not None else None
         try:
             return future.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
@@ -73,8 +76,11 @@ class _Runtime:
             raise MCPTimeout("the MCP operation did not complete in time") from None
         except concurrent.futures.CancelledError:
             raise MCPConnectionError(
-                "the MCP operation was cancelled (client shutting down)"
+                "the MCP operation was cancelled (the call, or the client shutting down)"
             ) from None
+        finally:
+            if forget is not None:
+                forget()
 
     # -- session cache (only touched from the loop thread) --
 

@@ -136,7 +136,8 @@ def approval_of(execution: Execution) -> str | None:
 
 
 def cancel(request: McpRequest, execution_id) -> bool:
-    """Cancel the call if it has not started (the REST API's cancel); False otherwise."""
+    """Cancel the call if it has not finished (the REST API's cancel: a running call is
+    stopped by its worker); False otherwise."""
     execution = Execution.objects.filter(pk=execution_id, principal=request.user).first()
     if execution is None or execution.is_terminal:
         return False
@@ -144,7 +145,7 @@ def cancel(request: McpRequest, execution_id) -> bool:
         try:
             execution_cancel(actor=request.user, execution=execution)
         except ToolHubError:
-            return False  # it started meanwhile: it runs to its end
+            return False  # it finished meanwhile
     return True
 
 

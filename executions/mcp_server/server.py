@@ -139,9 +139,9 @@ async def _call(ctx, request, params, revision: str, progress: Progress, *, retr
 
     def on_admitted(execution: Execution) -> None:
         admitted["id"] = execution.pk
-        # Only a call that has not started can be cancelled: one that runs here at once
-        # (an HTTP tool waited for, decision 0004) needs no entry for a cancellation.
-        if execution.status in (ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL):
+        # Any call that has not finished can be cancelled (``notifications/cancelled``,
+        # on any web process), a running one too: its worker stops the work.
+        if not execution.is_terminal:
             sessions.call_remember(request, ctx.request_id, str(execution.pk))
             admitted["remembered"] = True
 
@@ -168,7 +168,7 @@ async def _call(ctx, request, params, revision: str, progress: Progress, *, retr
             error.extra.setdefault("execution_id", str(admitted["id"]))
         raise
     except anyio.get_cancelled_exc_class():
-        # The client went away or cancelled: so does the call, unless it has started.
+        # The client went away or cancelled: so does the call, running or not.
         if "id" in admitted:
             with anyio.CancelScope(shield=True):
                 await calls.in_thread(calls.cancel, request, admitted["id"])

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from executions import telemetry
 from executions.models import Execution, ExecutionStatus
-from executions.services import dispatch, governance, notify, transitions
+from executions.services import cancellation, dispatch, governance, notify, transitions
 from executions.services.admission import (
     Admission,
     AmbiguousToolName,
@@ -191,10 +191,12 @@ def _refusal_attributes(refusal: Refusal, record: Execution) -> dict:
 
 
 def execution_cancel(*, actor, execution: Execution) -> Execution:
-    """Cancel a call that has not started (queued or waiting for approval).
+    """Cancel a call that has not finished: queued, waiting for approval, or running.
 
-    Only the caller, the agent's owner and platform admins may cancel; a
-    reviewer sees every call but changes none.
+    A running call is recorded as cancelled at once (by ``actor``) and the process
+    running it is told to stop the work (``cancellation``); what it returns after is
+    not recorded. Only the caller, the agent's owner and platform admins may cancel;
+    a reviewer sees every call but changes none.
     """
     allowed = (
         execution.principal_id == actor.pk
@@ -204,19 +206,31 @@ def execution_cancel(*, actor, execution: Execution) -> Execution:
     if not allowed:
         raise PermissionDenied("Only the caller, the agent's owner or a platform admin may cancel.")
     with transaction.atomic():  # the call, its approval and their events together
+        ended = {
+            "actor": actor,
+            "notify_waiters": False,
+            "to": ExecutionStatus.CANCELLED,
+            "finished_at": timezone.now(),
+            "error_type": "cancelled",
+            "error_message": f"Cancelled by {actor.get_username()}."[:10000],
+        }
         cancelled = transitions.execution_move(
             execution.pk,
             from_statuses=[ExecutionStatus.QUEUED, ExecutionStatus.PENDING_APPROVAL],
-            to=ExecutionStatus.CANCELLED,
-            actor=actor,
-            notify_waiters=False,
-            finished_at=timezone.now(),
+            **ended,
             **transitions.not_run(),
         )
+        if cancelled is None:  # it runs: what it was sent to is charged, its secrets dropped
+            cancelled = transitions.execution_move(
+                execution.pk, from_statuses=[ExecutionStatus.RUNNING], sealed_secrets="", **ended
+            )
+            if cancelled is not None:
+                transaction.on_commit(lambda: cancellation.cancel_signal(cancelled.pk))
         if cancelled is None:
             execution.refresh_from_db()
             raise Conflict(
-                f"Execution is {execution.status}; only queued or pending calls can be cancelled.",
+                f"Execution is {execution.status}; only a call that has not finished can be "
+                "cancelled.",
                 code="not_cancellable",
             )
         # Its approval is closed too: nobody may approve a call that was cancelled.

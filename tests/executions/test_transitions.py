@@ -13,7 +13,7 @@ from executions.services import transitions
     [
         (ExecutionStatus.SUCCEEDED, ExecutionStatus.QUEUED),
         (ExecutionStatus.PENDING_APPROVAL, ExecutionStatus.SUCCEEDED),
-        (ExecutionStatus.RUNNING, ExecutionStatus.CANCELLED),
+        (ExecutionStatus.RUNNING, ExecutionStatus.QUEUED),
     ],
 )
 def test_a_status_change_the_state_machine_does_not_have_is_refused_before_any_write(before, after):

@@ -170,7 +170,14 @@ class CommandExecutor:
         except _Refused as exc:
             return failure(exc.error_type, str(exc))
         try:
-            outcome = sandbox.run(argv, stdin=stdin, env=env, files=files, limits=limits)
+            outcome = sandbox.run(
+                argv,
+                stdin=stdin,
+                env=env,
+                files=files,
+                limits=limits,
+                cancellation=call.cancellation,
+            )
         except sandbox.SandboxUnavailable as exc:
             return failure(SANDBOX_UNAVAILABLE, f"command tools cannot run on this host: {exc}")
         return self._result(outcome, limits, failure, started, call.secret_values)

@@ -203,8 +203,10 @@ def run(
     env: Mapping[str, str],
     files: Mapping[str, bytes],
     limits: Limits,
+    cancellation=None,
 ) -> Outcome:
-    """Run ``argv`` in a fresh sandbox; raises ``SandboxUnavailable`` when none can start."""
+    """Run ``argv`` in a fresh sandbox; raises ``SandboxUnavailable`` when none can start.
+    ``cancellation`` (``executors.base.Cancellation``): cancelling it kills the run."""
     problem = sandbox_problem()
     if problem:
         raise SandboxUnavailable(problem)
@@ -219,9 +221,12 @@ def run(
         stderr=subprocess.PIPE,
     )
     proc = sandbox.proc
+    forget = cancellation.on_cancel(lambda: _signal_kill(sandbox)) if cancellation else None
     try:
         out, err, truncated, timed_out = _communicate(proc, stdin, limits, started)
     finally:
+        if forget is not None:
+            forget()  # before _kill closes the init's pidfd, which the callback uses
         _kill(sandbox)
     return Outcome(
         stdout=out,
@@ -231,6 +236,18 @@ def run(
         truncated=truncated,
         timed_out=timed_out,
     )
+
+
+def _signal_kill(sandbox: Started) -> None:
+    """SIGKILL every process of the run, from another thread (a cancellation): the run's
+    own thread then sees its streams close and reaps it (``_kill``)."""
+    if sandbox.proc.poll() is not None:
+        return
+    if sandbox.init is not None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(sandbox.init, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, OSError):
+        os.killpg(sandbox.proc.pid, signal.SIGKILL)
 
 
 def _kill(sandbox: Started) -> None:

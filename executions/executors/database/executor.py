@@ -36,9 +36,9 @@ class DatabaseExecutor:
                 "max_rows": opts.max_rows,
             }
             if opts.dialect == POSTGRESQL:
-                output = run_postgresql(opts)
+                output = run_postgresql(opts, cancellation=call.cancellation)
             else:
-                output = run_sqlite(opts)
+                output = run_sqlite(opts, cancellation=call.cancellation)
         except _Failure as failure:
             return ExecutorResult(
                 ok=False,

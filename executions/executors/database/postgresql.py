@@ -62,7 +62,9 @@ def _refuse_server_powers(conn: psycopg.Connection) -> None:
         )
 
 
-def run_postgresql(opts: _Options) -> dict[str, Any]:
+def run_postgresql(opts: _Options, cancellation=None) -> dict[str, Any]:
+    """Run the tool's statement; cancelling ``cancellation`` cancels it on the server
+    (PostgreSQL's cancel request, as ``pg_cancel_backend`` does)."""
     try:
         conn = psycopg.connect(
             opts.target,
@@ -81,6 +83,7 @@ def run_postgresql(opts: _Options) -> dict[str, Any]:
     # psycopg's own cursors, also when traces are on (toolhub/tracing.py): a tool's SQL
     # spans would keep PostgreSQL's error messages, which quote the caller's values.
     conn.cursor_factory = psycopg.Cursor
+    forget = cancellation.on_cancel(conn.cancel_safe) if cancellation is not None else None
     try:
         if not opts.trusted:
             _refuse_server_powers(conn)
@@ -103,6 +106,8 @@ def run_postgresql(opts: _Options) -> dict[str, Any]:
     except psycopg.Error as exc:
         raise _Failure(ErrorType.TOOL, _pg_message(exc)) from None
     finally:
+        if forget is not None:
+            forget()
         conn.close()  # rolls back whatever is still open
 
 

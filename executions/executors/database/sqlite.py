@@ -21,7 +21,9 @@ from executions.executors.database.values import (
 )
 
 
-def run_sqlite(opts: _Options) -> dict[str, Any]:
+def run_sqlite(opts: _Options, cancellation=None) -> dict[str, Any]:
+    """Run the tool's statement; a cancelled call's statement is interrupted like one past
+    its deadline (the progress handler)."""
     mode = "ro" if opts.read_only else "rw"  # rw never creates a missing file
     uri = f"file:{quote(opts.target)}?mode={mode}"
     try:
@@ -32,7 +34,7 @@ def run_sqlite(opts: _Options) -> dict[str, Any]:
             f"could not open the SQLite database: {exc}",
             retryable=True,
         ) from None
-    deadline = _Deadline(time.monotonic() + opts.timeout)
+    deadline = _Deadline(time.monotonic() + opts.timeout, cancellation)
     try:
         conn.set_progress_handler(deadline.progress, 1000)
         if opts.read_only:
@@ -60,11 +62,14 @@ def run_sqlite(opts: _Options) -> dict[str, Any]:
 class _Deadline:
     """SQLite's progress handler: interrupts the running statement once the deadline passed."""
 
-    def __init__(self, at: float) -> None:
+    def __init__(self, at: float, cancellation=None) -> None:
         self.at = at
         self.passed = False
+        self.cancellation = cancellation
 
     def progress(self) -> int:
+        if self.cancellation is not None and self.cancellation.is_set:
+            return 1
         if time.monotonic() > self.at:
             self.passed = True
             return 1  # non-zero interrupts the running statement

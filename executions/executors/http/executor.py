@@ -8,6 +8,7 @@ from typing import Any
 
 from executions import egress
 from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.http.pinned import cancellable
 from executions.executors.http.request import _prepare
 from executions.executors.http.response import interpret
 from executions.executors.http.sending import send
@@ -47,5 +48,6 @@ class HTTPExecutor:
     def _run(self, call: ToolCall, secrets: list[str], metadata: dict[str, Any]) -> ExecutorResult:
         prepared = _prepare(call, secrets)
         metadata["method"] = prepared.method
-        response, body, truncated = send(prepared, metadata)
+        with cancellable(call.cancellation):  # a cancelled call's request is cut off
+            response, body, truncated = send(prepared, metadata)
         return interpret(response, body, truncated, secrets, metadata)

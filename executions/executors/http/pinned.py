@@ -7,12 +7,17 @@ returns, with the URL's host name (sent as SNI and verified against the
 certificate). Every stream it returns is a ``_WatchedStream``, which notes in the
 calling thread's ``Attempt`` (httpcore's synchronous pool does a request's I/O in
 the thread that sent it) whether a connection was opened, whether a write failed
-and whether any byte of an answer arrived: what the resend-once rule needs.
+and whether any byte of an answer arrived: what the resend-once rule needs. Inside
+``cancellable(cancellation)``, a cancelled call's blocked read or write ends at once:
+the cancelling thread shuts the socket down.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpcore
@@ -40,6 +45,17 @@ def _attempt() -> Attempt | None:
     return getattr(_current, "attempt", None)
 
 
+@contextmanager
+def cancellable(cancellation) -> Iterator[None]:
+    """This thread's requests stop when ``cancellation`` (``executors.base.Cancellation``)
+    is set: a read or write waiting on the wire fails as the connection drops."""
+    _current.cancellation = cancellation
+    try:
+        yield
+    finally:
+        _current.cancellation = None
+
+
 class _WatchedStream(httpcore.NetworkStream):
     """A network stream that reports writes and reads to the current attempt."""
 
@@ -47,7 +63,7 @@ class _WatchedStream(httpcore.NetworkStream):
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data = self._stream.read(max_bytes, timeout)
+        data = self._stopping(lambda: self._stream.read(max_bytes, timeout), httpcore.ReadError)
         attempt = _attempt()
         if data and attempt is not None:
             attempt.answered = True
@@ -55,12 +71,30 @@ class _WatchedStream(httpcore.NetworkStream):
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         try:
-            self._stream.write(buffer, timeout)
+            self._stopping(lambda: self._stream.write(buffer, timeout), httpcore.WriteError)
         except httpcore.WriteError:
             attempt = _attempt()
             if attempt is not None:
                 attempt.unsent = True
             raise
+
+    def _stopping(self, io, error: type[Exception]):
+        """``io()``, ended by the call's cancellation (its socket shut down meanwhile)."""
+        cancellation = getattr(_current, "cancellation", None)
+        if cancellation is None:
+            return io()
+        if cancellation.is_set:
+            raise error("the call was cancelled")
+        forget = cancellation.on_cancel(self._shut_down)
+        try:
+            return io()
+        finally:
+            forget()
+
+    def _shut_down(self) -> None:
+        sock = self._stream.get_extra_info("socket")
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         self._stream.close()

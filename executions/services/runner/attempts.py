@@ -10,9 +10,9 @@ from django.conf import settings
 
 from executions import telemetry
 from executions.executors import get_executor, lent_secrets
-from executions.executors.base import ErrorType, ExecutorResult, ToolCall
+from executions.executors.base import Cancellation, ErrorType, ExecutorResult, ToolCall
 from executions.models import Execution
-from executions.services import run_configs, upstream_accounts
+from executions.services import cancellation, run_configs, upstream_accounts
 from executions.services.budget import total_budget_seconds
 from executions.services.pinned_calls import pinned_hash
 from executions.services.runner.finish import UPSTREAM_CONNECTION
@@ -68,7 +68,14 @@ def _prepare(execution: Execution, spec):
 
 
 def _tool_call(
-    execution: Execution, tool: Tool, configs, inputs, secrets: CallSecrets, attempt, account
+    execution: Execution,
+    tool: Tool,
+    configs,
+    inputs,
+    secrets: CallSecrets,
+    attempt,
+    account,
+    cancellation: Cancellation,
 ) -> ToolCall:
     return ToolCall(
         tool_name=tool.name,
@@ -84,6 +91,7 @@ def _tool_call(
         secret_values=secrets.values,
         pinned_definition_hash=pinned_hash(tool),
         caller_token=account.token if account is not None else "",
+        cancellation=cancellation,
     )
 
 
@@ -124,14 +132,32 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
         return secrets.result(result), 0, (time.monotonic() - started) * 1000
     inputs = sealed.inputs(execution.input_data)
     deadline = started + total_budget_seconds(tool)
+    # Someone may cancel the call while it runs: every attempt watches for it.
+    with cancellation.watching(execution.pk, Cancellation()) as cancelled:
+        result, attempt = _attempts(
+            execution, spec, executor, configs, inputs, secrets, account, deadline, cancelled
+        )
+    if account is not None:  # which connection the call used (its id, never its token)
+        result.metadata[UPSTREAM_CONNECTION] = account.connection_id
+    # The one redaction: nothing of the result is read before it (the retry above
+    # reads only its flags), and everything after it reads the redacted result.
+    return secrets.result(result), attempt, (time.monotonic() - started) * 1000
+
+
+def _attempts(execution, spec, executor, configs, inputs, secrets, account, deadline, cancelled):
+    """The executor called until it succeeds, fails for good, runs out of retries or
+    budget, or the call is cancelled; ``(result, attempts)``."""
+    tool = spec.tool
     attempt = 0
     while True:
         attempt += 1  # recorded with the outcome: one write per run, not one per attempt
-        call = _tool_call(execution, tool, configs, inputs, secrets, attempt, account)
+        call = _tool_call(execution, tool, configs, inputs, secrets, attempt, account, cancelled)
         # The upstream may take the tool's whole timeout: its connection goes back to
         # the pool meanwhile (the finish borrows one again).
         pool.release()
         result = _execute(executor, call, secrets)
+        if cancelled.is_set:
+            return _cancelled_result(), attempt
         if result.ok or not result.retryable or attempt > tool.max_retries:
             break
         pause = _backoff(attempt, result)
@@ -140,12 +166,16 @@ def run_with_retries(execution: Execution, spec) -> tuple[ExecutorResult, int, f
             if isinstance(retry_after, int | float) and result.error_message:
                 result.error_message += f" (the upstream asks to retry after {retry_after:g} s)"
             break
-        time.sleep(pause)
-    if account is not None:  # which connection the call used (its id, never its token)
-        result.metadata[UPSTREAM_CONNECTION] = account.connection_id
-    # The one redaction: nothing of the result is read before it (the retry above
-    # reads only its flags), and everything after it reads the redacted result.
-    return secrets.result(result), attempt, (time.monotonic() - started) * 1000
+        if cancelled.wait(pause):
+            return _cancelled_result(), attempt
+    return result, attempt
+
+
+def _cancelled_result() -> ExecutorResult:
+    """What a cancelled call's run returns (not recorded: the row is cancelled already)."""
+    return ExecutorResult(
+        ok=False, error_type=ErrorType.CANCELLED, error_message="The call was cancelled."
+    )
 
 
 def _execute(executor, call: ToolCall, secrets: CallSecrets) -> ExecutorResult:
