@@ -117,6 +117,11 @@ class ToolCall:
     caller_token: str = ""
     # Set when someone cancels the call while it runs (``executions.services.cancellation``).
     cancellation: Cancellation = field(default_factory=Cancellation, compare=False, repr=False)
+    # Where the upstream's progress goes while the call runs (``progress, total, message``):
+    # to the caller waiting for it (``executions.services.relay``). Must not block long.
+    on_progress: Callable[[float, float | None, str | None], None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass

@@ -25,6 +25,7 @@ def call_tool(
     egress_check: EgressCheck | None = None,
     pinned_definition_hash: str = "",
     cancellation=None,
+    on_progress=None,
 ) -> CallOutcome:
     """``tools/call``; a tool error comes back as ``CallOutcome(is_error=True)``, not an exception.
 
@@ -35,7 +36,9 @@ def call_tool(
     call: a server may change a definition between two calls of one session) and the
     call is not sent when the tool's definition there has another hash
     (``MCPDefinitionChanged``). Cancelling ``cancellation`` (``executors.base.Cancellation``)
-    abandons the call: the server is sent ``notifications/cancelled``.
+    abandons the call: the server is sent ``notifications/cancelled``. ``on_progress(progress,
+    total, message)``: the server's ``notifications/progress`` for the call (a progress
+    token is sent with it), called on the client's loop.
     """
     spec = _prepare(spec, egress_check)
     if not tool_name:
@@ -48,8 +51,14 @@ def call_tool(
             _check_definition(await _all_tools(client, budget), tool_name, pinned_definition_hash)
         elif _fully_listed.get(id(client)) is not client:
             await _all_tools(client, budget)
-        result = await client.call_tool(tool_name, args, read_timeout_seconds=budget)
+        result = await client.call_tool(
+            tool_name, args, read_timeout_seconds=budget, progress_callback=progress
+        )
         return _outcome_from_result(result)
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        if on_progress is not None:
+            on_progress(value, total, message)
 
     runtime = _get_runtime()
     total = spec.timeout_seconds * 2 + budget * 2 + _SYNC_GRACE_SECONDS

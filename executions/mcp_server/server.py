@@ -28,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from executions.mcp_server import calls, listing, results, sessions
 from executions.models import Execution, ExecutionStatus
+from executions.services import relay
 from toolhub.db.pool import RETRY_AFTER_SECONDS, DatabaseUnavailable
 
 SCOPE_KEY = "toolhub.mcp"
@@ -57,40 +58,73 @@ def request_of(ctx) -> sessions.McpRequest:
 
 
 class Progress:
-    """``notifications/progress`` for a call whose client sent a ``progressToken``."""
+    """``notifications/progress`` for a call whose client sent a ``progressToken``: ToolHub's
+    own every ``PROGRESS_SECONDS`` while the call waits or runs, and the upstream's own as
+    it reports them (``executions.services.relay``; once those come, they drive it).
+    Progress only ever grows: an upstream's values count on from where ToolHub's were."""
 
     def __init__(self, ctx, params):
         meta = params.meta or {}
         self.token = meta.get("progressToken", meta.get("progress_token"))
         self.ctx = ctx
-        self.count = 0
+        self.count = 0.0
         self.message = "running"
+        self.execution_id = None  # known once the call is admitted
+        self.base: float | None = None  # where the upstream's values start, once relayed
 
     async def report(self, message: str | None = None) -> None:
         if message:
             self.message = message
-        if self.token is None:
+        if self.token is None or self.base is not None:
             return
         self.count += 1
+        await self._send(self.count, None, self.message)
+
+    async def _send(self, progress: float, total: float | None, message: str | None) -> None:
         await self.ctx.session.send_progress_notification(
-            self.token, self.count, None, self.message, related_request_id=self.ctx.request_id
+            self.token, progress, total, message, related_request_id=self.ctx.request_id
         )
 
+    async def relayed(self) -> None:
+        """The upstream's progress events published since the last look, sent on."""
+        if self.execution_id is None:
+            return
+        for event in await calls.in_thread(relay.take, self.execution_id):
+            value, total = event.get("progress"), event.get("total")
+            if not isinstance(value, int | float):
+                continue
+            if self.base is None:
+                self.base = self.count
+            progress = self.base + float(value)
+            if progress <= self.count:
+                continue  # not more than already said
+            self.count = progress
+            total = self.base + float(total) if isinstance(total, int | float) else None
+            message = event.get("message")
+            await self._send(progress, total, message if isinstance(message, str) else None)
+
     async def tick(self) -> None:
+        since = 0.0
         while True:
-            await anyio.sleep(PROGRESS_SECONDS)
-            await self.report()
+            await anyio.sleep(relay.POLL_SECONDS)
+            since += relay.POLL_SECONDS
+            await self.relayed()
+            if since >= PROGRESS_SECONDS:
+                since = 0.0
+                await self.report()
 
     async def during(self, work):
-        """Await ``work()`` while reporting progress every ``PROGRESS_SECONDS``."""
+        """Await ``work()`` while reporting progress (see the class)."""
         if self.token is None:
             return await work()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.tick)
             try:
-                return await work()
+                result = await work()
             finally:
                 tg.cancel_scope.cancel()
+        await self.relayed()  # what the upstream said last, before the answer
+        return result
 
 
 async def list_tools(ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -139,6 +173,7 @@ async def _call(ctx, request, params, revision: str, progress: Progress, *, retr
 
     def on_admitted(execution: Execution) -> None:
         admitted["id"] = execution.pk
+        progress.execution_id = execution.pk
         # Any call that has not finished can be cancelled (``notifications/cancelled``,
         # on any web process), a running one too: its worker stops the work.
         if not execution.is_terminal:

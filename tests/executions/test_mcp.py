@@ -28,6 +28,7 @@ TOKEN = f"canary-{uuid.uuid4().hex}"
 ALL_TOOLS = {
     "add",
     "move",
+    "steps",
     "echo",
     "fail",
     "slow",

@@ -183,6 +183,13 @@ def build_server() -> TestMCPServer:
     def bad_structured() -> Point:
         return Point(x=1, y=2)
 
+    @server.tool(description="Report progress in steps, a fraction of a second apart.")
+    async def steps(ctx: Context, count: int = 3, pause: float = 0.6) -> str:
+        for step in range(1, count + 1):
+            await asyncio.sleep(pause)
+            await ctx.report_progress(step, count, f"step {step} of {count}")
+        return f"{count} steps"
+
     @server.tool(description="Move to a point (its schema references $defs).")
     def move(to: Point, label: str = "") -> str:
         return f"{label}({to.x},{to.y})"

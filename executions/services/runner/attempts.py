@@ -12,7 +12,7 @@ from executions import telemetry
 from executions.executors import get_executor, lent_secrets
 from executions.executors.base import Cancellation, ErrorType, ExecutorResult, ToolCall
 from executions.models import Execution
-from executions.services import cancellation, run_configs, upstream_accounts
+from executions.services import cancellation, relay, run_configs, upstream_accounts
 from executions.services.budget import total_budget_seconds
 from executions.services.pinned_calls import pinned_hash
 from executions.services.runner.finish import UPSTREAM_CONNECTION
@@ -92,6 +92,7 @@ def _tool_call(
         pinned_definition_hash=pinned_hash(tool),
         caller_token=account.token if account is not None else "",
         cancellation=cancellation,
+        on_progress=relay.progress_publisher(execution.pk),
     )
 
 

@@ -118,6 +118,30 @@ def test_a_schema_with_defs_is_listed_as_the_server_gave_it_and_calls_validate(s
     assert again["properties"]["to"]["properties"]["x"]["type"] == "integer"
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_upstreams_progress_reaches_the_caller_while_the_worker_runs_the_call(synced, mode):
+    live, token = synced
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress, total, message):
+        heard.append((progress, total, message))
+
+    async def scenario():
+        async with mcp_client(live.url(), token, mode=mode) as client:
+            return await client.call_tool(
+                "web__steps", {"count": 3, "pause": 0.6}, progress_callback=on_progress
+            )
+
+    result = asyncio.run(scenario())
+    assert result.is_error is False and result.content[0].text == "3 steps"
+    relayed = [h for h in heard if h[2] and h[2].startswith("step ")]
+    assert [h[2] for h in relayed] == ["step 1 of 3", "step 2 of 3", "step 3 of 3"], heard
+    values = [h[0] for h in heard]
+    assert values == sorted(values) and len(set(values)) == len(values)  # only ever grows
+    base = relayed[0][0] - 1
+    assert [(p - base, t - base) for p, t, _ in relayed] == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_image_and_embedded_resource_blocks_reach_the_caller_unchanged(synced):
     live, token = synced
     result = call(live, token, "web__media", {})
