@@ -145,7 +145,7 @@ def test_allow_and_deny_lists(web):
     services.mcp_server_update(
         actor=None,
         server=web,
-        data={"tools_allowed": ["add", "echo", "s*"], "tools_denied": ["slow"]},
+        data={"tools_allowed": ["add", "echo", "s*"], "tools_denied": ["slow", "steps"]},
     )
     report = mcp_server_sync(actor=None, server=web)
     assert report.ok
@@ -153,7 +153,9 @@ def test_allow_and_deny_lists(web):
 
     # Denying a synced tool deactivates it at once (a sync finds nothing left to
     # do); lifting the denial and syncing brings it back.
-    services.mcp_server_update(actor=None, server=web, data={"tools_denied": ["slow", "echo"]})
+    services.mcp_server_update(
+        actor=None, server=web, data={"tools_denied": ["slow", "steps", "echo"]}
+    )
     echo = Tool.objects.get(name="web__echo")
     assert echo.is_active is False and echo.tool_metadata["mcp_sync_state"] == "denied"
     report = mcp_server_sync(actor=None, server=web)
