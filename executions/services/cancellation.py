@@ -3,9 +3,9 @@
 ``execution_cancel`` moves a running call to ``cancelled`` (the record names who did)
 and then sends the signal: a key in Redis, read by the worker running the call, and
 this process's own registry for a call that runs here (an inline wait, the embedded
-mode). While the executor works, ``watching`` looks for the key every
-``POLL_SECONDS`` in a thread of its own and, when it appears, sets the call's
-``Cancellation``: the executor's callbacks stop the work (a process group killed, a
+mode). While the executor works, one thread of the process looks for the keys of
+all its running calls every ``POLL_SECONDS`` (``watching``) and, when one appears,
+sets that call's ``Cancellation``: the executor's callbacks stop the work (a process group killed, a
 query cancelled, a request's connection closed, the MCP server told). Whatever the
 executor then returns is not recorded: the row is no longer ``running``.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -45,11 +46,46 @@ def cancel_signal(execution_id) -> None:
         logger.warning("cancelling %s: Redis unreachable, the worker was not told", key)
 
 
-def _signalled(client, key: str) -> bool:
+class _Watcher:
+    """One thread per process looks for the cancel keys of every call running in it: one
+    Redis round trip per ``POLL_SECONDS`` however many there are, none when there are none
+    (the thread waits for the first call and stops looking when the last one ends)."""
+
+    def __init__(self):
+        self.wake = threading.Condition(_here_lock)
+        self.thread: threading.Thread | None = None
+
+    def ensure_running(self) -> None:
+        """Start the thread if it is not running (called holding ``_here_lock``)."""
+        if self.thread is None or not self.thread.is_alive():
+            self.thread = threading.Thread(target=self.run, name="cancel-watch", daemon=True)
+            self.thread.start()
+        self.wake.notify()
+
+    def run(self) -> None:
+        client = redis_client()
+        while True:
+            with _here_lock:
+                while not _here:
+                    self.wake.wait()
+                running = dict(_here)
+            time.sleep(POLL_SECONDS)
+            for key in _signalled(client, list(running)):
+                running[key].set()
+
+
+def _signalled(client, keys: list[str]) -> list[str]:
+    """Those of ``keys`` whose call someone cancelled (none when Redis is away: next time)."""
     try:
-        return bool(client.exists(_KEY.format(key)))
-    except Exception:  # Redis away: look again next time
-        return False
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.exists(_KEY.format(key))
+        return [key for key, found in zip(keys, pipe.execute(), strict=True) if found]
+    except Exception:
+        return []
+
+
+_watcher = _Watcher()
 
 
 @contextmanager
@@ -61,25 +97,11 @@ def watching(execution_id, cancellation: Cancellation) -> Iterator[Cancellation]
         return
     with _here_lock:
         _here[key] = cancellation
-    done = threading.Event()
-    client = redis_client()
-    watcher = None
-    if client is not None:
-
-        def watch():
-            while not done.wait(POLL_SECONDS):
-                if _signalled(client, key):
-                    cancellation.set()
-                    return
-
-        watcher = threading.Thread(target=watch, name=f"cancel-watch-{key[:8]}", daemon=True)
-        watcher.start()
+        if redis_client() is not None:
+            _watcher.ensure_running()
     try:
         yield cancellation
     finally:
-        done.set()
         with _here_lock:
             if _here.get(key) is cancellation:
                 del _here[key]
-        if watcher is not None:
-            watcher.join(timeout=POLL_SECONDS * 2)

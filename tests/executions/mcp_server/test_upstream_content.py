@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import time
 import uuid
 
 import httpx
@@ -140,6 +141,39 @@ def test_the_upstreams_progress_reaches_the_caller_while_the_worker_runs_the_cal
     assert values == sorted(values) and len(set(values)) == len(values)  # only ever grows
     base = relayed[0][0] - 1
     assert [(p - base, t - base) for p, t, _ in relayed] == [(1, 3), (2, 3), (3, 3)]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_client_cancelling_a_running_call_stops_it_on_the_worker(synced, mode):
+    import anyio
+
+    live, token = synced
+
+    def running() -> bool:
+        close_old_connections()
+        row = latest("web__slow")
+        return row is not None and row.status == ExecutionStatus.RUNNING
+
+    async def scenario():
+        async with mcp_client(live.url(), token, mode=mode) as client:
+            with anyio.move_on_after(20):  # the client gives up: its SDK cancels the request
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(lambda: client.call_tool("web__slow", {"seconds": 30}))
+                    while not await anyio.to_thread.run_sync(running):
+                        await anyio.sleep(0.2)
+                    tg.cancel_scope.cancel()
+            # The same session calls again at once: nothing of the first call holds it.
+            return await client.call_tool("web__add", {"a": 2, "b": 2})
+
+    started = time.monotonic()
+    again = asyncio.run(scenario())
+    assert again.content[0].text == "4"
+    deadline = time.monotonic() + 15
+    while latest("web__slow").status == ExecutionStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.2)
+    row = latest("web__slow")
+    assert row.status == ExecutionStatus.CANCELLED, row.status
+    assert time.monotonic() - started < 25  # not the 30 s the upstream would have taken
 
 
 def test_image_and_embedded_resource_blocks_reach_the_caller_unchanged(synced):
