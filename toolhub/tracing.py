@@ -270,15 +270,24 @@ def span(name: str, attributes: Mapping[str, Any] | None = None):
 def _own_span(name: str, attributes: dict[str, Any]):
     """An exception ends the span as an error named by its type only: its message may
     quote an argument (a database error quoting the value it refused)."""
-    with _tracer.start_as_current_span(
-        name, attributes=attributes, record_exception=False, set_status_on_exception=False
-    ) as current:
-        try:
-            yield current
-        except BaseException as exc:
-            current.set_attribute("error.type", type(exc).__qualname__)
-            failed(current, type(exc).__qualname__)
-            raise
+    with (
+        _tracer.start_as_current_span(
+            name, attributes=attributes, record_exception=False, set_status_on_exception=False
+        ) as current,
+        _failures_by_type(current),
+    ):
+        yield current
+
+
+@contextlib.contextmanager
+def _failures_by_type(current):
+    """An exception out of the block fails ``current``, named by its type only."""
+    try:
+        yield
+    except BaseException as exc:
+        current.set_attribute("error.type", type(exc).__qualname__)
+        failed(current, type(exc).__qualname__)
+        raise
 
 
 def server_span(
@@ -304,20 +313,18 @@ def _server_span(name: str, carriers: tuple[Mapping[str, Any], ...], attributes:
             fields = {k: carrier[k] for k in ("traceparent", "tracestate") if k in carrier}
             parent = propagate.extract({k: str(v) for k, v in fields.items()})
             break
-    with _tracer.start_as_current_span(
-        name,
-        context=parent,
-        kind=SpanKind.SERVER,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as current:
-        try:
-            yield current
-        except BaseException as exc:
-            current.set_attribute("error.type", type(exc).__qualname__)
-            failed(current, type(exc).__qualname__)
-            raise
+    with (
+        _tracer.start_as_current_span(
+            name,
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as current,
+        _failures_by_type(current),
+    ):
+        yield current
 
 
 def current_context() -> Any:
