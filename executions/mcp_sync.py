@@ -237,13 +237,13 @@ def _apply(report: SyncReport, actor, server: MCPServer, remote: list[dict]) -> 
         definition = remote_definition(item)
         if tool is not None and _held(report, actor, tool, definition, rows):
             continue
-        # What the sync named it stays on record through a rename made here.
-        listed = _listed_before(tool) if tool is not None and _renamed_here(tool) else None
         name = _listed_name(report, server, remote_name, tool, used)
         if name is None:
             continue
         used[name] = remote_name
-        listed = listed or name
+        # What the sync named it: the new name, or, through a rename made here, the old one.
+        renamed = tool is not None and _renamed_here(tool)
+        listed = _listed_before(tool) if renamed else name
         fields: dict[str, Any] = {"description": str(item.get("description") or "")}
         if tool is None:
             fields["timeout_seconds"] = server.timeout_seconds

@@ -30,9 +30,12 @@ def given_input_schema(tool, listed: dict) -> dict | None:
     if tool.approved_definition_source != "mcp_server" or tool.quarantined_at is not None:
         return None
     given = (tool.approved_definition or {}).get("input_schema")
-    if not isinstance(given, dict) or not any(k in canonical_json(given) for k in _REFERENCING):
+    if not isinstance(given, dict):
         return None
-    expected = _rows_of(canonical_json(given))
+    text = canonical_json(given)  # once: this runs for every synced tool of every listing
+    if not any(k in text for k in _REFERENCING):
+        return None
+    expected = _rows_of(text)
     actual = canonical_json(
         {"properties": listed.get("properties") or {}, "required": listed.get("required") or []}
     )

@@ -145,8 +145,7 @@ def header_mismatch(message: dict, headers) -> Refused | None:
     name_key = NAME_BEARING_METHODS.get(method) if isinstance(method, str) else None
     named = headers.get(MCP_NAME_HEADER)
     if problem is None and name_key is not None and named is not None:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        if decode_header_value(named) != params.get(name_key):
+        if decode_header_value(named) != params_of(message).get(name_key):
             problem = f"Mcp-Name header does not match the request body's {name_key!r} parameter"
     if problem is None:
         return None
@@ -154,10 +153,15 @@ def header_mismatch(message: dict, headers) -> Refused | None:
     return Refused(400, {"jsonrpc": "2.0", "id": message.get("id"), "error": error})
 
 
-def meta_of(message: dict) -> dict:
-    """A JSON-RPC message's ``params._meta`` (where a client puts its trace context)."""
+def params_of(message: dict) -> dict:
+    """A JSON-RPC message's ``params`` ({} when it has none, or they are not an object)."""
     params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
+def meta_of(message: dict) -> dict:
+    """A JSON-RPC message's ``params._meta`` (its client, revision, trace context)."""
+    meta = params_of(message).get("_meta")
     return meta if isinstance(meta, dict) else {}
 
 
@@ -169,8 +173,7 @@ def span_of(http_method: str, message: dict, request_id: str) -> tuple[str, dict
         return f"MCP {what}", {"http.request.method": http_method, "toolhub.request_id": request_id}
     method = message.get("method")
     method = method if isinstance(method, str) else ""
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    target = params.get("name") if method == "tools/call" else ""
+    target = params_of(message).get("name") if method == "tools/call" else ""
     target = target if isinstance(target, str) else ""
     attributes = {
         "http.request.method": http_method,
@@ -368,8 +371,7 @@ class Gate:
         mismatch = header_mismatch(message, headers)
         if mismatch is not None:
             raise mismatch
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        params, meta = params_of(message), meta_of(message)
         info = meta.get(_CLIENT_INFO)
         if isinstance(info, dict):  # 2026-07-28: every request names its client
             request.client_name = str(info.get("name", ""))[:200]

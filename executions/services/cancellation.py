@@ -5,9 +5,9 @@ and then sends the signal: a key in Redis, read by the worker running the call, 
 this process's own registry for a call that runs here (an inline wait, the embedded
 mode). While the executor works, one thread of the process looks for the keys of
 all its running calls every ``POLL_SECONDS`` (``watching``) and, when one appears,
-sets that call's ``Cancellation``: the executor's callbacks stop the work (a process group killed, a
-query cancelled, a request's connection closed, the MCP server told). Whatever the
-executor then returns is not recorded: the row is no longer ``running``.
+sets that call's ``Cancellation``: the executor's callbacks stop the work (a process
+group killed, a query cancelled, a request's connection closed, the MCP server told).
+Whatever the executor then returns is not recorded: the row is no longer ``running``.
 """
 
 from __future__ import annotations
