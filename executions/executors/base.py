@@ -95,6 +95,20 @@ def _quietly(callback) -> None:
         logging.getLogger(__name__).debug("a cancellation callback failed", exc_info=True)
 
 
+class Listener(Protocol):
+    """The caller of a running call, listening: what its upstream says goes here. None of
+    these may block long."""
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+    def log(self, level: str, data: Any, logger_name: str | None) -> None: ...
+
+    @property
+    def wants(self) -> Mapping[str, Any]:
+        """What the caller asked to hear beyond progress: ``log_level`` (an MCP level)."""
+        ...
+
+
 @dataclass(frozen=True)
 class ToolCall:
     tool_name: str
@@ -117,11 +131,9 @@ class ToolCall:
     caller_token: str = ""
     # Set when someone cancels the call while it runs (``executions.services.cancellation``).
     cancellation: Cancellation = field(default_factory=Cancellation, compare=False, repr=False)
-    # Where the upstream's progress goes while the call runs (``progress, total, message``):
-    # to the caller waiting for it (``executions.services.relay``). Must not block long.
-    on_progress: Callable[[float, float | None, str | None], None] | None = field(
-        default=None, compare=False, repr=False
-    )
+    # Where what the upstream says while the call runs goes: to the caller waiting for it
+    # (``executions.services.relay``).
+    listener: Listener | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

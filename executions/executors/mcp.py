@@ -172,7 +172,7 @@ class MCPExecutor:
                 egress_check=self.egress_check,
                 pinned_definition_hash=call.pinned_definition_hash,
                 cancellation=call.cancellation,
-                on_progress=call.on_progress,
+                listener=call.listener,
             )
         except MCPClientError as exc:
             return _client_failure(exc, metadata)

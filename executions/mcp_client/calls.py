@@ -25,7 +25,7 @@ def call_tool(
     egress_check: EgressCheck | None = None,
     pinned_definition_hash: str = "",
     cancellation=None,
-    on_progress=None,
+    listener=None,
 ) -> CallOutcome:
     """``tools/call``; a tool error comes back as ``CallOutcome(is_error=True)``, not an exception.
 
@@ -36,17 +36,27 @@ def call_tool(
     call: a server may change a definition between two calls of one session) and the
     call is not sent when the tool's definition there has another hash
     (``MCPDefinitionChanged``). Cancelling ``cancellation`` (``executors.base.Cancellation``)
-    abandons the call: the server is sent ``notifications/cancelled``. ``on_progress(progress,
-    total, message)``: the server's ``notifications/progress`` for the call (a progress
-    token is sent with it), called on the client's loop.
+    abandons the call: the server is sent ``notifications/cancelled``. ``listener``
+    (``executors.base.Listener``) hears the server's ``notifications/progress`` for the call
+    (a progress token is sent with it), on the client's loop. When its caller wants logs
+    (``listener.wants["log_level"]``), the call has a session of its own, which asks the
+    server for them (``logging/setLevel``, or per request at 2026-07-28) and hands each
+    ``notifications/message`` to the listener: a pooled session is shared by other callers'
+    calls, and a log message does not say which call it is about.
     """
     spec = _prepare(spec, egress_check)
     if not tool_name:
         raise MCPConfigError("no MCP tool name given")
     budget = float(timeout or spec.timeout_seconds)
     args = dict(arguments or {})
+    log_level = _log_level(listener)
 
     async def op(client: Any) -> CallOutcome:
+        if log_level:
+            from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+            if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                await client.set_logging_level(log_level)  # 2026-07-28: per request (own)
         if pinned_definition_hash:
             _check_definition(await _all_tools(client, budget), tool_name, pinned_definition_hash)
         elif _fully_listed.get(id(client)) is not client:
@@ -57,16 +67,35 @@ def call_tool(
         return _outcome_from_result(result)
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
-        if on_progress is not None:
-            on_progress(value, total, message)
+        if listener is not None:
+            listener.progress(value, total, message)
+
+    own: dict[str, Any] | None = None
+    if log_level:
+
+        async def on_log(params: Any) -> None:
+            listener.log(params.level, params.data, params.logger)
+
+        own = {"logging_callback": on_log, "log_level": log_level}
 
     runtime = _get_runtime()
     total = spec.timeout_seconds * 2 + budget * 2 + _SYNC_GRACE_SECONDS
     outcome, meta = runtime.run(
-        _dispatch(runtime, spec, op, idempotent=False), timeout=total, cancellation=cancellation
+        _dispatch(runtime, spec, op, idempotent=False, own_session=own),
+        timeout=total,
+        cancellation=cancellation,
     )
     outcome.metadata.update(meta)
     return outcome
+
+
+_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def _log_level(listener: Any) -> str | None:
+    """The level the listener's caller asked to hear logs from, if a known one."""
+    level = listener.wants.get("log_level") if listener is not None else None
+    return level if level in _LOG_LEVELS else None
 
 
 def _check_definition(tools: list[Any], tool_name: str, pinned_hash: str) -> None:

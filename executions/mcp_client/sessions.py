@@ -133,9 +133,10 @@ class _PooledSession:
 
 
 async def _enter_http_client(
-    stack: AsyncExitStack, spec: MCPServerSpec, status: _StatusRecorder
+    stack: AsyncExitStack, spec: MCPServerSpec, status: _StatusRecorder, **options: Any
 ) -> Any:
-    """Open an ``mcp.Client`` over an HTTP transport; ``stack`` owns everything it opened."""
+    """Open an ``mcp.Client`` over an HTTP transport; ``stack`` owns everything it opened.
+    ``options``: the client's own (callbacks of the one call a session is opened for)."""
     import httpx2
     from mcp import Client
 
@@ -168,5 +169,5 @@ async def _enter_http_client(
             )
         )
         transport = streamable_http_client(spec.url or "", http_client=http)
-    client = Client(transport, cache=None, client_info=_client_info())
+    client = Client(transport, cache=None, client_info=_client_info(), **options)
     return await stack.enter_async_context(client)

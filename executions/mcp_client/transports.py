@@ -21,7 +21,7 @@ from executions.mcp_client.errors import (
 )
 from executions.mcp_client.limits import _STDERR_TAIL_BYTES, _T
 from executions.mcp_client.runtime import _Runtime
-from executions.mcp_client.sessions import _client_info
+from executions.mcp_client.sessions import _client_info, _enter_http_client, _StatusRecorder
 from executions.mcp_client.spec import MCPServerSpec
 from executions.mcp_client.translation import _describe, _is_transport_failure, _leaves, _translate
 
@@ -83,10 +83,41 @@ async def _with_http_session(
     raise MCPConnectionError("could not open a working MCP session")
 
 
-async def _with_stdio_process(
-    runtime: _Runtime, spec: MCPServerSpec, op: Callable[[Any], Awaitable[_T]]
+async def _with_own_http_session(
+    spec: MCPServerSpec, op: Callable[[Any], Awaitable[_T]], options: dict[str, Any]
 ) -> tuple[_T, dict[str, Any]]:
-    """Start the stdio server, run ``op(client)``, stop the server (always, even on errors)."""
+    """Open a session for this operation alone (the client built with ``options``: the
+    call's own callbacks), run ``op(client)``, close it."""
+    status = _StatusRecorder()
+    phase = "connect"
+    try:
+        # One scope spans the whole session (anyio scopes must nest): its deadline bounds
+        # the handshake and is lifted once the session is up.
+        with anyio.CancelScope() as scope:
+            scope.deadline = anyio.current_time() + spec.timeout_seconds
+            async with contextlib.AsyncExitStack() as stack:
+                client = await _enter_http_client(stack, spec, status, **options)
+                scope.deadline = math.inf
+                phase = "request"
+                result = await op(client)
+                meta = {"session_reused": False, "protocol_version": client.protocol_version}
+        if scope.cancelled_caught:
+            raise MCPTimeout("timed out opening the MCP session")
+    except (asyncio.CancelledError, MCPClientError):
+        raise
+    except BaseException as exc:
+        raise _translate(exc, phase=phase, status=status.status) from None
+    return result, meta
+
+
+async def _with_stdio_process(
+    runtime: _Runtime,
+    spec: MCPServerSpec,
+    op: Callable[[Any], Awaitable[_T]],
+    options: dict[str, Any] | None = None,
+) -> tuple[_T, dict[str, Any]]:
+    """Start the stdio server, run ``op(client)``, stop the server (always, even on errors).
+    ``options``: the client's own (the call's callbacks)."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -95,7 +126,12 @@ async def _with_stdio_process(
     )
     with tempfile.TemporaryFile() as errlog:
         phase = "connect"
-        client = Client(stdio_client(params, errlog=errlog), cache=None, client_info=_client_info())
+        client = Client(
+            stdio_client(params, errlog=errlog),
+            cache=None,
+            client_info=_client_info(),
+            **(options or {}),
+        )
         try:
             # One scope spans the whole session (anyio scopes must nest): its deadline
             # bounds the handshake and is lifted once the session is up.
@@ -136,8 +172,18 @@ def _stderr_tail(errlog: Any) -> str:
 
 
 async def _dispatch(
-    runtime: _Runtime, spec: MCPServerSpec, op: Callable[[Any], Awaitable[_T]], *, idempotent: bool
+    runtime: _Runtime,
+    spec: MCPServerSpec,
+    op: Callable[[Any], Awaitable[_T]],
+    *,
+    idempotent: bool,
+    own_session: dict[str, Any] | None = None,
 ) -> tuple[_T, dict[str, Any]]:
+    """``op(client)`` on a pooled HTTP session, or with ``own_session`` (the client's
+    options: callbacks of one call) on a session of its own; a stdio server is started
+    for each operation."""
     if spec.transport == "stdio":
-        return await _with_stdio_process(runtime, spec, op)
+        return await _with_stdio_process(runtime, spec, op, own_session)
+    if own_session is not None:
+        return await _with_own_http_session(spec, op, own_session)
     return await _with_http_session(runtime, spec, op, idempotent=idempotent)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import typing
 from typing import Any
 
 import anyio
@@ -24,6 +25,7 @@ from mcp.shared.subscriptions import (
     ToolsListChanged,
     event_to_notification,
 )
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from executions.mcp_server import calls, listing, results, sessions
@@ -32,6 +34,8 @@ from executions.services import relay
 from toolhub.db.pool import RETRY_AFTER_SECONDS, DatabaseUnavailable
 
 SCOPE_KEY = "toolhub.mcp"
+# MCP's log levels, least severe first.
+LOG_LEVELS = typing.get_args(types.LoggingLevel)
 _STATE_KEY_LABEL = "toolhub.mcp.request-state:"
 # While a call runs or waits, a client that asked for progress hears from it this often.
 PROGRESS_SECONDS = 1.0
@@ -58,26 +62,48 @@ def request_of(ctx) -> sessions.McpRequest:
 
 
 class Progress:
-    """``notifications/progress`` for a call whose client sent a ``progressToken``: ToolHub's
-    own every ``PROGRESS_SECONDS`` while the call waits or runs, and the upstream's own as
-    it reports them (``executions.services.relay``; once those come, they drive it).
-    Progress only ever grows: an upstream's values count on from where ToolHub's were."""
+    """What a caller hears while its call waits or runs.
 
-    def __init__(self, ctx, params):
+    - ``notifications/progress``, for a call whose client sent a ``progressToken``:
+      ToolHub's own every ``PROGRESS_SECONDS``, and the upstream's own as it reports them
+      (``executions.services.relay``; once those come, they drive it). Progress only ever
+      grows: an upstream's values count on from past ToolHub's last (an upstream's first
+      ``0`` is said when nothing was said before it).
+    - ``notifications/message``, the upstream's log messages, for a caller that asked for
+      them: at 2025 revisions its session's ``logging/setLevel``, at 2026-07-28 the
+      request's ``io.modelcontextprotocol/logLevel``; at that level and above.
+    """
+
+    def __init__(self, ctx, params, request: sessions.McpRequest):
         meta = params.meta or {}
         self.token = meta.get("progressToken", meta.get("progress_token"))
+        level = meta.get(LOG_LEVEL_META_KEY)
+        if level is None and request.session is not None:
+            level = request.session.log_level
+        self.log_level = level if level in LOG_LEVELS else None
         self.ctx = ctx
-        self.count = 0.0
+        self.count: float | None = None  # the last progress said, none yet
         self.message = "running"
         self.execution_id = None  # known once the call is admitted
         self.base: float | None = None  # where the upstream's values start, once relayed
+
+    @property
+    def listening(self) -> bool:
+        return self.token is not None or self.log_level is not None
+
+    def admitted(self, execution: Execution) -> None:
+        """The call is admitted (in a worker thread, before it can run): its worker is
+        told what the caller listens to beyond progress."""
+        self.execution_id = execution.pk
+        if self.log_level is not None and not execution.is_terminal:
+            relay.want(execution.pk, log_level=self.log_level)
 
     async def report(self, message: str | None = None) -> None:
         if message:
             self.message = message
         if self.token is None or self.base is not None:
             return
-        self.count += 1
+        self.count = (self.count or 0.0) + 1
         await self._send(self.count, None, self.message)
 
     async def _send(self, progress: float, total: float | None, message: str | None) -> None:
@@ -86,22 +112,42 @@ class Progress:
         )
 
     async def relayed(self) -> None:
-        """The upstream's progress events published since the last look, sent on."""
+        """What the upstream said since the last look, sent on."""
         if self.execution_id is None:
             return
         for event in await calls.in_thread(relay.take, self.execution_id):
-            value, total = event.get("progress"), event.get("total")
-            if not isinstance(value, int | float):
-                continue
-            if self.base is None:
-                self.base = self.count
-            progress = self.base + float(value)
-            if progress <= self.count:
-                continue  # not more than already said
-            self.count = progress
-            total = self.base + float(total) if isinstance(total, int | float) else None
-            message = event.get("message")
-            await self._send(progress, total, message if isinstance(message, str) else None)
+            if event.get("kind") == "log":
+                await self._log(event)
+            elif self.token is not None:
+                await self._progress(event)
+
+    async def _log(self, event: dict) -> None:
+        level = event.get("level")
+        if self.log_level is None or level not in LOG_LEVELS:
+            return
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+            return
+        logger_name = event.get("logger")
+        await self.ctx.session.send_log_message(
+            level,
+            event.get("data"),
+            logger_name if isinstance(logger_name, str) else None,
+            related_request_id=self.ctx.request_id,
+        )
+
+    async def _progress(self, event: dict) -> None:
+        value, total = event.get("progress"), event.get("total")
+        if not isinstance(value, int | float):
+            return
+        if self.base is None:
+            self.base = 0.0 if self.count is None else self.count + 1
+        progress = self.base + float(value)
+        if self.count is not None and progress <= self.count:
+            return  # not more than already said
+        self.count = progress
+        total = self.base + float(total) if isinstance(total, int | float) else None
+        message = event.get("message")
+        await self._send(progress, total, message if isinstance(message, str) else None)
 
     async def tick(self) -> None:
         since = 0.0
@@ -114,8 +160,8 @@ class Progress:
                 await self.report()
 
     async def during(self, work):
-        """Await ``work()`` while reporting progress (see the class)."""
-        if self.token is None:
+        """Await ``work()`` while relaying (see the class)."""
+        if not self.listening:
             return await work()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.tick)
@@ -125,6 +171,18 @@ class Progress:
                 tg.cancel_scope.cancel()
         await self.relayed()  # what the upstream said last, before the answer
         return result
+
+
+async def set_log_level(ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    """``logging/setLevel`` (2025 revisions): the session's calls relay their upstream's
+    log messages at that level and above. Without a session there is nothing to keep it
+    in: the call's own ``_meta`` says it at 2026-07-28."""
+    request = request_of(ctx)
+    if request.session is not None:
+        request.session = await calls.in_thread(
+            sessions.session_set_log_level, request.session, params.level
+        )
+    return types.EmptyResult()
 
 
 async def list_tools(ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -156,7 +214,7 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
 async def _call_tool(ctx, params: types.CallToolRequestParams):
     request = request_of(ctx)
     revision = request.client(ctx.protocol_version)["protocol_version"]
-    progress = Progress(ctx, params)
+    progress = Progress(ctx, params, request)
     # A 2026-07-28 client back from connecting the person's account: a new call (once).
     connected = params.request_state is not None and calls.connect_from_state(params.request_state)
     if params.request_state is not None and not connected:  # still waiting for approval
@@ -173,7 +231,7 @@ async def _call(ctx, request, params, revision: str, progress: Progress, *, retr
 
     def on_admitted(execution: Execution) -> None:
         admitted["id"] = execution.pk
-        progress.execution_id = execution.pk
+        progress.admitted(execution)
         # Any call that has not finished can be cancelled (``notifications/cancelled``,
         # on any web process), a running one too: its worker stops the work.
         if not execution.is_terminal:
@@ -307,6 +365,7 @@ def build_server() -> ToolHubServer:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_subscriptions_listen=listen,
+        on_set_logging_level=set_log_level,
         # ToolHub validates arguments itself (structured problems as a tool result).
         get_tool_input_schema=lambda name: None,
     )

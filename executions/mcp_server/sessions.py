@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache as once
 from typing import Any
 
@@ -95,6 +95,9 @@ class Session:
     # The client said at ``initialize`` that it completes URL-mode elicitations (2025-11-25):
     # a call that needs the person to connect an account is answered with one.
     url_elicitation: bool = False
+    # ``logging/setLevel``: the least severe level of the upstream's log messages the
+    # client hears while its calls run ("": none asked for, none relayed).
+    log_level: str = ""
 
 
 @dataclass
@@ -156,6 +159,13 @@ def session_open(
     for pushed_out in _index_add(token_hash, session.id):
         _drop(_SESSION_KEY.format(pushed_out))
     return session
+
+
+def session_set_log_level(session: Session, level: str) -> Session:
+    """The session, now asking for log messages at ``level`` and above."""
+    changed = replace(session, log_level=level)
+    _put(_SESSION_KEY.format(session.id), changed.__dict__, settings.TOOLHUB_MCP_SESSION_TTL)
+    return changed
 
 
 # Atomically: forget expired entries, add (or refresh) one, and take out the oldest past

@@ -92,7 +92,7 @@ def _tool_call(
         pinned_definition_hash=pinned_hash(tool),
         caller_token=account.token if account is not None else "",
         cancellation=cancellation,
-        on_progress=relay.progress_publisher(execution.pk),
+        listener=relay.Listener(execution.pk, secrets.value),
     )
 
 

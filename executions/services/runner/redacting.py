@@ -17,6 +17,7 @@ import logging
 import traceback
 from collections.abc import Iterable
 from functools import cached_property
+from typing import Any
 
 from executions.executors.base import ExecutorResult
 from executions.jsonsafe import json_safe
@@ -36,6 +37,10 @@ class CallSecrets:
 
     def text(self, text: str) -> str:
         return redact_text(text, self.forms)
+
+    def value(self, value: Any) -> Any:
+        """``value`` (any JSON), with every secret taken out of its texts."""
+        return redact(json_safe(value), self.forms)
 
     def result(self, result: ExecutorResult) -> ExecutorResult:
         """``result`` with every secret removed from its output, error message and
