@@ -29,6 +29,7 @@ ALL_TOOLS = {
     "add",
     "move",
     "steps",
+    "chatty",
     "echo",
     "fail",
     "slow",

@@ -190,6 +190,16 @@ def build_server() -> TestMCPServer:
             await ctx.report_progress(step, count, f"step {step} of {count}")
         return f"{count} steps"
 
+    @server.tool(description="Log and report progress quoting this request's credential.")
+    async def chatty(ctx: Context) -> str:
+        """As a careless upstream would: its credential in a log line (a text and a
+        structured one) and in a progress message."""
+        credential = (ctx.headers or {}).get("authorization", "").removeprefix("Bearer ")
+        await ctx.info(f"connected with {credential}")
+        await ctx.warning({"token": credential, "note": "structured"})
+        await ctx.report_progress(1, 2, f"still using {credential}")
+        return "chatted"
+
     @server.tool(description="Move to a point (its schema references $defs).")
     def move(to: Point, label: str = "") -> str:
         return f"{label}({to.x},{to.y})"

@@ -252,3 +252,35 @@ def test_blocks_past_the_tools_cap_are_links_to_their_bytes(synced):
         f"{live.url('')}/api/v1/executions/{execution.pk}/output", headers=headers, timeout=30
     ).json()
     assert base64.b64decode(whole["content"][1]["data"]) == expected
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_upstreams_logs_and_progress_reach_the_caller_without_its_credential(synced, mode):
+    """The server quotes the credential ToolHub sends it in a log line, a structured log
+    entry and a progress message: the caller hears each, with the credential taken out."""
+    live, token = synced
+    logs: list[tuple[str, object]] = []
+    progress: list[str | None] = []
+
+    async def on_log(params):
+        logs.append((params.level, params.data))
+
+    async def on_progress(value, total, message):
+        progress.append(message)
+
+    async def scenario():
+        options = {"logging_callback": on_log}
+        if mode == "auto":
+            options["log_level"] = "info"
+        async with mcp_client(live.url(), token, mode=mode, **options) as client:
+            if mode == "legacy":
+                await client.set_logging_level("info")
+            return await client.call_tool("web__chatty", {}, progress_callback=on_progress)
+
+    result = asyncio.run(scenario())
+    assert result.is_error is False and result.content[0].text == "chatted"
+    assert [level for level, _ in logs] == ["info", "warning"], logs
+    heard = repr(logs) + repr(progress)
+    assert TOKEN not in heard and base64.b64encode(TOKEN.encode()).decode() not in heard
+    assert logs[0][1].startswith("connected with ") and logs[1][1]["note"] == "structured"
+    assert any(message and message.startswith("still using ") for message in progress)
