@@ -100,16 +100,18 @@ def submit(
     name: str,
     arguments: Any,
     protocol_version: str,
-    on_admitted: Callable[[Execution], None],
+    on_admitted: Callable[[Execution], None] | None,
+    wait: bool = True,
 ) -> Outcome:
-    """Admit and run (or queue) the call, waiting for its result as REST ``wait`` does."""
+    """Admit and run (or queue) the call, waiting for its result as REST ``wait`` does
+    (``wait=False``: not at all, a task's call)."""
     with bound(request, protocol_version):
         try:
             submitted = execution_submit(
                 user=request.user,
                 tool_ref=name,
                 arguments=arguments,
-                wait=True,
+                wait=wait,
                 registry=request.registry,
                 on_admitted=on_admitted,
                 toolset=request.toolset,
@@ -177,6 +179,11 @@ def execution_from_state(request: McpRequest, state: str) -> Execution | None:
     except ValueError:
         return None
     execution_id = data.get("execution") if isinstance(data, dict) else None
+    return execution_owned(request, execution_id)
+
+
+def execution_owned(request: McpRequest, execution_id: Any) -> Execution | None:
+    """The caller's execution of that id (None for any other, or no id at all)."""
     if not isinstance(execution_id, str):
         return None
     try:

@@ -32,7 +32,7 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from rest_framework.exceptions import AuthenticationFailed
 
-from executions.mcp_server import calls, server, sessions, streams
+from executions.mcp_server import calls, server, sessions, streams, tasks
 from executions.mcp_server.checks import (
     Refused,
     base_url,
@@ -297,6 +297,9 @@ class Gate:
         if request.delegation is not None and needed and not request.delegation.allows(needed):
             raise insufficient_scope(scope, headers, message, needed)
         send = await self.before_sdk(message, request, headers, send)
+        if tasks.is_task_call(message, request):  # the SDK has no 2025-11-25 tasks
+            await respond(send, 200, await tasks.create(request, message))
+            return
         scope = {**scope, server.SCOPE_KEY: request}
         if message.get("method") != _LISTEN:
             await self.manager.handle_request(scope, replay(body, receive), send)

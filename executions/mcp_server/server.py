@@ -28,7 +28,7 @@ from mcp.shared.subscriptions import (
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from executions.mcp_server import calls, listing, results, sessions
+from executions.mcp_server import calls, listing, results, sessions, tasks
 from executions.models import Execution, ExecutionStatus
 from executions.services import relay
 from toolhub.db.pool import RETRY_AFTER_SECONDS, DatabaseUnavailable
@@ -51,7 +51,10 @@ class ToolHubServer(Server):
 
     def create_initialization_options(self, notification_options=None, *args, **kwargs):
         options = notification_options or NotificationOptions(tools_changed=True)
-        return super().create_initialization_options(options, *args, **kwargs)
+        initialization = super().create_initialization_options(options, *args, **kwargs)
+        # Tasks (2025-11-25): any tools/call may run as one (``executions.mcp_server.tasks``).
+        initialization.capabilities.tasks = tasks.CAPABILITY
+        return initialization
 
 
 def request_of(ctx) -> sessions.McpRequest:
@@ -197,6 +200,8 @@ async def list_tools(ctx, params: types.PaginatedRequestParams | None) -> types.
     except DatabaseUnavailable as exc:
         data = {"code": exc.code, "retry_after_seconds": RETRY_AFTER_SECONDS}
         raise MCPError(types.INTERNAL_ERROR, exc.message, data=data) from None
+    if ctx.protocol_version == tasks.TASKS_REVISION:  # each may run as a task
+        items = [{**item, "execution": tasks.EXECUTION} for item in items]
     return types.ListToolsResult(
         tools=[types.Tool.model_validate(item) for item in items], next_cursor=next_cursor
     )
@@ -369,10 +374,25 @@ def build_server() -> ToolHubServer:
         # ToolHub validates arguments itself (structured problems as a tool result).
         get_tool_input_schema=lambda name: None,
     )
+    for method, params_type, handler in (
+        ("tasks/get", types.GetTaskRequestParams, tasks.get),
+        ("tasks/result", types.GetTaskPayloadRequestParams, tasks.result),
+        ("tasks/cancel", types.CancelTaskRequestParams, tasks.cancel),
+    ):
+        server.add_request_handler(method, params_type, _with_request(handler))
     # The SDK's default middleware opens an OpenTelemetry span per message; ToolHub
     # installs no exporter, so it would only cost time on every call.
     server.middleware = [request_state_boundary()]
     return server
+
+
+def _with_request(handler):
+    """``handler(request, params)`` as the SDK calls a handler: ``(ctx, params)``."""
+
+    async def handle(ctx, params):
+        return await handler(request_of(ctx), params)
+
+    return handle
 
 
 def _caller_and_path(ctx) -> str:

@@ -1,0 +1,96 @@
+"""Tasks (MCP 2025-11-25): a call run as a task is its execution.
+
+The official TypeScript SDK's experimental tasks client (``tests/node/tasks_client.mjs``)
+calls through the live ToolHub (two uvicorn processes, a Celery worker): it creates the
+task, polls ``tasks/get`` and reads ``tasks/result``; the answers come from whichever
+web process the request reaches, since everything is the execution's record.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+
+import pytest
+
+from executions.models import Execution, ExecutionStatus
+from tests.executions.mcp_server.conftest import approve_when_pending, latest, rpc
+from tests.node_packages import NODE_DIR, require_node
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def tasks_client(url: str, token: str, tool: str, arguments: dict, mode: str = "") -> list[dict]:
+    require_node("@modelcontextprotocol/sdk", "The tasks tests")
+    done = subprocess.run(
+        ["node", str(NODE_DIR / "tasks_client.mjs"), url, token, tool, json.dumps(arguments), mode],
+        cwd=NODE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def test_a_call_run_as_a_task_is_its_execution_from_creation_to_result(world):
+    lines = tasks_client(world.url, world.token, "alpha", {"path": "task"})
+    kinds = [line["type"] for line in lines]
+    assert lines[0]["tasks"]["requests"]["tools"]["call"] == {}
+    assert lines[1]["execution"] == {"taskSupport": "optional"}
+    assert kinds[2] == "taskCreated" and kinds[-2:] == ["result", "final"], kinds
+    task_id = lines[2]["task"]["taskId"]
+    execution = Execution.objects.get(pk=task_id)
+    assert execution.status == ExecutionStatus.SUCCEEDED and execution.tool_name == "alpha"
+    assert lines[-1]["task"]["status"] == "completed"
+    result = lines[-2]["result"]
+    assert result["isError"] is False
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    assert result["_meta"]["io.toolhub/execution"]["id"] == task_id
+    assert "/echo/task" in result["content"][0]["text"]
+
+
+def test_a_task_waits_for_its_approval_as_working_then_completes(world):
+    approver = threading.Thread(target=approve_when_pending, args=(world,))
+    approver.start()
+    try:
+        lines = tasks_client(world.url, world.token, "golf_gated", {"path": "gated"})
+    finally:
+        approver.join()
+    statuses = [line["task"]["status"] for line in lines if line["type"] == "taskStatus"]
+    messages = [line["task"].get("statusMessage") for line in lines if line["type"] == "taskStatus"]
+    assert statuses[-1] == "completed" and set(statuses) <= {"working", "completed"}, statuses
+    assert "waiting for a person's approval" in messages, messages
+    assert lines[-2]["type"] == "result" and lines[-2]["result"]["isError"] is False
+
+
+def test_cancelling_a_task_cancels_its_execution(world):
+    lines = tasks_client(world.url, world.token, "golf_gated", {"path": "never"}, "cancel")
+    cancelled = next(line for line in lines if line["type"] == "cancelled")
+    assert cancelled["task"]["status"] == "cancelled"
+    execution = Execution.objects.get(pk=cancelled["task"]["taskId"])
+    assert execution.status == ExecutionStatus.CANCELLED
+    assert lines[-1]["task"]["status"] == "cancelled"
+    assert any(line["type"] == "error" and "cancelled" in line["message"] for line in lines)
+
+
+def test_another_callers_task_is_unknown_and_a_plain_call_stays_a_call(world, owner):
+    from registry.services import agents as agent_services
+    from tests.factories import make_token
+
+    lines = tasks_client(world.url, world.token, "alpha", {"path": "mine"})
+    task_id = lines[2]["task"]["taskId"]
+    other = agent_services.agent_create(actor=None, name="other-agent", owner=owner)
+    other_token = make_token(other.user)
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        _, answers = rpc(world.url, other_token, method, {"taskId": task_id})
+        assert answers[-1]["error"]["code"] == -32602, (method, answers)
+        assert answers[-1]["error"]["message"] == f"Unknown task: {task_id}"
+    # Without "task", tools/call answers with the result itself (the 2025-11-25 handshake
+    # is the SDK's own: rpc sends no session, as a stateless client may).
+    _, answers = rpc(
+        world.url, world.token, "tools/call", {"name": "alpha", "arguments": {"path": "x"}}
+    )
+    assert "content" in answers[-1]["result"] and "task" not in answers[-1]["result"]
+    assert latest(tool_name="alpha").status == ExecutionStatus.SUCCEEDED
