@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,8 +56,16 @@ def call_tool(
         if log_level:
             from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-            if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                await client.set_logging_level(log_level)  # 2026-07-28: per request (own)
+            # 2026-07-28: per request (``own``). A server that does not log is not asked,
+            # and one that refuses to is still called: logs are a courtesy to the caller.
+            if (
+                client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+                and client.server_capabilities.logging is not None
+            ):
+                from mcp.shared.exceptions import MCPError
+
+                with contextlib.suppress(MCPError):
+                    await client.set_logging_level(log_level)
         if pinned_definition_hash:
             _check_definition(await _all_tools(client, budget), tool_name, pinned_definition_hash)
         elif _fully_listed.get(id(client)) is not client:

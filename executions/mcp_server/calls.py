@@ -183,10 +183,15 @@ def execution_from_state(request: McpRequest, state: str) -> Execution | None:
 
 
 def execution_owned(request: McpRequest, execution_id: Any) -> Execution | None:
-    """The caller's execution of that id (None for any other, or no id at all)."""
+    """The caller's execution of that id (None for any other, or no id at all). An OAuth
+    client acting for a person owns only the calls it made for them, as at the REST API
+    (``selectors.execution_visible_to``)."""
     if not isinstance(execution_id, str):
         return None
+    found = Execution.objects.filter(pk=execution_id, principal=request.user)
+    if request.delegation is not None:
+        found = found.filter(oauth_client_id=request.delegation.client_id)
     try:
-        return Execution.objects.filter(pk=execution_id, principal=request.user).first()
+        return found.first()
     except (ValueError, ValidationError):
         return None

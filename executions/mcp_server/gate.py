@@ -102,7 +102,14 @@ def lookups(raw: str, toolset: str | None, session_id: str | None):
 
 # What an OAuth token's scopes must hold for a method (registry.oauth: the person's rights
 # narrowed to what they consented to); methods not listed need no scope.
-_SCOPE_OF_METHOD = {"tools/list": "tools:read", "tools/call": "tools:call"}
+_SCOPE_OF_METHOD = {
+    "tools/list": "tools:read",
+    "tools/call": "tools:call",
+    # A task is a call: reading its result or cancelling it is the REST API's tools:call.
+    "tasks/get": "tools:call",
+    "tasks/result": "tools:call",
+    "tasks/cancel": "tools:call",
+}
 
 
 def insufficient_scope(scope, headers, message: dict, needed: str) -> Refused:
@@ -297,7 +304,7 @@ class Gate:
         if request.delegation is not None and needed and not request.delegation.allows(needed):
             raise insufficient_scope(scope, headers, message, needed)
         send = await self.before_sdk(message, request, headers, send)
-        if tasks.is_task_call(message, request):  # the SDK has no 2025-11-25 tasks
+        if tasks.is_task_call(message, request, headers):  # the SDK has no 2025-11-25 tasks
             await respond(send, 200, await tasks.create(request, message))
             return
         scope = {**scope, server.SCOPE_KEY: request}

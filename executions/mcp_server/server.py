@@ -9,6 +9,7 @@ itself; ``gate`` authenticates first and puts the ``McpRequest`` in the scope.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 import typing
 from typing import Any
@@ -140,8 +141,10 @@ class Progress:
 
     async def _progress(self, event: dict) -> None:
         value, total = event.get("progress"), event.get("total")
-        if not isinstance(value, int | float):
+        if not isinstance(value, int | float) or not math.isfinite(value):
             return
+        if not isinstance(total, int | float) or not math.isfinite(total):
+            total = None
         if self.base is None:
             self.base = 0.0 if self.count is None else self.count + 1
         progress = self.base + float(value)
@@ -321,11 +324,16 @@ async def _awaiting_approval(request, execution, structured: bool, revision: str
     deadline = time.monotonic() + budget
     approval_id = await calls.in_thread(calls.approval_of, execution)
     await progress.report(f"waiting for approval {approval_id} (execution {execution.pk})")
+    progress.execution_id = execution.pk  # also when a 2026 client comes back to wait
     while (remaining := deadline - time.monotonic()) > 0:
         # Polled, not blocked on: a call waiting for a person holds no thread meanwhile.
         await anyio.sleep(min(remaining, APPROVAL_POLL_SECONDS))
+        if progress.listening:  # once approved, what the upstream says as it runs
+            await progress.relayed()
         execution = await calls.in_thread(calls.execution_now, execution.pk)
         if execution.is_terminal:
+            if progress.listening:
+                await progress.relayed()
             return results.finished(execution, request.base_url, structured=structured)
         await progress.report(f"{execution.status} (execution {execution.pk})")
     if modern:

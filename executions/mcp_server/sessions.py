@@ -164,7 +164,13 @@ def session_open(
 def session_set_log_level(session: Session, level: str) -> Session:
     """The session, now asking for log messages at ``level`` and above."""
     changed = replace(session, log_level=level)
-    _put(_SESSION_KEY.format(session.id), changed.__dict__, settings.TOOLHUB_MCP_SESSION_TTL)
+    key, ttl = _SESSION_KEY.format(session.id), settings.TOOLHUB_MCP_SESSION_TTL
+    client = redis_client()
+    if client is None:
+        if cache.get(key) is not None:
+            cache.set(key, changed.__dict__, ttl)
+    else:  # only while it exists: a session closed or pushed out meanwhile stays gone
+        client.set(key, json.dumps(changed.__dict__), ex=ttl, xx=True)
     return changed
 
 

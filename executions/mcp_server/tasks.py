@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import anyio
 import mcp_types as types
+from django.conf import settings
 from mcp.shared.exceptions import MCPError
 
 from executions.mcp_server import calls, results
 from executions.models import Execution, ExecutionStatus
+from toolhub.db.pool import DatabaseUnavailable
 
 # The revision whose clients ask for tasks this way (2026-07-28 has an extension instead).
 TASKS_REVISION = "2025-11-25"
@@ -83,14 +85,17 @@ def wire(execution: Execution) -> dict:
     return {**task.model_dump(by_alias=True, mode="json", exclude_none=True), "ttl": task.ttl}
 
 
-def is_task_call(message: dict, request) -> bool:
-    """A ``tools/call`` asking to run as a task, from a client at the tasks revision."""
+def is_task_call(message: dict, request, headers) -> bool:
+    """A ``tools/call`` request (not a notification) asking to run as a task, from a
+    client that said it speaks the tasks revision (its session, or the header)."""
     params = message.get("params")
+    said = request.client(headers.get("mcp-protocol-version", ""))["protocol_version"]
     return (
         message.get("method") == "tools/call"
+        and message.get("id") is not None
         and isinstance(params, dict)
         and isinstance(params.get("task"), dict)
-        and request.client(TASKS_REVISION)["protocol_version"] == TASKS_REVISION
+        and said == TASKS_REVISION
     )
 
 
@@ -104,15 +109,20 @@ async def create(request, message: dict) -> dict:
         answer["error"] = {"code": types.INVALID_PARAMS, "message": "The tool's name is missing."}
         return answer
     arguments = params.get("arguments")
-    outcome = await calls.in_thread(
-        calls.submit,
-        request,
-        name,
-        {} if arguments is None else arguments,
-        TASKS_REVISION,
-        None,
-        False,
-    )
+    try:
+        outcome = await calls.in_thread(
+            calls.submit,
+            request,
+            name,
+            {} if arguments is None else arguments,
+            TASKS_REVISION,
+            None,
+            False,
+        )
+    except DatabaseUnavailable as error:  # as tools/call answers it: a result to wait out
+        refused = results.refusal(error, name, request.base_url)
+        answer["result"] = refused.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return answer
     if outcome.error is None:
         answer["result"] = {"task": wire(outcome.execution)}  # CreateTaskResult
         return answer
@@ -139,8 +149,18 @@ async def get(request, params: types.GetTaskRequestParams) -> dict:
 
 
 async def result(request, params: types.GetTaskPayloadRequestParams) -> types.CallToolResult:
+    """``tasks/result``: waits for a final status up to ``TOOLHUB_MCP_APPROVAL_WAIT`` (a
+    call may wait days for a person; the client polls ``tasks/get`` meanwhile), then
+    -32603 saying the task has not finished."""
     execution = await calls.in_thread(_owned, request, params.task_id)
+    deadline = anyio.current_time() + settings.TOOLHUB_MCP_APPROVAL_WAIT
     while not execution.is_terminal:
+        if anyio.current_time() >= deadline:
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"Task {params.task_id} has not finished ({task_of(execution).status}); "
+                "poll tasks/get and ask for its result once it has.",
+            )
         await anyio.sleep(POLL_SECONDS)
         execution = await calls.in_thread(calls.execution_now, execution.pk)
     structured = await calls.in_thread(calls.structured_for, execution)

@@ -33,6 +33,7 @@ _KEY = "toolhub:relay:{}"
 _WANTS_KEY = "toolhub:relay-wants:{}"
 _TTL_SECONDS = 600
 _MOST = 100  # events taken at once
+_MOST_CHARS = 8000  # of one relayed message
 
 _here: dict[str, list[dict[str, Any]]] = defaultdict(list)
 _here_wants: dict[str, dict[str, Any]] = {}
@@ -48,21 +49,30 @@ class Listener:
         self.clean = clean
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        message = self.clean(message) if isinstance(message, str) else None
+        message = _bounded(self.clean(message)) if isinstance(message, str) else None
         publish(
             self.key, {"kind": "progress", "progress": progress, "total": total, "message": message}
         )
 
     def log(self, level: str, data: Any, logger_name: str | None) -> None:
-        event = {"kind": "log", "level": level, "data": self.clean(data), "logger": logger_name}
+        event = {"kind": "log", "level": level, "data": _bounded(self.clean(data)), "logger": None}
         if isinstance(logger_name, str):
-            event["logger"] = self.clean(logger_name)
+            event["logger"] = _bounded(self.clean(logger_name))
         publish(self.key, event)
 
     @cached_property
     def wants(self) -> dict[str, Any]:
         """What the caller asked to hear (``want``): ``{"log_level": "info"}``, or ``{}``."""
         return wanted(self.key)
+
+
+def _bounded(value: Any) -> Any:
+    """``value``, or the start of its JSON text when that is longer than ``_MOST_CHARS``:
+    a caller is not sent megabytes per log line, nor Redis made to keep them."""
+    if isinstance(value, str):
+        return value if len(value) <= _MOST_CHARS else value[:_MOST_CHARS] + "…"
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= _MOST_CHARS else text[:_MOST_CHARS] + "…"
 
 
 def want(execution_id, **wants: Any) -> None:

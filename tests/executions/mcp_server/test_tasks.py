@@ -94,3 +94,57 @@ def test_another_callers_task_is_unknown_and_a_plain_call_stays_a_call(world, ow
     )
     assert "content" in answers[-1]["result"] and "task" not in answers[-1]["result"]
     assert latest(tool_name="alpha").status == ExecutionStatus.SUCCEEDED
+
+
+def person_token(world, person, client_name: str, scopes: list[str]) -> str:
+    """An access token of an OAuth client acting for ``person`` at /mcp (with the consent
+    the consent page would have left behind)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.models import AccessToken, Application, set_token_value
+
+    from registry.oauth.tokens import access_token
+    from registry.services import consents as consent_services
+
+    client = Application.objects.create(
+        name=client_name,
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://127.0.0.1/callback",
+    )
+    consent_services.consent_give(person=person, client=client, resource=world.url, scopes=scopes)
+    token = AccessToken(
+        user=person,
+        application=client,
+        expires=timezone.now() + timedelta(hours=1),
+        scope=" ".join(scopes),
+        resource=[world.url],
+    )
+    raw = access_token(None)
+    set_token_value(token, raw)
+    token.save()
+    return raw
+
+
+def test_an_oauth_client_sees_only_the_tasks_it_made_and_needs_tools_call(world):
+    """As at the REST API: a client acting for a person owns only the calls it made for
+    them, and reading or cancelling a task is ``tools:call``."""
+    from tests.factories import make_user
+
+    person = make_user("tess-person")
+    person.groups.add(world.role)
+    desk = person_token(world, person, "Desk assistant", ["tools:read", "tools:call"])
+    other = person_token(world, person, "Other assistant", ["tools:read", "tools:call"])
+    reader = person_token(world, person, "Reader", ["tools:read"])
+
+    lines = tasks_client(world.url, desk, "alpha", {"path": "desk"})
+    task_id = lines[2]["task"]["taskId"]
+    assert lines[-1]["task"]["status"] == "completed"
+    _, mine = rpc(world.url, desk, "tasks/get", {"taskId": task_id})
+    assert mine[-1]["result"]["taskId"] == task_id
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        _, answers = rpc(world.url, other, method, {"taskId": task_id})
+        assert answers[-1]["error"]["message"] == f"Unknown task: {task_id}", (method, answers)
+        response, _ = rpc(world.url, reader, method, {"taskId": task_id})
+        assert response.status_code == 403 and "tools:call" in response.text, method
