@@ -256,14 +256,7 @@ async def _call(ctx, request, params, revision: str, progress: Progress, *, retr
             if outcome.error.code == "connection_required" and not retried:
                 return _connect_first(ctx, request, outcome.error, revision, params.name)
             return results.refusal(outcome.error, params.name, request.base_url)
-        execution = outcome.execution
-        if execution.status == ExecutionStatus.PENDING_APPROVAL:
-            return await _awaiting_approval(
-                request, execution, outcome.structured, revision, progress
-            )
-        if not execution.is_terminal:
-            return results.still_running(execution, request.base_url)
-        return results.finished(execution, request.base_url, structured=outcome.structured)
+        return await _answer(request, params, outcome, revision, progress)
     except DatabaseUnavailable as error:
         if "id" in admitted:
             error.extra.setdefault("execution_id", str(admitted["id"]))
@@ -278,6 +271,19 @@ async def _call(ctx, request, params, revision: str, progress: Progress, *, retr
         if admitted.get("remembered"):
             with anyio.CancelScope(shield=True):
                 await calls.in_thread(sessions.call_forget, request, ctx.request_id)
+
+
+async def _answer(request, params, outcome: calls.Outcome, revision: str, progress: Progress):
+    """An admitted call's answer: its task (a 2026-07-28 client that takes tasks, the call
+    not finished), its result once approved, still running, or its result."""
+    execution = outcome.execution
+    if tasks.answered_as_task(execution, revision, params):
+        return await calls.in_thread(tasks.created_task, execution, request.base_url)
+    if execution.status == ExecutionStatus.PENDING_APPROVAL:
+        return await _awaiting_approval(request, execution, outcome.structured, revision, progress)
+    if not execution.is_terminal:
+        return results.still_running(execution, request.base_url)
+    return results.finished(execution, request.base_url, structured=outcome.structured)
 
 
 def _connect_first(ctx, request, error, revision: str, name: str):
@@ -386,8 +392,10 @@ def build_server() -> ToolHubServer:
         ("tasks/get", types.GetTaskRequestParams, tasks.get),
         ("tasks/result", types.GetTaskPayloadRequestParams, tasks.result),
         ("tasks/cancel", types.CancelTaskRequestParams, tasks.cancel),
+        ("tasks/update", types.GetTaskRequestParams, tasks.update),
     ):
         server.add_request_handler(method, params_type, _with_request(handler))
+    server.extensions[tasks.EXTENSION] = {}  # said at server/discover (2026-07-28)
     # The SDK's default middleware opens an OpenTelemetry span per message; ToolHub
     # installs no exporter, so it would only cost time on every call.
     server.middleware = [request_state_boundary()]
@@ -395,10 +403,11 @@ def build_server() -> ToolHubServer:
 
 
 def _with_request(handler):
-    """``handler(request, params)`` as the SDK calls a handler: ``(ctx, params)``."""
+    """``handler(request, params, modern)`` as the SDK calls a handler: ``(ctx, params)``."""
 
     async def handle(ctx, params):
-        return await handler(request_of(ctx), params)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        return await handler(request_of(ctx), params, modern)
 
     return handle
 

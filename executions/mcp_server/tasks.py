@@ -1,4 +1,15 @@
-"""Tasks (MCP 2025-11-25, experimental): a call the client asked to run as a task.
+"""Tasks: a call that runs as a task, whose task is its execution.
+
+Two wire shapes. **2026-07-28, the tasks extension** (``io.modelcontextprotocol/tasks``):
+the server decides; a call whose request names the extension in its client
+capabilities and that has not finished when ``tools/call`` would answer (it waits for a
+person, or runs past the wait) is answered with the task (``resultType: "task"``)
+instead of waiting; ``tasks/get`` gives the task and, once it has ended, its result
+(``completed`` for any final status but ``cancelled``: an ``isError`` result is a
+completed task there), ``tasks/update`` is acknowledged (ToolHub asks nothing of a
+client during a task), ``tasks/cancel`` is an empty acknowledgement.
+
+**2025-11-25, experimental tasks**: the client asks, below.
 
 The task is the execution. ``tools/call`` with ``task`` admits the call and answers at
 once with ``CreateTaskResult`` (the task's id is the execution's); the call runs (or
@@ -28,6 +39,7 @@ import anyio
 import mcp_types as types
 from django.conf import settings
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from executions.mcp_server import calls, results
 from executions.models import Execution, ExecutionStatus
@@ -76,6 +88,55 @@ def task_of(execution: Execution) -> types.Task:
         ttl=None,  # kept as long as the execution record (docs/operations.md: retention)
         poll_interval=int(POLL_SECONDS * 1000),
     )
+
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+
+
+def client_takes_tasks(params) -> bool:
+    """Whether the request's client capabilities name the tasks extension (2026-07-28)."""
+    capabilities = (params.meta or {}).get(_CLIENT_CAPABILITIES)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def answered_as_task(execution: Execution, revision: str, params) -> bool:
+    """Whether ``tools/call`` answers with the task: the call waits for a person or runs
+    on, and its 2026-07-28 client takes tasks (the extension)."""
+    return (
+        not execution.is_terminal
+        and revision in MODERN_PROTOCOL_VERSIONS
+        and client_takes_tasks(params)
+    )
+
+
+def modern_task(execution: Execution, base_url: str, *, created: bool = False) -> dict:
+    """The execution as the extension's task: ``CreateTaskResult`` (``created``) or
+    ``GetTaskResult``, with the call's result once it has ended."""
+    task = task_of(execution)
+    status = task.status if task.status in ("working", "cancelled") else "completed"
+    found: dict = {
+        "resultType": "task" if created else "complete",
+        "taskId": task.task_id,
+        "status": status,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "ttlMs": None,  # kept as long as the execution record
+        "pollIntervalMs": task.poll_interval,
+    }
+    if task.status_message and status != "completed":
+        found["statusMessage"] = task.status_message
+    if status == "completed":
+        structured = calls.structured_for(execution)
+        answer = results.finished(execution, base_url, structured=structured)
+        found["result"] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return found
+
+
+def created_task(execution: Execution, base_url: str) -> dict:
+    """``CreateTaskResult`` (2026-07-28): the call's task, as ``tools/call``'s answer."""
+    return modern_task(execution, base_url, created=True)
 
 
 def wire(execution: Execution) -> dict:
@@ -143,12 +204,27 @@ def _owned(request, task_id: str) -> Execution:
     return execution
 
 
-async def get(request, params: types.GetTaskRequestParams) -> dict:
-    """``tasks/get``: the task (``GetTaskResult``)."""
+async def get(request, params: types.GetTaskRequestParams, modern: bool) -> dict:
+    """``tasks/get``: the task (``GetTaskResult``), in the caller's revision's shape."""
+    if modern:
+        return await calls.in_thread(_modern_get, request, params.task_id)
     return wire(await calls.in_thread(_owned, request, params.task_id))
 
 
-async def result(request, params: types.GetTaskPayloadRequestParams) -> types.CallToolResult:
+def _modern_get(request, task_id: str) -> dict:
+    return modern_task(_owned(request, task_id), request.base_url)
+
+
+async def update(request, params: types.GetTaskRequestParams, modern: bool) -> dict:
+    """``tasks/update`` (2026-07-28): acknowledged for a known task. ToolHub asks a
+    client nothing during a task, so no response is outstanding and each is ignored."""
+    await calls.in_thread(_owned, request, params.task_id)
+    return {"resultType": "complete"}
+
+
+async def result(
+    request, params: types.GetTaskPayloadRequestParams, modern: bool
+) -> types.CallToolResult:
     """``tasks/result``: waits for a final status up to ``TOOLHUB_MCP_APPROVAL_WAIT`` (a
     call may wait days for a person; the client polls ``tasks/get`` meanwhile), then
     -32603 saying the task has not finished."""
@@ -170,9 +246,14 @@ async def result(request, params: types.GetTaskPayloadRequestParams) -> types.Ca
     return answer.model_copy(update={"meta": meta})
 
 
-async def cancel(request, params: types.CancelTaskRequestParams) -> dict:
-    """``tasks/cancel``: the task, cancelled (``CancelTaskResult``)."""
+async def cancel(request, params: types.CancelTaskRequestParams, modern: bool) -> dict:
+    """``tasks/cancel``: the task, cancelled (``CancelTaskResult``); at 2026-07-28 an
+    empty acknowledgement, whatever the task's state."""
     execution = await calls.in_thread(_owned, request, params.task_id)
+    if modern:
+        if not execution.is_terminal:
+            await calls.in_thread(calls.cancel, request, execution.pk)
+        return {"resultType": "complete"}
     if execution.is_terminal or not await calls.in_thread(calls.cancel, request, execution.pk):
         raise MCPError(
             types.INVALID_PARAMS,

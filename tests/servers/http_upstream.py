@@ -115,6 +115,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = body.encode("utf-8")
         elif not isinstance(body, bytes):
             body = json.dumps(body).encode("utf-8")
+        # Out of flight once the answer is decided, before it is written: the caller may
+        # act on it (free a concurrency slot, send the next request) before this thread
+        # gets back from the write, and that next request must not count as overlapping.
+        self._leave_once()
         self.send_response(status)
         if status != 204:
             self.send_header("Content-Type", content_type)
@@ -125,9 +129,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD" and status != 204:
             self.wfile.write(body)
 
+    def _leave_once(self) -> None:
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.upstream._leave()
+
     def _dispatch(self) -> None:
         upstream = self.server.upstream
         upstream._enter()
+        self._in_flight = True
         try:
             parts = urlsplit(self.path)
             body = self._read_body()
@@ -151,7 +161,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         finally:
-            upstream._leave()
+            self._leave_once()
 
     # ------------------------------------------------------------------ routes
 

@@ -148,3 +148,86 @@ def test_an_oauth_client_sees_only_the_tasks_it_made_and_needs_tools_call(world)
         assert answers[-1]["error"]["message"] == f"Unknown task: {task_id}", (method, answers)
         response, _ = rpc(world.url, reader, method, {"taskId": task_id})
         assert response.status_code == 403 and "tools:call" in response.text, method
+
+
+MODERN = "2026-07-28"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+def modern(world, method: str, params: dict, *, takes_tasks: bool = True) -> dict:
+    """One 2026-07-28 request (its client capabilities naming the tasks extension or
+    not); the JSON-RPC answer."""
+    capabilities = {"extensions": {TASKS_EXTENSION: {}}} if takes_tasks else {}
+    body = {
+        **params,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "tasks-2026", "version": "1"},
+        },
+    }
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if method == "tools/call":
+        headers["Mcp-Name"] = params["name"]
+    _, answers = rpc(world.url, world.token, method, body, headers=headers)
+    return answers[-1]
+
+
+def acknowledged(answer: dict) -> bool:
+    """An empty acknowledgement (the SDK adds its server's name under ``_meta``)."""
+    result = answer.get("result") or {}
+    return result.get("resultType") == "complete" and set(result) <= {"resultType", "_meta"}
+
+
+def poll(world, task_id: str, until: str, timeout: float = 30.0) -> dict:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        task = modern(world, "tasks/get", {"taskId": task_id})["result"]
+        if task["status"] == until:
+            return task
+        time.sleep(0.3)
+    raise AssertionError(f"task {task_id} never became {until}")
+
+
+def test_the_tasks_extension_answers_a_call_that_waits_for_a_person_with_its_task(world):
+    from executions.models import Approval
+    from executions.services.approvals import approval_decide
+
+    discovered = modern(world, "server/discover", {})["result"]
+    assert TASKS_EXTENSION in discovered["capabilities"]["extensions"]
+
+    created = modern(world, "tools/call", {"name": "golf_gated", "arguments": {"path": "m"}})
+    assert "result" in created, created
+    task = created["result"]
+    assert task["resultType"] == "task" and task["status"] == "working", task
+    assert task["statusMessage"] == "waiting for a person's approval" and task["ttlMs"] is None
+    execution = Execution.objects.get(pk=task["taskId"])
+    assert execution.status == ExecutionStatus.PENDING_APPROVAL
+    got = modern(world, "tasks/get", {"taskId": task["taskId"]})["result"]
+    assert got["resultType"] == "complete" and got["status"] == "working" and "result" not in got
+    update = {"taskId": task["taskId"], "inputResponses": {}}
+    assert acknowledged(modern(world, "tasks/update", update))
+
+    approval_decide(
+        actor=world.approver, approval=Approval.objects.get(execution=execution), approve=True
+    )
+    done = poll(world, task["taskId"], "completed")
+    assert done["result"]["isError"] is False and "/echo/m" in done["result"]["content"][0]["text"]
+
+    # Cancelled: an empty acknowledgement, then the task says so.
+    second = modern(world, "tools/call", {"name": "golf_gated", "arguments": {"path": "n"}})
+    second_id = second["result"]["taskId"]
+    assert acknowledged(modern(world, "tasks/cancel", {"taskId": second_id}))
+    assert poll(world, second_id, "cancelled")["status"] == "cancelled"
+    assert Execution.objects.get(pk=second_id).status == ExecutionStatus.CANCELLED
+
+
+def test_a_2026_client_that_does_not_take_tasks_keeps_the_approval_rounds(world):
+    answer = modern(
+        world, "tools/call", {"name": "golf_gated", "arguments": {"path": "o"}}, takes_tasks=False
+    )
+    assert answer["result"]["resultType"] == "input_required", answer
+    finished = modern(world, "tools/call", {"name": "alpha", "arguments": {"path": "p"}})
+    assert "content" in finished["result"] and finished["result"].get("resultType") != "task"
