@@ -6,6 +6,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 from executions.mcp_client.checks import _prepare
 from executions.mcp_client.content import CallOutcome, _outcome_from_result
 from executions.mcp_client.errors import MCPConfigError, MCPDefinitionChanged
@@ -73,6 +75,8 @@ def call_tool(
         result = await client.call_tool(
             tool_name, args, read_timeout_seconds=budget, progress_callback=progress
         )
+        if log_level:
+            await _notifications_delivered()
         return _outcome_from_result(result)
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -96,6 +100,15 @@ def call_tool(
     )
     outcome.metadata.update(meta)
     return outcome
+
+
+async def _notifications_delivered() -> None:
+    """Let the client hand on the log messages that came before the result: the SDK
+    queues notifications for a task of their own, which may not have run yet when the
+    result is read, and the caller must hear them before the call is recorded as done."""
+    for _ in range(20):
+        await anyio.sleep(0)
+    await anyio.sleep(0.02)
 
 
 _LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
