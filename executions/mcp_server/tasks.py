@@ -128,10 +128,14 @@ def modern_task(execution: Execution, base_url: str, *, created: bool = False) -
     if task.status_message and status != "completed":
         found["statusMessage"] = task.status_message
     if status == "completed":
-        structured = calls.structured_for(execution)
-        answer = results.finished(execution, base_url, structured=structured)
+        answer = _finished(execution, base_url)
         found["result"] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
     return found
+
+
+def _finished(execution: Execution, base_url: str) -> types.CallToolResult:
+    """What ``tools/call`` answers for the ended call (reads its tool's output schema)."""
+    return results.finished(execution, base_url, structured=calls.structured_for(execution))
 
 
 def created_task(execution: Execution, base_url: str) -> dict:
@@ -239,8 +243,7 @@ async def result(
             )
         await anyio.sleep(POLL_SECONDS)
         execution = await calls.in_thread(calls.execution_now, execution.pk)
-    structured = await calls.in_thread(calls.structured_for, execution)
-    answer = results.finished(execution, request.base_url, structured=structured)
+    answer = await calls.in_thread(_finished, execution, request.base_url)
     meta = dict(answer.meta or {})
     meta[RELATED_TASK_KEY] = {"taskId": str(execution.pk)}
     return answer.model_copy(update={"meta": meta})
